@@ -1,0 +1,158 @@
+// Package persistence defines crow-acp's storage seam: the domain types a
+// session is made of and the Store interface every backend implements.
+//
+// Nothing here knows the wire protocol or the model API. Implementations live
+// in sub-packages (sqlite, postgres) and are pinned by compile-time assertions.
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when a session or message does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned (wrapped) when a write would violate a uniqueness
+// rule, such as creating a session whose id already exists.
+var ErrConflict = errors.New("conflict")
+
+// Role is who authored a message, in the model API's terms.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+	// RoleSummary marks a compaction summary: it enters the model's context as
+	// context, never as something the user said.
+	RoleSummary Role = "summary"
+)
+
+// MessageStatus records how a message ended. Partial messages are kept: a
+// cancelled or failed stream still stores what the user already saw.
+type MessageStatus string
+
+const (
+	StatusComplete  MessageStatus = "complete"
+	StatusCancelled MessageStatus = "cancelled"
+	StatusFailed    MessageStatus = "failed"
+)
+
+// Session is one ACP session. Its ID never changes, not even across
+// compaction.
+type Session struct {
+	ID        string
+	Cwd       string
+	Title     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Metadata is opaque JSON owned by the agent (MCP servers, mode, model...).
+	Metadata json.RawMessage
+}
+
+// ToolCall is one function call requested by the model.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Part is one piece of structured message content, kept so that a replay can
+// show exactly what was sent and the model can receive non-text input.
+type Part struct {
+	Type     string `json:"type"` // text, image, resource_link, resource
+	Text     string `json:"text,omitempty"`
+	URI      string `json:"uri,omitempty"`
+	Name     string `json:"name,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+	Data     string `json:"data,omitempty"` // base64 for images and blobs
+}
+
+// Message is one entry of a session's history, ordered by Seq.
+type Message struct {
+	ID        int64
+	SessionID string
+	// Seq is assigned by the store on append: 1, 2, 3... per session, never
+	// reused, never derived from a clock.
+	Seq        int64
+	Role       Role
+	Content    string // the text the model sees
+	Parts      []Part // structured content (user prompts); may be nil
+	Reasoning  string // reasoning_content streamed by the model
+	ToolCallID string // for RoleTool: the call this result answers
+	ToolCalls  []ToolCall
+	Status     MessageStatus
+	// Meta is opaque JSON owned by the agent (tool title/kind for replay...).
+	Meta            json.RawMessage
+	IsActive        bool
+	CompactedIntoID *int64
+	TokenCount      int
+	CreatedAt       time.Time
+}
+
+// Compaction is the record of one applied compaction policy. The compacted
+// messages are kept (inactive) and can be re-activated.
+type Compaction struct {
+	ID           int64
+	SessionID    string
+	Policy       string
+	CompactedIDs []int64
+	KeptIDs      []int64
+	TokensBefore int
+	TokensAfter  int
+	// SummaryMessageID is the summary message inserted by this compaction, if any.
+	SummaryMessageID *int64
+	Settings         json.RawMessage
+	CreatedAt        time.Time
+}
+
+// ListSessionsOptions filters and pages ListSessions. Sessions come newest
+// (by UpdatedAt) first.
+type ListSessionsOptions struct {
+	Cwd    string // exact match when non-empty
+	Limit  int    // 0 means the store's default
+	Cursor string // opaque, from a previous page; empty for the first page
+}
+
+// MessageFilter selects messages of one session.
+type MessageFilter struct {
+	ActiveOnly bool  // only messages in the model's current context
+	AfterSeq   int64 // only messages with Seq > AfterSeq
+}
+
+// Store is the single persistence seam. Every method is safe for concurrent
+// use. Errors wrap ErrNotFound or ErrConflict where those apply.
+type Store interface {
+	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
+	// ErrConflict if the id exists.
+	CreateSession(ctx context.Context, s *Session) error
+	// GetSession returns ErrNotFound for an unknown id.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// UpdateSession writes Cwd, Title, Metadata and bumps UpdatedAt.
+	UpdateSession(ctx context.Context, s *Session) error
+	// ListSessions returns one page and the cursor of the next ("" = last page).
+	ListSessions(ctx context.Context, opts ListSessionsOptions) ([]Session, string, error)
+	// DeleteSession removes a session and everything it owns. Unknown ids are
+	// not an error.
+	DeleteSession(ctx context.Context, id string) error
+
+	// AppendMessages commits msgs atomically, in order, assigning ID and Seq
+	// to each (and CreatedAt when zero), and bumps the session's UpdatedAt.
+	// New messages are active. ErrNotFound if the session does not exist.
+	AppendMessages(ctx context.Context, sessionID string, msgs ...*Message) error
+	// Messages returns a session's messages in Seq order.
+	Messages(ctx context.Context, sessionID string, f MessageFilter) ([]Message, error)
+
+	// ApplyCompaction atomically inserts the summary message (if non-nil, as
+	// an active message appended with the next seq), marks c.CompactedIDs
+	// inactive with compacted_into_id = the new record, and stores c. It
+	// fills c.ID, c.CreatedAt and c.SummaryMessageID.
+	ApplyCompaction(ctx context.Context, c *Compaction, summary *Message) error
+	// Compactions lists a session's compaction records, oldest first.
+	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
+
+	Close() error
+}
