@@ -1,0 +1,118 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+)
+
+// Optional agent methods. An agent advertises what it implements in its
+// capabilities; the dispatcher answers -32601 for the rest.
+
+// SessionLoader implements session/load.
+type SessionLoader interface {
+	LoadSession(ctx context.Context, req *LoadSessionRequest) (*LoadSessionResponse, error)
+}
+
+// ExtMethodHandler handles extension requests (methods starting with "_").
+type ExtMethodHandler interface {
+	HandleExtMethod(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// ExtNotificationHandler handles extension notifications.
+type ExtNotificationHandler interface {
+	HandleExtNotification(ctx context.Context, method string, params json.RawMessage)
+}
+
+// method is one entry of the dispatch table.
+type method struct {
+	// async methods run on their own goroutine and may be cancelled with
+	// $/cancel_request; the rest run in order on the read loop.
+	async bool
+	call  func(ctx context.Context, a Agent, params json.RawMessage) (any, error)
+}
+
+// methods maps every agent method crow-acp knows to its handler. Adding a
+// method is one line here plus the interface it binds to.
+var methods = map[string]method{
+	"initialize": route(func(a Agent) func(context.Context, *InitializeRequest) (*InitializeResponse, error) {
+		return a.Initialize
+	}),
+	"authenticate": route(func(a Agent) func(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
+		return a.Authenticate
+	}),
+	"session/new": route(func(a Agent) func(context.Context, *NewSessionRequest) (*NewSessionResponse, error) {
+		return a.NewSession
+	}),
+	"session/load": route(func(a Agent) func(context.Context, *LoadSessionRequest) (*LoadSessionResponse, error) {
+		if l, ok := a.(SessionLoader); ok {
+			return l.LoadSession
+		}
+		return nil
+	}),
+	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {
+		return a.Prompt
+	})),
+}
+
+func async(m method) method {
+	m.async = true
+	return m
+}
+
+// route builds a table entry: decode params into P, validate, call the
+// method bound from the agent (nil: not implemented).
+func route[P, R any](bind func(Agent) func(context.Context, *P) (*R, error)) method {
+	return method{call: func(ctx context.Context, a Agent, raw json.RawMessage) (any, error) {
+		fn := bind(a)
+		if fn == nil {
+			return nil, &Error{Code: CodeMethodNotFound, Message: "method not supported by this agent"}
+		}
+		p := new(P)
+		if err := decodeParams(raw, p); err != nil {
+			return nil, err
+		}
+		if v, ok := any(p).(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return nil, err
+			}
+		}
+		r, err := fn(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			return struct{}{}, nil // empty results are {}, never null
+		}
+		return r, nil
+	}}
+}
+
+func extensionMethod(name string) method {
+	return method{call: func(ctx context.Context, a Agent, raw json.RawMessage) (any, error) {
+		ext, ok := a.(ExtMethodHandler)
+		if !ok {
+			return nil, MethodNotFound(name)
+		}
+		res, err := ext.HandleExtMethod(ctx, name, raw)
+		if err == nil && res == nil {
+			res = struct{}{}
+		}
+		return res, err
+	}}
+}
+
+// decodeParams decodes params into v; a missing params object counts as {}.
+func decodeParams(raw json.RawMessage, v any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if raw[0] != '{' {
+		return InvalidParams("invalid params: expected an object")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return InvalidParams("invalid params: %v", err)
+	}
+	return nil
+}
