@@ -1,0 +1,30 @@
+# crow-acp: `make test` runs every test; `make demo` shows a session offline;
+# `make bench` measures. cgo is required (SQLite).
+export CGO_ENABLED := 1
+GO ?= go
+BIN := bin
+
+.PHONY: all build test race bench demo fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/crow-acp ./cmd/crow-acp
+	$(GO) build -o $(BIN)/fake-model ./cmd/fake-model
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+bench: build
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	$(GO) run ./cmd/crow-bench -bin $(BIN)/crow-acp
+
+demo: build
+	$(GO) run ./cmd/crow-demo -bin $(BIN)/crow-acp
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,113 @@
+// Package agent is crow-acp's coding agent: sessions, the prompt turn, load
+// replay and the model context rebuilt from the store. It is the only package
+// that sees the wire (acp), the model (streaming) and the store
+// (persistence) together.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+// Config is what the agent needs to know beyond its dependencies.
+type Config struct {
+	Model        string // model name sent to the endpoint
+	Version      string // reported as agentInfo.version
+	SystemPrompt string // "" = DefaultSystemPrompt
+}
+
+// Agent implements acp.Agent for one connection.
+type Agent struct {
+	client acp.Client
+	store  persistence.Store
+	model  streaming.Client
+	cfg    Config
+	log    *zap.Logger
+
+	mu         sync.Mutex
+	clientCaps acp.ClientCapabilities
+	turns      map[string]*turn // running turns by session id
+}
+
+var (
+	_ acp.Agent         = (*Agent)(nil)
+	_ acp.SessionLoader = (*Agent)(nil)
+)
+
+// New returns an agent that talks to client and keeps everything in store.
+func New(client acp.Client, store persistence.Store, model streaming.Client, cfg Config, log *zap.Logger) *Agent {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if cfg.SystemPrompt == "" {
+		cfg.SystemPrompt = DefaultSystemPrompt
+	}
+	return &Agent{
+		client: client,
+		store:  store,
+		model:  model,
+		cfg:    cfg,
+		log:    log,
+		turns:  make(map[string]*turn),
+	}
+}
+
+// Initialize negotiates the protocol version and reports what crow-acp
+// really supports.
+func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.clientCaps = req.ClientCapabilities
+	a.mu.Unlock()
+	return &acp.InitializeResponse{
+		// We speak version 1 only: a client asking for a newer one gets the
+		// newest we support and decides whether to go on.
+		ProtocolVersion: acp.ProtocolVersion,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+		},
+		AuthMethods: []acp.AuthMethod{},
+		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},
+	}, nil
+}
+
+// Authenticate succeeds: crow-acp advertises no auth methods; the model
+// endpoint's key comes from the environment.
+func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*acp.AuthenticateResponse, error) {
+	return &acp.AuthenticateResponse{}, nil
+}
+
+// newID returns a random identifier with a prefix. Identity never comes from
+// a clock.
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// storeError maps a persistence error to the wire.
+func storeError(op string, err error) error {
+	var acpErr *acp.Error
+	switch {
+	case errors.As(err, &acpErr):
+		return err
+	case errors.Is(err, persistence.ErrNotFound):
+		return acp.ResourceNotFound("%s: %v", op, err)
+	case errors.Is(err, context.Canceled):
+		return err
+	default:
+		return acp.InternalError("%s: storage error: %v", op, err)
+	}
+}

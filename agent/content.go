@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// userParts converts a prompt to stored parts. Block types the agent did not
+// advertise are refused with -32602 rather than silently dropped.
+func userParts(blocks []acp.ContentBlock) ([]persistence.Part, error) {
+	parts := make([]persistence.Part, 0, len(blocks))
+	for i, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, persistence.Part{Type: "text", Text: b.Text.Text})
+		case b.ResourceLink != nil:
+			l := b.ResourceLink
+			parts = append(parts, persistence.Part{Type: "resource_link", URI: l.URI, Name: l.Name, MimeType: l.MimeType})
+		case b.Resource != nil:
+			r := b.Resource.Resource
+			p := persistence.Part{Type: "resource", URI: r.URI, MimeType: r.MimeType}
+			switch {
+			case r.Text != nil:
+				p.Text = *r.Text
+			case r.Blob != nil:
+				p.Data = *r.Blob
+			}
+			parts = append(parts, p)
+		case b.Image != nil:
+			return nil, acp.InvalidParams("prompt block %d: image prompts are not supported by the configured model", i)
+		case b.Audio != nil:
+			return nil, acp.InvalidParams("prompt block %d: audio prompts are not supported", i)
+		default:
+			return nil, acp.InvalidParams("prompt block %d: empty content block", i)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, acp.InvalidParams("prompt is empty")
+	}
+	return parts, nil
+}
+
+// modelText is the text the model reads for a user message.
+func modelText(parts []persistence.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		switch p.Type {
+		case "text":
+			b.WriteString(p.Text)
+		case "resource_link":
+			fmt.Fprintf(&b, "[Referenced resource: %s (%s)]", p.Name, p.URI)
+		case "resource":
+			if p.Data != "" {
+				fmt.Fprintf(&b, "[Attached binary resource %s (%s), %d base64 bytes, not shown]", p.URI, p.MimeType, len(p.Data))
+			} else {
+				fmt.Fprintf(&b, "<resource uri=%q>\n%s\n</resource>", p.URI, p.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// partBlock turns a stored part back into the block the client sent.
+func partBlock(p persistence.Part) acp.ContentBlock {
+	switch p.Type {
+	case "resource_link":
+		return acp.ContentBlock{ResourceLink: &acp.ResourceLink{URI: p.URI, Name: p.Name, MimeType: p.MimeType}}
+	case "resource":
+		res := acp.EmbeddedResourceContents{URI: p.URI, MimeType: p.MimeType}
+		if p.Data != "" {
+			res.Blob = &p.Data
+		} else {
+			text := p.Text
+			res.Text = &text
+		}
+		return acp.ContentBlock{Resource: &acp.EmbeddedResource{Resource: res}}
+	case "image":
+		return acp.ContentBlock{Image: &acp.ImageContent{Data: p.Data, MimeType: p.MimeType}}
+	default:
+		return acp.TextBlock(p.Text)
+	}
+}

@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// replay re-sends a stored conversation as the session/update notifications
+// a client saw when it happened, in seq order. It includes compacted
+// (inactive) messages: the user sees the original conversation while the
+// model sees the compacted view.
+func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) error {
+	send := func(u acp.SessionUpdate) error {
+		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
+	}
+	for _, m := range msgs {
+		for _, u := range replayUpdates(m) {
+			if err := send(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replayUpdates are the updates that show one stored message.
+func replayUpdates(m persistence.Message) []acp.SessionUpdate {
+	var out []acp.SessionUpdate
+	chunk := func(b acp.ContentBlock) *acp.ContentChunk { return &acp.ContentChunk{Content: b} }
+	switch m.Role {
+	case persistence.RoleUser:
+		if len(m.Parts) == 0 {
+			out = append(out, acp.SessionUpdate{UserMessageChunk: chunk(acp.TextBlock(m.Content))})
+		}
+		for _, p := range m.Parts {
+			out = append(out, acp.SessionUpdate{UserMessageChunk: chunk(partBlock(p))})
+		}
+	case persistence.RoleAssistant:
+		if m.Reasoning != "" {
+			out = append(out, acp.SessionUpdate{AgentThoughtChunk: chunk(acp.TextBlock(m.Reasoning))})
+		}
+		if m.Content != "" {
+			out = append(out, acp.SessionUpdate{AgentMessageChunk: chunk(acp.TextBlock(m.Content))})
+		}
+	}
+	return out
+}

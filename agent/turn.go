@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+// DefaultMaxModelCalls caps model requests within one prompt turn.
+const DefaultMaxModelCalls = 50
+
+// turn is one running prompt turn.
+type turn struct {
+	cancel context.CancelFunc
+}
+
+// Prompt runs one turn: the user message is committed before the model is
+// called, every streamed delta is forwarded as it arrives, and the reply is
+// committed when the stream ends, partial or not.
+func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error) {
+	s, err := a.store.GetSession(ctx, req.SessionID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, acp.ResourceNotFound("unknown session %q: create it with session/new or load it with session/load", req.SessionID)
+	}
+	if err != nil {
+		return nil, storeError("prompt", err)
+	}
+	parts, err := userParts(req.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	turnCtx, err := a.beginTurn(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer a.endTurn(s.ID)
+
+	// Writes outlive a cancelled turn: what the user saw must be kept.
+	persistCtx := context.WithoutCancel(ctx)
+	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: parts, Status: persistence.StatusComplete}
+	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
+		return nil, storeError("save prompt", err)
+	}
+
+	stop, err := a.runTurn(turnCtx, persistCtx, s)
+	if turnCtx.Err() != nil {
+		// Cancellation is never an error (ACP: answer "cancelled").
+		return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+	}
+	if err != nil {
+		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
+		return nil, err
+	}
+	return &acp.PromptResponse{StopReason: stop}, nil
+}
+
+// runTurn calls the model until it answers without tool calls or the cap on
+// model calls is reached.
+func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session) (acp.StopReason, error) {
+	for call := 0; call < DefaultMaxModelCalls; call++ {
+		res, err := a.streamReply(ctx, persistCtx, s)
+		if err != nil {
+			return "", err
+		}
+		if len(res.ToolCalls) == 0 {
+			return stopReason(res.FinishReason), nil
+		}
+		if err := a.answerToolCalls(persistCtx, s, res.ToolCalls); err != nil {
+			return "", err
+		}
+		if ctx.Err() != nil {
+			return acp.StopCancelled, nil
+		}
+	}
+	return acp.StopMaxTurnRequests, nil
+}
+
+// streamReply makes one model request from the stored context, forwards the
+// deltas, and commits the assistant message (marked cancelled or failed when
+// the stream did not finish).
+func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
+	msgs, err := a.buildContext(ctx, s)
+	if err != nil {
+		return nil, storeError("build context", err)
+	}
+	res, streamErr := a.model.Stream(ctx, streaming.Request{Model: a.cfg.Model, Messages: msgs}, func(ev streaming.Event) error {
+		switch ev.Kind {
+		case streaming.EventText:
+			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}})
+		case streaming.EventReasoning:
+			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentThoughtChunk: &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}})
+		}
+		return nil
+	})
+	if res == nil {
+		res = &streaming.Result{}
+	}
+	msg := &persistence.Message{
+		Role:      persistence.RoleAssistant,
+		Content:   res.Text,
+		Reasoning: res.Reasoning,
+		Status:    persistence.StatusComplete,
+	}
+	switch {
+	case ctx.Err() != nil:
+		msg.Status = persistence.StatusCancelled
+	case streamErr != nil:
+		msg.Status = persistence.StatusFailed
+	default:
+		for _, c := range res.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, persistence.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+	}
+	if msg.Content != "" || msg.Reasoning != "" || len(msg.ToolCalls) > 0 {
+		if err := a.store.AppendMessages(persistCtx, s.ID, msg); err != nil {
+			return nil, storeError("save reply", err)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if streamErr != nil {
+		return nil, modelError(streamErr)
+	}
+	return res, nil
+}
+
+// answerToolCalls stores a result for every call so the rebuilt context never
+// holds a call without its result. No tools are offered yet, so each call is
+// answered with an error the model can read.
+func (a *Agent) answerToolCalls(persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall) error {
+	results := make([]*persistence.Message, 0, len(calls))
+	for _, c := range calls {
+		results = append(results, &persistence.Message{
+			Role:       persistence.RoleTool,
+			ToolCallID: c.ID,
+			Content:    fmt.Sprintf("Error: there is no tool named %q.", c.Name),
+			Status:     persistence.StatusFailed,
+		})
+	}
+	if err := a.store.AppendMessages(persistCtx, s.ID, results...); err != nil {
+		return storeError("save tool results", err)
+	}
+	return nil
+}
+
+func (a *Agent) sendUpdate(ctx context.Context, sessionID string, u acp.SessionUpdate) {
+	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u}); err != nil {
+		a.log.Debug("session/update not delivered", zap.String("session", sessionID), zap.Error(err))
+	}
+}
+
+func stopReason(f streaming.FinishReason) acp.StopReason {
+	switch f {
+	case streaming.FinishLength:
+		return acp.StopMaxTokens
+	case streaming.FinishContentFilter:
+		return acp.StopRefusal
+	default:
+		return acp.StopEndTurn
+	}
+}
+
+// modelError is what the client sees when the model endpoint fails. The
+// message says what happened; the partial reply is already stored.
+func modelError(err error) error {
+	e := acp.InternalError("model request failed: %v", err)
+	var api *streaming.APIError
+	if errors.As(err, &api) {
+		e.Data = map[string]any{"httpStatus": api.StatusCode, "retryable": api.Retryable()}
+	}
+	return e
+}
+
+// beginTurn registers a running turn; one turn per session at a time.
+func (a *Agent) beginTurn(ctx context.Context, sessionID string) (context.Context, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, busy := a.turns[sessionID]; busy {
+		return nil, acp.InvalidRequest("a prompt is already running in session %s: wait for it or send session/cancel", sessionID)
+	}
+	turnCtx, cancel := context.WithCancel(ctx)
+	a.turns[sessionID] = &turn{cancel: cancel}
+	return turnCtx, nil
+}
+
+func (a *Agent) endTurn(sessionID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.turns[sessionID]; t != nil {
+		t.cancel()
+		delete(a.turns, sessionID)
+	}
+}
+
+// Cancel stops the session's running turn, if any. The turn answers its
+// prompt with stopReason "cancelled".
+func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
+	a.mu.Lock()
+	t := a.turns[n.SessionID]
+	a.mu.Unlock()
+	if t != nil {
+		t.cancel()
+	}
+	return nil
+}
