@@ -19,6 +19,16 @@ var ErrNotFound = errors.New("not found")
 // rule, such as creating a session whose id already exists.
 var ErrConflict = errors.New("conflict")
 
+// ErrInvalidCursor is returned (wrapped) by ListSessions when
+// ListSessionsOptions.Cursor was not produced by a previous ListSessions call.
+var ErrInvalidCursor = errors.New("invalid cursor")
+
+// Page sizes of ListSessions.
+const (
+	DefaultListLimit = 50  // used when ListSessionsOptions.Limit is 0 or negative
+	MaxListLimit     = 500 // larger limits are clamped to this
+)
+
 // Role is who authored a message, in the model API's terms.
 type Role string
 
@@ -110,10 +120,12 @@ type Compaction struct {
 }
 
 // ListSessionsOptions filters and pages ListSessions. Sessions come newest
-// (by UpdatedAt) first.
+// (by UpdatedAt) first, ties broken by ascending ID. Paging is keyset-based:
+// sessions created or bumped while paging do not cause duplicates or skips
+// among the others.
 type ListSessionsOptions struct {
 	Cwd    string // exact match when non-empty
-	Limit  int    // 0 means the store's default
+	Limit  int    // 0 means DefaultListLimit; clamped to MaxListLimit
 	Cursor string // opaque, from a previous page; empty for the first page
 }
 
@@ -125,15 +137,24 @@ type MessageFilter struct {
 
 // Store is the single persistence seam. Every method is safe for concurrent
 // use. Errors wrap ErrNotFound or ErrConflict where those apply.
+//
+// Common rules: times round-trip exactly (at least to the microsecond; compare
+// with time.Time.Equal); Metadata, Meta and Settings must be empty or valid
+// JSON; a nil slice may come back empty and vice versa. Whenever the store
+// bumps a session's UpdatedAt it makes it strictly later than before, even if
+// the clock has not moved. A write that returns an error has changed nothing,
+// neither in the store nor in the structs passed in.
 type Store interface {
 	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
 	// ErrConflict if the id exists.
 	CreateSession(ctx context.Context, s *Session) error
 	// GetSession returns ErrNotFound for an unknown id.
 	GetSession(ctx context.Context, id string) (*Session, error)
-	// UpdateSession writes Cwd, Title, Metadata and bumps UpdatedAt.
+	// UpdateSession writes Cwd, Title, Metadata and bumps UpdatedAt, which it
+	// sets on s. ErrNotFound for an unknown id.
 	UpdateSession(ctx context.Context, s *Session) error
 	// ListSessions returns one page and the cursor of the next ("" = last page).
+	// ErrInvalidCursor for a cursor it did not produce.
 	ListSessions(ctx context.Context, opts ListSessionsOptions) ([]Session, string, error)
 	// DeleteSession removes a session and everything it owns. Unknown ids are
 	// not an error.
@@ -142,16 +163,24 @@ type Store interface {
 	// AppendMessages commits msgs atomically, in order, assigning ID and Seq
 	// to each (and CreatedAt when zero), and bumps the session's UpdatedAt.
 	// New messages are active. ErrNotFound if the session does not exist.
+	// Each message's SessionID is set to sessionID (a different non-empty
+	// SessionID is an error).
 	AppendMessages(ctx context.Context, sessionID string, msgs ...*Message) error
-	// Messages returns a session's messages in Seq order.
+	// Messages returns a session's messages in Seq order. ErrNotFound for an
+	// unknown session; an existing session without messages yields none.
 	Messages(ctx context.Context, sessionID string, f MessageFilter) ([]Message, error)
 
 	// ApplyCompaction atomically inserts the summary message (if non-nil, as
 	// an active message appended with the next seq), marks c.CompactedIDs
 	// inactive with compacted_into_id = the new record, and stores c. It
-	// fills c.ID, c.CreatedAt and c.SummaryMessageID.
+	// fills c.ID, c.CreatedAt (when zero) and c.SummaryMessageID (nil without
+	// a summary), fills the summary like AppendMessages does, and bumps the
+	// session's UpdatedAt. ErrNotFound if the session does not exist or a
+	// compacted id is not a message of that session. A message compacted
+	// again points at the latest compaction.
 	ApplyCompaction(ctx context.Context, c *Compaction, summary *Message) error
 	// Compactions lists a session's compaction records, oldest first.
+	// ErrNotFound for an unknown session.
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
 
 	Close() error

@@ -1,0 +1,58 @@
+package migrations
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestSQLiteEmbedded(t *testing.T) {
+	files, err := Load(SQLite, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 || files[0].Version != 1 || files[0].Name != "0001_init.sql" {
+		t.Fatalf("files = %+v, want 0001_init.sql first", files)
+	}
+	for i, f := range files {
+		if f.Version != i+1 {
+			t.Errorf("%s: version %d, want %d (no gaps)", f.Name, f.Version, i+1)
+		}
+		if strings.TrimSpace(f.SQL) == "" {
+			t.Errorf("%s is empty", f.Name)
+		}
+	}
+	for _, table := range []string{"sessions", "messages", "compactions"} {
+		if !strings.Contains(files[0].SQL, "CREATE TABLE "+table+" (") {
+			t.Errorf("0001_init.sql does not create %s", table)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	fsys := fstest.MapFS{
+		"d/0010_ten.sql":   {Data: []byte("ten")},
+		"d/0002_two.sql":   {Data: []byte("two")},
+		"d/README.md":      {Data: []byte("not a migration")},
+		"d/sub/0003_x.sql": {Data: []byte("in a subdirectory")},
+	}
+	files, err := Load(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].Version != 2 || files[0].SQL != "two" || files[1].Version != 10 || files[1].Name != "0010_ten.sql" {
+		t.Errorf("Load = %+v, want 0002 then 0010", files)
+	}
+
+	for name, fsys := range map[string]fstest.MapFS{
+		"no prefix":   {"d/init.sql": {}},
+		"not numeric": {"d/abc_init.sql": {}},
+		"zero":        {"d/0000_init.sql": {}},
+		"duplicate":   {"d/0001_a.sql": {}, "d/1_b.sql": {}},
+		"missing dir": {"e/0001_a.sql": {}},
+	} {
+		if _, err := Load(fsys, "d"); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -1,0 +1,613 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/persistencetest"
+)
+
+func TestConformance(t *testing.T) {
+	persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
+		return mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	})
+}
+
+func mustOpen(tb testing.TB, path string) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestOpenCreatesPrivateFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "crow")
+	path := filepath.Join(dir, "crow.db")
+	s := mustOpen(t, path)
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o700}, {filepath.Dir(dir), 0o700}, {path, 0o600}} {
+		fi, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != c.mode {
+			t.Errorf("%s: mode %v, want %v", c.path, got, c.mode)
+		}
+	}
+	// SQLite copies the database file's mode to its WAL and shared memory.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		fi, err := os.Stat(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got&0o077 != 0 {
+			t.Errorf("%s: mode %v is readable by others", path+suffix, got)
+		}
+	}
+}
+
+func TestOpenOddPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a dir?with#odd%20chars", "my db?.sqlite")
+	s := mustOpen(t, path)
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "odd"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+	s2 := mustOpen(t, path)
+	if _, err := s2.GetSession(t.Context(), "odd"); err != nil {
+		t.Errorf("second Open of the same path: %v", err)
+	}
+}
+
+func TestOpenRelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := mustOpen(t, "rel/crow.db")
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("rel/crow.db"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(t.Context(), ""); err == nil {
+		t.Error("Open(\"\"): no error")
+	}
+	// The parent "directory" is a file.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), filepath.Join(file, "crow.db")); err == nil {
+		t.Error("Open under a file: no error")
+	}
+	// Not a database.
+	junk := filepath.Join(t.TempDir(), "junk.db")
+	if err := os.WriteFile(junk, []byte(strings.Repeat("not a database ", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), junk); err == nil {
+		t.Error("Open(junk file): no error")
+	}
+}
+
+// TestPragmas checks that every connection of both pools has the DSN's
+// pragmas, not only the first one.
+func TestPragmas(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+
+	check := func(t *testing.T, conn *sql.Conn, queryOnly int) {
+		t.Helper()
+		for _, p := range []struct {
+			pragma string
+			want   string
+		}{
+			{"journal_mode", "wal"},
+			{"foreign_keys", "1"},
+			{"busy_timeout", "10000"},
+			{"synchronous", "1"}, // NORMAL
+			{"query_only", fmt.Sprint(queryOnly)},
+		} {
+			var got string
+			if err := conn.QueryRowContext(ctx, "PRAGMA "+p.pragma).Scan(&got); err != nil {
+				t.Fatalf("PRAGMA %s: %v", p.pragma, err)
+			}
+			if got != p.want {
+				t.Errorf("PRAGMA %s = %s, want %s", p.pragma, got, p.want)
+			}
+		}
+	}
+
+	w, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, w, 0)
+	w.Close()
+
+	// Hold several read connections at once so each is a distinct one.
+	var conns []*sql.Conn
+	for range 4 {
+		c, err := s.rdb.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		check(t, c, 1)
+		c.Close()
+	}
+
+	if _, err := s.rdb.ExecContext(ctx, `DELETE FROM sessions`); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+func TestMigrationsRecordedAndIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crow.db")
+	s := mustOpen(t, path)
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "keep"}); err != nil {
+		t.Fatal(err)
+	}
+	versions := schemaVersions(t, s.db)
+	if !slices.Equal(versions, []int{1}) {
+		t.Fatalf("schema_migrations = %v, want [1]", versions)
+	}
+	s.Close()
+
+	s2 := mustOpen(t, path)
+	if got := schemaVersions(t, s2.db); !slices.Equal(got, versions) {
+		t.Errorf("after reopen schema_migrations = %v, want %v", got, versions)
+	}
+	if _, err := s2.GetSession(t.Context(), "keep"); err != nil {
+		t.Errorf("data lost on reopen: %v", err)
+	}
+}
+
+func TestMigrationsRefuseNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crow.db")
+	s := mustOpen(t, path)
+	if _, err := s.db.ExecContext(t.Context(),
+		`INSERT INTO schema_migrations (version, applied_at) VALUES (999, 'later')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	_, err := Open(t.Context(), path)
+	if err == nil {
+		t.Fatal("Open of a database from a newer binary: no error")
+	}
+	for _, want := range []string{"newer", "999", "(1)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestMigrateFailureRollsBack(t *testing.T) {
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "m.db")+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+
+	fsys := fstest.MapFS{
+		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
+		"m/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);\nTHIS IS NOT SQL;")},
+	}
+	if err := migrate(ctx, db, fsys, "m"); err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
+		t.Fatalf("migrate with a broken file: error = %v, want one naming 0002_b.sql", err)
+	}
+	if got := schemaVersions(t, db); !slices.Equal(got, []int{1}) {
+		t.Errorf("schema_migrations = %v, want [1]", got)
+	}
+	if tables := tableNames(t, db); !slices.Contains(tables, "a") || slices.Contains(tables, "b") {
+		t.Errorf("tables = %v: want a, and no trace of the failed b", tables)
+	}
+
+	fsys["m/0002_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (x INTEGER);")}
+	fsys["m/0003_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);")}
+	if err := migrate(ctx, db, fsys, "m"); err != nil {
+		t.Fatalf("migrate after fix: %v", err)
+	}
+	if got := schemaVersions(t, db); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("schema_migrations = %v, want [1 2 3]", got)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM c`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("multi-statement migration: %d rows, %v; want 2", n, err)
+	}
+	if err := migrate(ctx, db, fsys, "m"); err != nil {
+		t.Errorf("migrate again: %v", err)
+	}
+}
+
+func schemaVersions(t *testing.T, db *sql.DB) []int {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func tableNames(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestExactRoundTrip checks what the contract leaves loose: nanoseconds,
+// nil versus empty slices, JSON bytes.
+func TestExactRoundTrip(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+	at := time.Date(2031, 12, 31, 23, 59, 59, 987654321, time.FixedZone("X", -7*3600))
+	meta := json.RawMessage(`{ "b": 1,  "a": [true, null] }`)
+	sess := &persistence.Session{ID: "x", CreatedAt: at, UpdatedAt: at.Add(time.Nanosecond), Metadata: meta}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSession(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(at) || !got.UpdatedAt.Equal(at.Add(time.Nanosecond)) || got.CreatedAt.Location() != time.UTC {
+		t.Errorf("times = %v, %v; want %v, +1ns, in UTC", got.CreatedAt, got.UpdatedAt, at)
+	}
+	if string(got.Metadata) != string(meta) {
+		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
+	}
+
+	nilMsg := &persistence.Message{Role: persistence.RoleUser, CreatedAt: at}
+	emptyMsg := &persistence.Message{Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{}}
+	if err := s.AppendMessages(ctx, "x", nilMsg, emptyMsg); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, "x", persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil {
+		t.Errorf("nil fields came back non-nil: %+v", msgs[0])
+	}
+	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil {
+		t.Errorf("empty slices came back nil: %+v", msgs[1])
+	}
+	if !msgs[0].CreatedAt.Equal(at) {
+		t.Errorf("message CreatedAt = %v, want %v", msgs[0].CreatedAt, at)
+	}
+	// A store-assigned time compares equal even with ==.
+	if msgs[1].CreatedAt != emptyMsg.CreatedAt {
+		t.Errorf("store-assigned CreatedAt %v != stored %v", emptyMsg.CreatedAt, msgs[1].CreatedAt)
+	}
+
+	c := &persistence.Compaction{SessionID: "x", Policy: "p", CompactedIDs: []int64{}}
+	if err := s.ApplyCompaction(ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Compactions(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil {
+		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v (want nil)", cs[0].CompactedIDs, cs[0].KeptIDs)
+	}
+
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "y", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
+		t.Error("a time beyond 2262 was accepted")
+	}
+}
+
+// TestAppendAtomicMidBatch fails the second insert of a batch inside the
+// transaction and checks that the first one, the seq reservation and the
+// UpdatedAt bump are all rolled back.
+func TestAppendAtomicMidBatch(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+	if _, err := s.db.ExecContext(ctx, `
+		CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'
+		BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.GetSession(ctx, "a")
+
+	ok := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
+	bad := &persistence.Message{Role: persistence.RoleUser, Content: "boom"}
+	err := s.AppendMessages(ctx, "a", ok, bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "sqlite: append messages: message 1: ") {
+		t.Fatalf("error = %v, want one wrapped with the operation and the message index", err)
+	}
+	if ok.ID != 0 || ok.Seq != 0 {
+		t.Errorf("rolled-back message was filled: %+v", ok)
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d messages after rollback (%v), want 0", n, err)
+	}
+	after, _ := s.GetSession(ctx, "a")
+	if !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Error("rollback kept the UpdatedAt bump")
+	}
+	ok2 := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
+	if err := s.AppendMessages(ctx, "a", ok2); err != nil {
+		t.Fatal(err)
+	}
+	if ok2.Seq != 1 {
+		t.Errorf("seq after rollback = %d, want 1", ok2.Seq)
+	}
+}
+
+func TestDeleteCascadesRows(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+	for _, id := range []string{"a", "b"} {
+		if err := s.CreateSession(ctx, &persistence.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		m := &persistence.Message{Role: persistence.RoleUser, Content: id}
+		if err := s.AppendMessages(ctx, id, m); err != nil {
+			t.Fatal(err)
+		}
+		c := &persistence.Compaction{SessionID: id, Policy: "p", CompactedIDs: []int64{m.ID}}
+		if err := s.ApplyCompaction(ctx, c, &persistence.Message{Role: persistence.RoleSummary}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]int{"sessions": 1, "messages": 2, "compactions": 1} {
+		var total, ofA int
+		q := `SELECT COUNT(*), COUNT(CASE WHEN ` + map[string]string{
+			"sessions": "id", "messages": "session_id", "compactions": "session_id",
+		}[table] + ` = 'a' THEN 1 END) FROM ` + table
+		if err := s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA); err != nil {
+			t.Fatal(err)
+		}
+		if total != want || ofA != 0 {
+			t.Errorf("%s: %d rows, %d of a; want %d, 0", table, total, ofA, want)
+		}
+	}
+	var fk int
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Errorf("foreign_key_check: %d violations, %v", fk, err)
+	}
+}
+
+// TestTwoStoresOneFile appends from two Stores (two sets of pools, as two
+// processes would have) to one session: BEGIN IMMEDIATE and the busy timeout
+// keep seqs gap-free.
+func TestTwoStoresOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crow.db")
+	s1, s2 := mustOpen(t, path), mustOpen(t, path)
+	ctx := t.Context()
+	if err := s1.CreateSession(ctx, &persistence.Session{ID: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		s := s1
+		if i%2 == 1 {
+			s = s2
+		}
+		wg.Go(func() {
+			for j := range 25 {
+				m := &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i, "-", j)}
+				if err := s.AppendMessages(ctx, "shared", m); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	msgs, err := s2.Messages(ctx, "shared", persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 200 {
+		t.Fatalf("%d messages, want 200", len(msgs))
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+	}
+}
+
+// TestCommitSurvivesProcessCrash kills a child process right after a
+// commit, without Close, and checks that a new Open sees the data: with WAL
+// and synchronous=NORMAL a commit is in the WAL file before it returns.
+func TestCommitSurvivesProcessCrash(t *testing.T) {
+	if path := os.Getenv("CROW_SQLITE_CRASH_DB"); path != "" {
+		crashChild(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "crow.db")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestCommitSurvivesProcessCrash$")
+	cmd.Env = append(os.Environ(), "CROW_SQLITE_CRASH_DB="+path)
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("child did not crash: %v\n%s", err, out)
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want SIGKILL\n%s", err, out)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("want the commits still in a non-empty WAL file: %v", err)
+	}
+
+	s := mustOpen(t, path)
+	msgs, err := s.Messages(t.Context(), "crash", persistence.MessageFilter{})
+	if err != nil {
+		t.Fatalf("after crash: %v", err)
+	}
+	if len(msgs) != 3 || msgs[2].Content != "last words" {
+		t.Fatalf("after crash: %d messages, want the 3 committed ones", len(msgs))
+	}
+}
+
+func crashChild(path string) {
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	err = s.CreateSession(ctx, &persistence.Session{ID: "crash"})
+	for _, text := range []string{"one", "two", "last words"} {
+		if err == nil {
+			err = s.AppendMessages(ctx, "crash", &persistence.Message{Role: persistence.RoleUser, Content: text})
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// TestQueryPlans checks that the hot reads use an index for their order.
+func TestQueryPlans(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	for _, c := range []struct {
+		query string
+		args  []any
+		index string
+	}{
+		{`SELECT ` + messageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND is_active = 1 ORDER BY seq`,
+			[]any{"s", 0}, "messages_active"},
+		{`SELECT ` + messageColumns + ` FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq`,
+			[]any{"s", 0}, "sqlite_autoindex_messages_1"},
+		{`SELECT ` + sessionColumns + ` FROM sessions WHERE 1 = 1 AND (updated_at < ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at DESC, id ASC LIMIT ?`,
+			[]any{1, 1, "x", 51}, "sessions_updated_at"},
+		{`SELECT ` + sessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = ? ORDER BY updated_at DESC, id ASC LIMIT ?`,
+			[]any{"/w", 51}, "sessions_cwd_updated_at"},
+	} {
+		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		if !strings.Contains(joined, c.index) || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("plan for %.60q...: %s; want %s and no temp b-tree", c.query, joined, c.index)
+		}
+	}
+}
+
+func TestErrorsNameTheOperation(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{func() error { _, err := s.GetSession(ctx, "x"); return err }(), "sqlite: get session"},
+		{s.UpdateSession(ctx, &persistence.Session{ID: "x"}), "sqlite: update session"},
+		{s.AppendMessages(ctx, "x", &persistence.Message{}), "sqlite: append messages"},
+		{func() error { _, err := s.Messages(ctx, "x", persistence.MessageFilter{}); return err }(), "sqlite: messages"},
+		{s.ApplyCompaction(ctx, &persistence.Compaction{SessionID: "x"}, nil), "sqlite: apply compaction"},
+		{func() error { _, err := s.Compactions(ctx, "x"); return err }(), "sqlite: compactions"},
+		{func() error {
+			_, _, err := s.ListSessions(ctx, persistence.ListSessionsOptions{Cursor: "@"})
+			return err
+		}(), "sqlite: list sessions: invalid cursor"},
+	} {
+		if c.err == nil || !strings.HasPrefix(c.err.Error(), c.want) {
+			t.Errorf("error %v, want prefix %q", c.err, c.want)
+		}
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		at int64
+		id string
+	}{{0, "a"}, {-5, "b"}, {1 << 62, "with:colons:and/ünicode"}} {
+		at, id, err := decodeCursor(encodeCursor(c.at, c.id))
+		if err != nil || at != c.at || id != c.id {
+			t.Errorf("decode(encode(%d, %q)) = %d, %q, %v", c.at, c.id, at, id, err)
+		}
+	}
+	for _, bad := range []string{"", "@@", "MQ", "MjoxOmE", "MTp4OmE", "MToxOg"} {
+		if _, _, err := decodeCursor(bad); !errors.Is(err, persistence.ErrInvalidCursor) {
+			t.Errorf("decodeCursor(%q) = %v, want ErrInvalidCursor", bad, err)
+		}
+	}
+}
