@@ -62,7 +62,7 @@ type Conn struct {
 
 	agent  Agent
 	rpc    atomic.Pointer[jsonrpc2.Conn] // set by the read loop before any handler runs
-	ctx    context.Context // cancelled when the client goes away
+	ctx    context.Context               // cancelled when the client goes away
 	outID  atomic.Uint64
 	wg     sync.WaitGroup // async handlers (prompt turns)
 	mu     sync.Mutex

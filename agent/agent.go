@@ -24,7 +24,13 @@ type Config struct {
 	Model        string // model name sent to the endpoint
 	Version      string // reported as agentInfo.version
 	SystemPrompt string // "" = DefaultSystemPrompt
+	// MaxModelCalls caps model requests within one prompt turn; the turn
+	// then ends with stopReason "max_turn_requests". 0 = DefaultMaxModelCalls.
+	MaxModelCalls int
 }
+
+// DefaultMaxModelCalls is the default cap on model requests per turn.
+const DefaultMaxModelCalls = 50
 
 // Agent implements acp.Agent for one connection.
 type Agent struct {
@@ -48,6 +54,9 @@ var (
 func New(client acp.Client, store persistence.Store, model streaming.Client, cfg Config, log *zap.Logger) *Agent {
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if cfg.MaxModelCalls <= 0 {
+		cfg.MaxModelCalls = DefaultMaxModelCalls
 	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultSystemPrompt

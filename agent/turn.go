@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.uber.org/zap"
 
@@ -11,9 +10,6 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
-
-// DefaultMaxModelCalls caps model requests within one prompt turn.
-const DefaultMaxModelCalls = 50
 
 // turn is one running prompt turn.
 type turn struct {
@@ -63,7 +59,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
 func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session) (acp.StopReason, error) {
-	for call := 0; call < DefaultMaxModelCalls; call++ {
+	for call := 0; call < a.cfg.MaxModelCalls; call++ {
 		res, err := a.streamReply(ctx, persistCtx, s)
 		if err != nil {
 			return "", err
@@ -71,7 +67,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 		if len(res.ToolCalls) == 0 {
 			return stopReason(res.FinishReason), nil
 		}
-		if err := a.answerToolCalls(persistCtx, s, res.ToolCalls); err != nil {
+		if err := a.runToolCalls(ctx, persistCtx, s, res.ToolCalls); err != nil {
 			return "", err
 		}
 		if ctx.Err() != nil {
@@ -85,11 +81,12 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 // deltas, and commits the assistant message (marked cancelled or failed when
 // the stream did not finish).
 func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
-	msgs, err := a.buildContext(ctx, s)
+	msgs, err := a.prepareContext(ctx, s)
 	if err != nil {
-		return nil, storeError("build context", err)
+		return nil, err
 	}
-	res, streamErr := a.model.Stream(ctx, streaming.Request{Model: a.cfg.Model, Messages: msgs}, func(ev streaming.Event) error {
+	req := streaming.Request{Model: a.cfg.Model, Messages: msgs, Tools: a.toolDefinitions(s)}
+	res, streamErr := a.model.Stream(ctx, req, func(ev streaming.Event) error {
 		switch ev.Kind {
 		case streaming.EventText:
 			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}})
@@ -101,6 +98,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	if res == nil {
 		res = &streaming.Result{}
 	}
+	a.afterModelRequest(ctx, s, req, res)
 	msg := &persistence.Message{
 		Role:      persistence.RoleAssistant,
 		Content:   res.Text,
@@ -129,25 +127,6 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		return nil, modelError(streamErr)
 	}
 	return res, nil
-}
-
-// answerToolCalls stores a result for every call so the rebuilt context never
-// holds a call without its result. No tools are offered yet, so each call is
-// answered with an error the model can read.
-func (a *Agent) answerToolCalls(persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall) error {
-	results := make([]*persistence.Message, 0, len(calls))
-	for _, c := range calls {
-		results = append(results, &persistence.Message{
-			Role:       persistence.RoleTool,
-			ToolCallID: c.ID,
-			Content:    fmt.Sprintf("Error: there is no tool named %q.", c.Name),
-			Status:     persistence.StatusFailed,
-		})
-	}
-	if err := a.store.AppendMessages(persistCtx, s.ID, results...); err != nil {
-		return storeError("save tool results", err)
-	}
-	return nil
 }
 
 func (a *Agent) sendUpdate(ctx context.Context, sessionID string, u acp.SessionUpdate) {
