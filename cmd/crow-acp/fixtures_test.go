@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/internal/fixture"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+const fixtureDir = "../../testdata/fixtures"
+
+// startModel starts a fake model server loaded with the fixture's replies.
+func startModel(t *testing.T, f *fixture.Fixture) *fakemodel.Server {
+	t.Helper()
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	replies, err := fakemodel.ParseScript(bytes.NewReader(f.Model))
+	if err != nil {
+		t.Fatalf("%s: model section: %v", f.Name, err)
+	}
+	m.Enqueue(replies...)
+	return m
+}
+
+// fixtureEnv is the environment the agent runs with in every fixture.
+func fixtureEnv(env fixture.Env) map[string]string {
+	return map[string]string{
+		"OPENAI_BASE_URL": env.ModelURL,
+		"OPENAI_API_KEY":  "sk-fixture-secret",
+		"CROW_MODEL":      "fixture-model",
+		"CROW_DB":         env.DBPath,
+		"CROW_LOG_LEVEL":  "debug",
+	}
+}
+
+// TestFixtures runs every scenario in-process, over pipes.
+func TestFixtures(t *testing.T) {
+	fixture.RunDir(t, fixtureDir, func(t *testing.T, f *fixture.Fixture) (fixture.Env, fixture.Starter, fixture.Model) {
+		m := startModel(t, f)
+		env := fixture.NewEnv(t)
+		env.ModelURL = m.URL()
+		start := fixture.PipeAgent(func(ctx context.Context, env fixture.Env, in io.Reader, out io.Writer) error {
+			vars := fixtureEnv(env)
+			code := run(ctx, nil, stdio{in: in, out: out, err: io.Discard}, func(k string) string { return vars[k] })
+			if code != exitOK {
+				return fmt.Errorf("crow-acp exited with code %d", code)
+			}
+			return nil
+		})
+		return env, start, m
+	})
+}
+
+// TestFixturesBinary runs every scenario against the built binary over real
+// stdio, the way editors run it.
+func TestFixturesBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	fixture.RunDir(t, fixtureDir, func(t *testing.T, f *fixture.Fixture) (fixture.Env, fixture.Starter, fixture.Model) {
+		m := startModel(t, f)
+		env := fixture.NewEnv(t)
+		env.ModelURL = m.URL()
+		var vars []string
+		for k, v := range fixtureEnv(env) {
+			vars = append(vars, k+"="+v)
+		}
+		return env, fixture.ProcessAgent(bin, nil, vars), m
+	})
+}

@@ -1,0 +1,229 @@
+// Command crow-bench measures crow-acp end to end: the real binary over real
+// stdio against the bundled fake model server on 127.0.0.1.
+//
+// It reports spawn→initialize, session/new, turn overhead beyond the model's
+// own time (a turn through crow-acp minus the same stream read directly), and
+// peak RSS, each as a median over -runs processes, next to the targets.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/crow-acp", "crow-acp binary to measure")
+	runs := flag.Int("runs", 15, "processes to start (each: initialize, session/new, turns)")
+	turns := flag.Int("turns", 5, "prompt turns per process")
+	flag.Parse()
+	if err := bench(*bin, *runs, *turns); err != nil {
+		fmt.Fprintln(os.Stderr, "crow-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// The scripted reply: 200 chunks of 20 characters, no delay.
+func reply() fakemodel.Reply {
+	return fakemodel.Reply{Text: strings.Repeat("abcdefghijklmnopqrs ", 200), Chunks: 200}
+}
+
+func bench(bin string, runs, turns int) error {
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("binary %s: %w (run make build first)", bin, err)
+	}
+	srv := fakemodel.Start()
+	defer srv.Close()
+	srv.SetFallback(reply())
+
+	dir, err := os.MkdirTemp("", "crow-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	modelTime, err := directStreamTime(srv.URL(), runs*turns)
+	if err != nil {
+		return fmt.Errorf("direct stream: %w", err)
+	}
+	var initT, newT, turnT []time.Duration
+	var rss []int
+	for i := 0; i < runs; i++ {
+		r, err := oneProcess(bin, srv.URL(), filepath.Join(dir, "bench.db"), dir, turns)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		initT = append(initT, r.initialize)
+		newT = append(newT, r.newSession)
+		turnT = append(turnT, r.turns...)
+		rss = append(rss, r.peakRSSKiB)
+	}
+	overhead := median(turnT) - modelTime
+	fmt.Printf("crow-acp end-to-end (%d processes, %d turns each, reply = 200 chunks x 20 chars)\n", runs, turns)
+	fmt.Printf("  %-34s %10s   target\n", "metric (median)", "value")
+	row := func(name string, v time.Duration, target time.Duration) {
+		fmt.Printf("  %-34s %10s   <= %s %s\n", name, v.Round(10*time.Microsecond), target, verdict(v <= target))
+	}
+	row("spawn -> initialize response", median(initT), 10*time.Millisecond)
+	row("session/new", median(newT), 5*time.Millisecond)
+	fmt.Printf("  %-34s %10s\n", "turn (prompt -> response)", median(turnT).Round(10*time.Microsecond))
+	fmt.Printf("  %-34s %10s\n", "model stream read directly", modelTime.Round(10*time.Microsecond))
+	row("turn overhead beyond the model", overhead, 4*time.Millisecond)
+	sort.Ints(rss)
+	peak := rss[len(rss)-1]
+	fmt.Printf("  %-34s %8.1f MB   <= 30 MB %s\n", "peak RSS (max over processes)", float64(peak)/1024, verdict(peak <= 30*1024))
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+// directStreamTime is the model's own time: the median time for a bare client
+// to read the whole scripted stream.
+func directStreamTime(url string, n int) (time.Duration, error) {
+	c := streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: url})
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		_, err := c.Stream(context.Background(), streaming.Request{Model: "bench",
+			Messages: []streaming.Message{{Role: streaming.RoleUser, Content: "go"}}}, func(streaming.Event) error { return nil })
+		if err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return median(ds), nil
+}
+
+type result struct {
+	initialize, newSession time.Duration
+	turns                  []time.Duration
+	peakRSSKiB             int
+}
+
+func oneProcess(bin, url, db, cwd string, turns int) (*result, error) {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=", "CROW_MODEL=bench",
+		"CROW_DB="+db, "CROW_LOG_LEVEL=error")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	rd := bufio.NewReaderSize(stdout, 1<<20)
+	rpc := func(id int, method string, params any) (json.RawMessage, error) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			return nil, err
+		}
+		return waitResponse(rd, id)
+	}
+	r := &result{}
+	if _, err := rpc(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+		return nil, err
+	}
+	r.initialize = time.Since(start)
+	t0 := time.Now()
+	res, err := rpc(2, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})
+	if err != nil {
+		return nil, err
+	}
+	r.newSession = time.Since(t0)
+	var sess struct{ SessionID string }
+	if err := json.Unmarshal(res, &sess); err != nil {
+		return nil, err
+	}
+	for i := 0; i < turns; i++ {
+		t := time.Now()
+		_, err := rpc(3+i, "session/prompt", map[string]any{"sessionId": sess.SessionID,
+			"prompt": []any{map[string]any{"type": "text", "text": "turn " + strconv.Itoa(i)}}})
+		if err != nil {
+			return nil, err
+		}
+		r.turns = append(r.turns, time.Since(t))
+	}
+	r.peakRSSKiB = peakRSS(cmd.Process.Pid)
+	return r, nil
+}
+
+// waitResponse reads frames until the response with this id.
+func waitResponse(rd *bufio.Reader, id int) (json.RawMessage, error) {
+	want := strconv.Itoa(id)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("agent closed stdout waiting for response %d", id)
+			}
+			return nil, err
+		}
+		var f struct {
+			ID     json.RawMessage
+			Result json.RawMessage
+			Error  json.RawMessage
+		}
+		if err := json.Unmarshal(line, &f); err != nil {
+			return nil, fmt.Errorf("agent wrote a non-JSON line: %q", line)
+		}
+		if string(f.ID) != want {
+			continue
+		}
+		if f.Error != nil {
+			return nil, fmt.Errorf("request %d failed: %s", id, f.Error)
+		}
+		return f.Result, nil
+	}
+}
+
+// peakRSS is VmHWM from /proc (KiB); 0 where /proc is unavailable.
+func peakRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.Atoi(f[1])
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}

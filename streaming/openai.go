@@ -1,0 +1,495 @@
+package streaming
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// DefaultBaseURL is used when OpenAIConfig.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultIdleTimeout is used when OpenAIConfig.IdleTimeout is zero.
+const DefaultIdleTimeout = 120 * time.Second
+
+// Errors a Stream can wrap, for the caller's retry policy. All three leave
+// the partial Result in place.
+var (
+	// ErrIdleTimeout: the endpoint sent no bytes for the idle timeout.
+	ErrIdleTimeout = errors.New("model endpoint sent nothing for too long")
+	// ErrIncompleteStream: the stream broke off (connection cut, error event,
+	// or end of body without a finish_reason).
+	ErrIncompleteStream = errors.New("model stream ended before the completion finished")
+	// ErrMalformedChunk: a chunk was not valid chat-completion JSON.
+	ErrMalformedChunk = errors.New("malformed chunk from model endpoint")
+)
+
+// OpenAIConfig configures an OpenAIClient. Only what is set here is used:
+// the OPENAI_* environment variables are never read.
+type OpenAIConfig struct {
+	// BaseURL of an OpenAI-compatible API, including /v1 (for example
+	// http://127.0.0.1:11434/v1). Empty: DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>". When empty no
+	// Authorization header is sent, which is what local servers (Ollama,
+	// llama.cpp, vLLM without --api-key) expect.
+	APIKey string
+	// Headers are added to every request (e.g. OpenRouter's HTTP-Referer).
+	Headers map[string]string
+	// HTTPClient to use; nil: a client of our own (keep-alive pool, no
+	// overall timeout).
+	HTTPClient *http.Client
+	// Timeout bounds a whole request including its stream; 0: no limit.
+	Timeout time.Duration
+	// IdleTimeout aborts a request when the endpoint sends no bytes for
+	// this long, while waiting for the response headers or mid-stream.
+	// 0: DefaultIdleTimeout; negative: never.
+	IdleTimeout time.Duration
+}
+
+// OpenAIClient streams chat completions from an OpenAI-compatible endpoint
+// with openai-go. It is safe for concurrent use.
+type OpenAIClient struct {
+	chat        openai.ChatService
+	apiKey      string
+	timeout     time.Duration
+	idleTimeout time.Duration
+}
+
+var _ Client = (*OpenAIClient)(nil)
+
+// NewOpenAI returns a client for cfg.
+//
+// It builds openai-go's chat service from explicit options instead of
+// openai.NewClient, which would read OPENAI_BASE_URL, OPENAI_API_KEY,
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the
+// environment. The SDK's own retries are off: retrying is the agent's policy.
+func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		var rt http.RoundTripper = http.DefaultTransport
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			rt = t.Clone()
+		}
+		hc = &http.Client{Transport: rt}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	idle := cfg.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &OpenAIClient{
+		chat:        openai.NewChatService(opts...),
+		apiKey:      cfg.APIKey,
+		timeout:     cfg.Timeout,
+		idleTimeout: idle,
+	}
+}
+
+// Stream implements Client.
+func (c *OpenAIClient) Stream(ctx context.Context, req Request, onEvent func(Event) error) (*Result, error) {
+	var p Parser
+	if onEvent == nil {
+		onEvent = func(Event) error { return nil }
+	}
+	if err := ctx.Err(); err != nil {
+		return p.Finish(), fmt.Errorf("streaming: %w", err)
+	}
+	params, err := buildParams(req)
+	if err != nil {
+		return p.Finish(), err
+	}
+
+	// Our own context carries the idle and overall timeouts as causes, so
+	// they can be told apart from the caller's cancellation.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.timeout > 0 {
+		var stop context.CancelFunc
+		sctx, stop = context.WithTimeoutCause(sctx, c.timeout, errTimeout{c.timeout})
+		defer stop()
+	}
+	w := &watch{}
+	if c.idleTimeout > 0 {
+		idle := c.idleTimeout
+		w.timer = time.AfterFunc(idle, func() { cancel(errIdle{idle}) })
+		w.idle = idle
+		defer w.timer.Stop()
+	}
+
+	stream := c.chat.Completions.NewStreaming(sctx, params, option.WithMiddleware(w.middleware(c.apiKey)))
+	defer stream.Close()
+
+	for stream.Next() {
+		for _, ev := range p.Add(stream.Current()) {
+			if err := onEvent(ev); err != nil {
+				return p.Finish(), err
+			}
+		}
+		w.kick() // a slow onEvent is not the endpoint's idleness
+	}
+	res := p.Finish()
+	if err := c.streamError(ctx, sctx, w, p.Chunks(), stream.Err()); err != nil {
+		return res, err
+	}
+	if res.FinishReason == "" {
+		return res, fmt.Errorf("streaming: %w: the body ended without a finish_reason after %d chunks", ErrIncompleteStream, p.Chunks())
+	}
+	return res, nil
+}
+
+// streamError classifies what the SDK's stream reported.
+func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks int, err error) error {
+	if err == nil {
+		return nil
+	}
+	// The caller's cancellation wins over everything it caused.
+	if ctx.Err() != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			return fmt.Errorf("streaming: %w (%w)", ctx.Err(), cause)
+		}
+		return fmt.Errorf("streaming: %w", ctx.Err())
+	}
+	if sctx.Err() != nil {
+		switch cause := context.Cause(sctx).(type) {
+		case errIdle:
+			return fmt.Errorf("streaming: %w: no bytes for %s", ErrIdleTimeout, cause.d)
+		case errTimeout:
+			return fmt.Errorf("streaming: request took longer than the %s timeout: %w", cause.d, context.DeadlineExceeded)
+		}
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var sdkErr *openai.Error
+	if errors.As(err, &sdkErr) { // not expected: the middleware answers first
+		return c.fromSDKError(sdkErr)
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		return fmt.Errorf("streaming: %w: the endpoint sent an error event: %s", ErrIncompleteStream, c.redact(errorMessage(streamErr.Event.Data)))
+	}
+	if !w.gotResponse() {
+		// Connection refused, DNS, TLS...: the request never got an answer.
+		return c.redacted(fmt.Errorf("streaming: send request: %w", err))
+	}
+	if rerr := w.readError(); rerr != nil {
+		return c.redacted(fmt.Errorf("streaming: %w: reading the body after %d chunks: %w", ErrIncompleteStream, chunks, rerr))
+	}
+	return c.redacted(fmt.Errorf("streaming: %w (after %d good chunks): %w", ErrMalformedChunk, chunks, err))
+}
+
+func (c *OpenAIClient) fromSDKError(e *openai.Error) *APIError {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.StatusCode)
+	}
+	ae := &APIError{StatusCode: e.StatusCode, Message: c.redact(msg)}
+	if e.Response != nil {
+		ae.RetryAfter = e.Response.Header.Get("Retry-After")
+	}
+	return ae
+}
+
+// redacted keeps err's chain for errors.Is/As but scrubs the API key from
+// its text.
+func (c *OpenAIClient) redacted(err error) error {
+	msg := err.Error()
+	if c.apiKey == "" || !strings.Contains(msg, c.apiKey) {
+		return err
+	}
+	return &redactedError{msg: c.redact(msg), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact removes the API key from text that came from the endpoint or the
+// transport, in case either echoes it.
+func (c *OpenAIClient) redact(s string) string {
+	if c.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+}
+
+type errIdle struct{ d time.Duration }
+
+func (e errIdle) Error() string { return fmt.Sprintf("idle for %s", e.d) }
+
+type errTimeout struct{ d time.Duration }
+
+func (e errTimeout) Error() string { return fmt.Sprintf("timeout %s", e.d) }
+
+// watch sits between openai-go and the HTTP client for one request: it turns
+// error statuses into *APIError (openai-go loses the status when the body is
+// not OpenAI's error shape, e.g. Ollama's {"error":"..."}), re-arms the idle
+// timer on every byte, and remembers transport read errors.
+type watch struct {
+	timer *time.Timer
+	idle  time.Duration
+
+	mu      sync.Mutex
+	resp    bool
+	readErr error
+}
+
+const maxErrorBody = 64 << 10
+
+func (w *watch) middleware(apiKey string) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err != nil {
+			return resp, err
+		}
+		w.mu.Lock()
+		w.resp = true
+		w.mu.Unlock()
+		w.kick()
+		if resp.StatusCode >= 400 {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
+			msg := errorMessage(body)
+			if msg == "" {
+				msg = http.StatusText(resp.StatusCode)
+			}
+			if apiKey != "" {
+				msg = strings.ReplaceAll(msg, apiKey, "[redacted]")
+			}
+			return nil, &APIError{
+				StatusCode: resp.StatusCode,
+				Message:    msg,
+				RetryAfter: resp.Header.Get("Retry-After"),
+			}
+		}
+		resp.Body = &watchedBody{rc: resp.Body, w: w}
+		return resp, nil
+	}
+}
+
+func (w *watch) kick() {
+	if w.timer != nil {
+		w.timer.Reset(w.idle)
+	}
+}
+
+func (w *watch) gotResponse() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resp
+}
+
+func (w *watch) readError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.readErr
+}
+
+type watchedBody struct {
+	rc io.ReadCloser
+	w  *watch
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.w.kick()
+	}
+	if err != nil && err != io.EOF {
+		b.w.mu.Lock()
+		if b.w.readErr == nil {
+			b.w.readErr = err
+		}
+		b.w.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error { return b.rc.Close() }
+
+// errorMessage digs the human-readable message out of an error body:
+// OpenAI's {"error":{"message":...}}, {"error":"..."} (Ollama, many proxies),
+// {"message":"..."} or {"detail":"..."}; otherwise the text itself, trimmed.
+func errorMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		if len(v.Error) > 0 {
+			var s string
+			if json.Unmarshal(v.Error, &s) == nil && s != "" {
+				return s
+			}
+			var o struct {
+				Message string `json:"message"`
+				Code    any    `json:"code"`
+			}
+			if json.Unmarshal(v.Error, &o) == nil && o.Message != "" {
+				return o.Message
+			}
+		}
+		if v.Message != "" {
+			return v.Message
+		}
+		var s string
+		if len(v.Detail) > 0 && json.Unmarshal(v.Detail, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return abbreviate(strings.TrimSpace(string(body)), 500)
+}
+
+// buildParams maps a Request onto openai-go's parameters.
+func buildParams(req Request) (openai.ChatCompletionNewParams, error) {
+	params := openai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(req.Model),
+		Messages:      make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	for i, m := range req.Messages {
+		msg, err := buildMessage(m)
+		if err != nil {
+			return params, fmt.Errorf("streaming: message %d: %w", i, err)
+		}
+		params.Messages = append(params.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		if t.Parameters != nil {
+			fn.Parameters = shared.FunctionParameters(t.Parameters)
+		} else {
+			fn.Parameters = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	return params, nil
+}
+
+func buildMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case RoleSystem:
+		return openai.SystemMessage(textWithParts(m)), nil
+	case RoleUser:
+		if len(m.Parts) == 0 {
+			return openai.UserMessage(m.Content), nil
+		}
+		parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(m.Parts)+1)
+		if m.Content != "" {
+			parts = append(parts, openai.TextContentPart(m.Content))
+		}
+		for _, p := range m.Parts {
+			switch p.Type {
+			case "text":
+				parts = append(parts, openai.TextContentPart(p.Text))
+			case "image":
+				if p.MimeType == "" || p.Data == "" {
+					return openai.ChatCompletionMessageParamUnion{}, errors.New("image part without mime type or data")
+				}
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+					URL: "data:" + p.MimeType + ";base64," + p.Data,
+				}))
+			default:
+				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unsupported content part type %q", p.Type)
+			}
+		}
+		return openai.UserMessage(parts), nil
+	case RoleAssistant:
+		var a openai.ChatCompletionAssistantMessageParam
+		if text := textWithParts(m); text != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(text)
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      tc.Name,
+						Arguments: argumentsForHistory(tc.Arguments),
+					},
+				},
+			})
+		}
+		if m.Reasoning != "" {
+			a.SetExtraFields(map[string]any{fieldReasoningContent: m.Reasoning})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool message without tool call id")
+		}
+		return openai.ToolMessage(textWithParts(m), m.ToolCallID), nil
+	default:
+		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+	}
+}
+
+// textWithParts is Content followed by any text parts; the roles other than
+// user take text only.
+func textWithParts(m Message) string {
+	if len(m.Parts) == 0 {
+		return m.Content
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for _, p := range m.Parts {
+		if p.Type == "text" && p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// argumentsForHistory sends a call's arguments back as they were streamed
+// when they are a JSON object, and "{}" otherwise: several servers (Ollama,
+// vLLM) parse the arguments of earlier calls and would reject every later
+// request of the session because of one bad call. The tool result already
+// told the model what was wrong.
+func argumentsForHistory(args string) string {
+	a, errText := checkArguments(args)
+	if errText != "" {
+		return "{}"
+	}
+	return a
+}

@@ -1,0 +1,271 @@
+package streaming
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// Parser turns the chunks of one streamed chat completion into Events and
+// accumulates them into a Result. Feed every chunk to Add in arrival order,
+// then call Finish. A Parser is not safe for concurrent use; use one per
+// stream.
+//
+// Only choice 0 is read (crow-acp never asks for n>1). Tool-call deltas are
+// accumulated by their index, so id and name may arrive only in the first
+// delta, arguments in many pieces, several calls interleaved, and the last
+// piece in the same chunk as finish_reason.
+type Parser struct {
+	text      strings.Builder
+	reasoning strings.Builder
+	calls     []*callState // in order of first appearance
+	finish    FinishReason
+	usage     *Usage
+	events    []Event
+	chunks    int
+	finished  bool
+}
+
+type callState struct {
+	key   int // the tool-call index the provider sends
+	index int // the index reported in events; equals key unless the provider reused an index
+	id    string
+	name  string
+	args  strings.Builder
+}
+
+// Reasoning fields that OpenAI-compatible servers add to a delta. openai-go
+// does not model them; they are left in Delta.JSON.ExtraFields.
+const (
+	fieldReasoningContent = "reasoning_content" // DeepSeek, GLM, vLLM, llama.cpp
+	fieldReasoning        = "reasoning"         // OpenRouter, Ollama
+)
+
+// Add consumes one chunk and returns the events it produced, in order:
+// reasoning, text, tool-call deltas, finish, usage. The returned slice is
+// reused by the next call to Add; copy it to keep it.
+func (p *Parser) Add(chunk openai.ChatCompletionChunk) []Event {
+	p.events = p.events[:0]
+	p.chunks++
+	for i := range chunk.Choices {
+		c := &chunk.Choices[i]
+		if c.Index != 0 {
+			continue
+		}
+		p.addDelta(&c.Delta)
+		if c.FinishReason != "" {
+			p.finish = FinishReason(c.FinishReason)
+			p.events = append(p.events, Event{Kind: EventFinish, FinishReason: p.finish})
+		}
+	}
+	if chunk.JSON.Usage.Valid() {
+		u := Usage{
+			PromptTokens:     int(chunk.Usage.PromptTokens),
+			CompletionTokens: int(chunk.Usage.CompletionTokens),
+			TotalTokens:      int(chunk.Usage.TotalTokens),
+		}
+		if u.TotalTokens == 0 {
+			u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		}
+		p.usage = &u
+		p.events = append(p.events, Event{Kind: EventUsage, Usage: u})
+	}
+	return p.events
+}
+
+func (p *Parser) addDelta(d *openai.ChatCompletionChunkChoiceDelta) {
+	if r := reasoningDelta(d); r != "" {
+		p.reasoning.WriteString(r)
+		p.events = append(p.events, Event{Kind: EventReasoning, Text: r})
+	}
+	if d.Content != "" {
+		p.text.WriteString(d.Content)
+		p.events = append(p.events, Event{Kind: EventText, Text: d.Content})
+	}
+	// A refusal is shown to the user like text: it is the model's answer.
+	if d.Refusal != "" {
+		p.text.WriteString(d.Refusal)
+		p.events = append(p.events, Event{Kind: EventText, Text: d.Refusal})
+	}
+	for i := range d.ToolCalls {
+		tc := &d.ToolCalls[i]
+		c := p.callFor(tc)
+		if tc.ID != "" && c.id == "" {
+			c.id = tc.ID
+		}
+		if n := tc.Function.Name; n != "" && n != c.name {
+			// Some servers repeat the full name in every delta; a name
+			// split in pieces is appended.
+			c.name += n
+		}
+		c.args.WriteString(tc.Function.Arguments)
+		p.events = append(p.events, Event{
+			Kind:      EventToolCallDelta,
+			ToolIndex: c.index,
+			// strings.Builder.String does not copy, so reporting the call so
+			// far costs nothing per delta.
+			ToolCall: ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()},
+		})
+	}
+}
+
+// callFor finds the accumulator a tool-call delta belongs to: the latest call
+// with the same provider index. Some servers send every call with index 0 (or
+// none) and tell calls apart only by id, so a new non-empty id at a taken
+// index starts a new call, numbered after the others.
+func (p *Parser) callFor(tc *openai.ChatCompletionChunkChoiceDeltaToolCall) *callState {
+	key := int(tc.Index)
+	if !tc.JSON.Index.Valid() {
+		// No index: continue the latest call unless the id says otherwise.
+		if n := len(p.calls); n > 0 {
+			key = p.calls[n-1].key
+		}
+	}
+	// Search from the end: the current call is almost always the latest.
+	for i := len(p.calls) - 1; i >= 0; i-- {
+		c := p.calls[i]
+		if c.key != key {
+			continue
+		}
+		if tc.ID == "" || c.id == "" || c.id == tc.ID {
+			return c
+		}
+		break // same index, different id: a new call
+	}
+	c := &callState{key: key, index: key}
+	if p.indexTaken(key) {
+		c.index = p.nextIndex()
+	}
+	p.calls = append(p.calls, c)
+	return c
+}
+
+func (p *Parser) indexTaken(index int) bool {
+	for _, c := range p.calls {
+		if c.index == index {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Parser) nextIndex() int {
+	next := 0
+	for _, c := range p.calls {
+		if c.index >= next {
+			next = c.index + 1
+		}
+	}
+	return next
+}
+
+// reasoningDelta reads the reasoning text of a delta from reasoning_content,
+// or from reasoning when the former is absent. A server that sends both
+// carries the same text in each, so only one is used.
+func reasoningDelta(d *openai.ChatCompletionChunkChoiceDelta) string {
+	if len(d.JSON.ExtraFields) == 0 {
+		return ""
+	}
+	if s := extraString(d, fieldReasoningContent); s != "" {
+		return s
+	}
+	return extraString(d, fieldReasoning)
+}
+
+func extraString(d *openai.ChatCompletionChunkChoiceDelta, name string) string {
+	f, ok := d.JSON.ExtraFields[name]
+	if !ok {
+		return ""
+	}
+	raw := f.Raw()
+	if len(raw) < 2 || raw[0] != '"' {
+		return "" // null, or not a string (e.g. OpenRouter's reasoning_details)
+	}
+	if !strings.ContainsRune(raw, '\\') {
+		return raw[1 : len(raw)-1]
+	}
+	var s string
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return ""
+	}
+	return s
+}
+
+// Chunks reports how many chunks were added.
+func (p *Parser) Chunks() int { return p.chunks }
+
+// Finish returns what the stream produced so far: text, reasoning, finish
+// reason, usage, and the tool calls in index order with missing ids filled
+// in and arguments checked. Empty arguments become "{}"; arguments that are
+// not a JSON object keep their text and get ToolCall.ArgumentsError. It may
+// be called after a failed stream to keep the partial result, and more than
+// once (ids stay the same).
+func (p *Parser) Finish() *Result {
+	r := &Result{
+		Text:         p.text.String(),
+		Reasoning:    p.reasoning.String(),
+		FinishReason: p.finish,
+	}
+	if p.usage != nil {
+		u := *p.usage
+		r.Usage = &u
+	}
+	if !p.finished {
+		p.finished = true
+		sort.SliceStable(p.calls, func(i, j int) bool { return p.calls[i].index < p.calls[j].index })
+		for _, c := range p.calls {
+			if c.id == "" {
+				c.id = newCallID(c.index)
+			}
+		}
+	}
+	if len(p.calls) > 0 {
+		r.ToolCalls = make([]ToolCall, 0, len(p.calls))
+		for _, c := range p.calls {
+			tc := ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()}
+			tc.Arguments, tc.ArgumentsError = checkArguments(tc.Arguments)
+			r.ToolCalls = append(r.ToolCalls, tc)
+		}
+	}
+	return r
+}
+
+// checkArguments normalises streamed tool-call arguments: blank becomes "{}",
+// anything that is not a single JSON object is reported.
+func checkArguments(args string) (string, string) {
+	trimmed := strings.TrimSpace(args)
+	if trimmed == "" {
+		return "{}", ""
+	}
+	if !json.Valid([]byte(trimmed)) {
+		return args, fmt.Sprintf("tool arguments are not valid JSON: %s", abbreviate(trimmed, 200))
+	}
+	if trimmed[0] != '{' {
+		return args, fmt.Sprintf("tool arguments must be a JSON object, got: %s", abbreviate(trimmed, 200))
+	}
+	return trimmed, ""
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// newCallID makes an id for a tool call the server sent without one. The
+// random part keeps ids unique across the turns of a session.
+func newCallID(index int) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return fmt.Sprintf("call_%d_%s", index, hex.EncodeToString(b[:]))
+}

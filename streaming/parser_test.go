@@ -1,0 +1,296 @@
+package streaming
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// decode turns hand-written chunk JSON into the SDK's type, as the SSE
+// stream does.
+func decode(t testing.TB, js string) openai.ChatCompletionChunk {
+	t.Helper()
+	var c openai.ChatCompletionChunk
+	if err := json.Unmarshal([]byte(js), &c); err != nil {
+		t.Fatalf("decode %s: %v", js, err)
+	}
+	return c
+}
+
+// feed adds every chunk and returns a copy of all events.
+func feed(t testing.TB, p *Parser, chunks ...string) []Event {
+	t.Helper()
+	var all []Event
+	for _, js := range chunks {
+		all = append(all, p.Add(decode(t, js))...)
+	}
+	return all
+}
+
+const head = `"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"`
+
+func text(s string) string {
+	b, _ := json.Marshal(s)
+	return `{` + head + `,"choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}],"usage":null}`
+}
+
+func finishChunk(reason string) string {
+	return `{` + head + `,"choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}],"usage":null}`
+}
+
+func toolDelta(calls string, finish string) string {
+	fr := "null"
+	if finish != "" {
+		fr = `"` + finish + `"`
+	}
+	return `{` + head + `,"choices":[{"index":0,"delta":{"tool_calls":[` + calls + `]},"finish_reason":` + fr + `}]}`
+}
+
+func kinds(evs []Event) []EventKind {
+	out := make([]EventKind, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+func TestParserText(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		`{`+head+`,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`,
+		text("Hel"), text("lo, "), text("wörld"), finishChunk("stop"))
+	want := []Event{
+		{Kind: EventText, Text: "Hel"},
+		{Kind: EventText, Text: "lo, "},
+		{Kind: EventText, Text: "wörld"},
+		{Kind: EventFinish, FinishReason: FinishStop},
+	}
+	if fmt.Sprint(evs) != fmt.Sprint(want) {
+		t.Fatalf("events\n got %+v\nwant %+v", evs, want)
+	}
+	r := p.Finish()
+	if r.Text != "Hello, wörld" || r.FinishReason != FinishStop || r.Usage != nil || r.ToolCalls != nil {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestParserToolCallSplitAcrossChunks(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		toolDelta(`{"index":0,"id":"call_a","type":"function","function":{"name":"read_file","arguments":""}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"{\"pa"}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"th\": \"a.go\""}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"}"}}`, ""),
+		finishChunk("tool_calls"))
+	if got := kinds(evs); fmt.Sprint(got) != fmt.Sprint([]EventKind{3, 3, 3, 3, 5}) {
+		t.Fatalf("kinds %v", got)
+	}
+	// Each delta event carries the call so far.
+	if e := evs[1]; e.ToolCall.ID != "call_a" || e.ToolCall.Name != "read_file" || e.ToolCall.Arguments != `{"pa` || e.ToolIndex != 0 {
+		t.Fatalf("second delta %+v", e)
+	}
+	r := p.Finish()
+	want := []ToolCall{{ID: "call_a", Name: "read_file", Arguments: `{"path": "a.go"}`}}
+	if fmt.Sprint(r.ToolCalls) != fmt.Sprint(want) || r.FinishReason != FinishToolCalls {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+// openai-go's JustFinishedToolCall misses a call whose last argument piece
+// comes with finish_reason; the parser must not.
+func TestParserLastPieceWithFinishReason(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		toolDelta(`{"index":0,"id":"call_a","type":"function","function":{"name":"ls","arguments":"{\"dir\":"}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"\".\"}"}}`, "tool_calls"))
+	if got := kinds(evs); fmt.Sprint(got) != fmt.Sprint([]EventKind{EventToolCallDelta, EventToolCallDelta, EventFinish}) {
+		t.Fatalf("kinds %v", got)
+	}
+	if evs[1].ToolCall.Arguments != `{"dir":"."}` {
+		t.Fatalf("delta before finish %+v", evs[1])
+	}
+	r := p.Finish()
+	if len(r.ToolCalls) != 1 || r.ToolCalls[0].Arguments != `{"dir":"."}` || r.ToolCalls[0].ArgumentsError != "" {
+		t.Fatalf("calls %+v", r.ToolCalls)
+	}
+}
+
+func TestParserInterleavedCalls(t *testing.T) {
+	var p Parser
+	feed(t, &p,
+		// Index 1 shows up first, then both alternate; two calls in one delta too.
+		toolDelta(`{"index":1,"id":"call_b","type":"function","function":{"name":"grep","arguments":"{\"q\":"}}`, ""),
+		toolDelta(`{"index":0,"id":"call_a","type":"function","function":{"name":"ls","arguments":"{"}}`, ""),
+		toolDelta(`{"index":1,"function":{"arguments":"\"x\""}},{"index":0,"function":{"arguments":"\"dir\":\"/\""}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"}"}}`, ""),
+		toolDelta(`{"index":1,"function":{"arguments":"}"}}`, "tool_calls"))
+	r := p.Finish()
+	want := []ToolCall{
+		{ID: "call_a", Name: "ls", Arguments: `{"dir":"/"}`},
+		{ID: "call_b", Name: "grep", Arguments: `{"q":"x"}`},
+	}
+	if fmt.Sprint(r.ToolCalls) != fmt.Sprint(want) {
+		t.Fatalf("calls\n got %+v\nwant %+v", r.ToolCalls, want)
+	}
+}
+
+// Some servers number every call 0 and tell them apart by id only.
+func TestParserReusedIndexWithNewID(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		toolDelta(`{"index":0,"id":"call_a","function":{"name":"ls","arguments":"{}"}}`, ""),
+		toolDelta(`{"index":0,"id":"call_b","function":{"name":"pwd","arguments":"{"}}`, ""),
+		toolDelta(`{"index":0,"function":{"arguments":"}"}}`, "tool_calls"))
+	if evs[1].ToolIndex != 1 || evs[2].ToolIndex != 1 {
+		t.Fatalf("indexes %d %d, want 1 1", evs[1].ToolIndex, evs[2].ToolIndex)
+	}
+	r := p.Finish()
+	want := []ToolCall{{ID: "call_a", Name: "ls", Arguments: `{}`}, {ID: "call_b", Name: "pwd", Arguments: `{}`}}
+	if fmt.Sprint(r.ToolCalls) != fmt.Sprint(want) {
+		t.Fatalf("calls %+v", r.ToolCalls)
+	}
+}
+
+func TestParserMissingIDs(t *testing.T) {
+	idRE := regexp.MustCompile(`^call_(\d+)_[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 3 {
+		var p Parser
+		feed(t, &p,
+			toolDelta(`{"index":0,"type":"function","function":{"name":"ls","arguments":"{}"}}`, ""),
+			toolDelta(`{"index":1,"function":{"name":"pwd"}}`, "tool_calls"))
+		r := p.Finish()
+		if len(r.ToolCalls) != 2 {
+			t.Fatalf("calls %+v", r.ToolCalls)
+		}
+		for i, c := range r.ToolCalls {
+			m := idRE.FindStringSubmatch(c.ID)
+			if m == nil || m[1] != fmt.Sprint(i) {
+				t.Fatalf("call %d id %q", i, c.ID)
+			}
+			if seen[c.ID] {
+				t.Fatalf("id %q made twice", c.ID)
+			}
+			seen[c.ID] = true
+		}
+		// Finish again: same ids.
+		if again := p.Finish(); again.ToolCalls[0].ID != r.ToolCalls[0].ID {
+			t.Fatalf("ids changed between Finish calls")
+		}
+		if r.ToolCalls[1].Arguments != "{}" || r.ToolCalls[1].ArgumentsError != "" {
+			t.Fatalf("empty arguments: %+v", r.ToolCalls[1])
+		}
+	}
+}
+
+func TestParserArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args, want string
+		bad        bool
+	}{
+		{"", "{}", false},
+		{"  \n", "{}", false},
+		{` {"a":1} `, `{"a":1}`, false},
+		{`{"a":`, `{"a":`, true},
+		{`[1,2]`, `[1,2]`, true},
+		{`"str"`, `"str"`, true},
+		{`{"a":1}{"a":1}`, `{"a":1}{"a":1}`, true},
+		{`null`, `null`, true},
+	} {
+		var p Parser
+		b, _ := json.Marshal(tc.args)
+		feed(t, &p, toolDelta(`{"index":0,"id":"x","function":{"name":"f","arguments":`+string(b)+`}}`, "tool_calls"))
+		r := p.Finish()
+		if len(r.ToolCalls) != 1 {
+			t.Fatalf("%q: call dropped: %+v", tc.args, r.ToolCalls)
+		}
+		c := r.ToolCalls[0]
+		if c.Arguments != tc.want || (c.ArgumentsError != "") != tc.bad {
+			t.Errorf("%q: got args %q error %q", tc.args, c.Arguments, c.ArgumentsError)
+		}
+	}
+}
+
+func TestParserReasoning(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		`{`+head+`,"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":"Let me \"think\"\n"},"finish_reason":null}]}`,
+		`{`+head+`,"choices":[{"index":0,"delta":{"reasoning":"then more. "},"finish_reason":null}]}`,
+		// Both fields with the same text: counted once.
+		`{`+head+`,"choices":[{"index":0,"delta":{"reasoning_content":"Done.","reasoning":"Done."},"finish_reason":null}]}`,
+		// null and non-string reasoning fields are ignored.
+		`{`+head+`,"choices":[{"index":0,"delta":{"content":"Answer","reasoning_content":null,"reasoning":null,"reasoning_details":[{"type":"x"}]},"finish_reason":null}]}`,
+		finishChunk("stop"))
+	want := []Event{
+		{Kind: EventReasoning, Text: "Let me \"think\"\n"},
+		{Kind: EventReasoning, Text: "then more. "},
+		{Kind: EventReasoning, Text: "Done."},
+		{Kind: EventText, Text: "Answer"},
+		{Kind: EventFinish, FinishReason: FinishStop},
+	}
+	if fmt.Sprint(evs) != fmt.Sprint(want) {
+		t.Fatalf("events\n got %+v\nwant %+v", evs, want)
+	}
+	r := p.Finish()
+	if r.Reasoning != "Let me \"think\"\nthen more. Done." || r.Text != "Answer" {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestParserUsage(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p,
+		text("hi"),
+		finishChunk("length"),
+		`{`+head+`,"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18,"prompt_tokens_details":{"cached_tokens":3}}}`)
+	if got := kinds(evs); fmt.Sprint(got) != fmt.Sprint([]EventKind{EventText, EventFinish, EventUsage}) {
+		t.Fatalf("kinds %v", got)
+	}
+	want := Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}
+	if evs[2].Usage != want {
+		t.Fatalf("usage event %+v", evs[2])
+	}
+	r := p.Finish()
+	if r.Usage == nil || *r.Usage != want || r.FinishReason != FinishLength {
+		t.Fatalf("result %+v", r)
+	}
+	// A missing total is derived.
+	var q Parser
+	feed(t, &q, `{`+head+`,"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}}`)
+	if u := q.Finish().Usage; u == nil || u.TotalTokens != 5 {
+		t.Fatalf("derived total: %+v", u)
+	}
+}
+
+func TestParserEventOrderInOneChunk(t *testing.T) {
+	var p Parser
+	evs := feed(t, &p, `{`+head+`,"choices":[{"index":0,"delta":{"reasoning_content":"r","content":"c","tool_calls":[{"index":0,"id":"i","function":{"name":"n","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	want := []EventKind{EventReasoning, EventText, EventToolCallDelta, EventFinish, EventUsage}
+	if got := kinds(evs); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+}
+
+func TestParserIgnoresOtherChoices(t *testing.T) {
+	var p Parser
+	feed(t, &p, `{`+head+`,"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":"stop"},{"index":0,"delta":{"content":"mine"},"finish_reason":null}]}`)
+	if r := p.Finish(); r.Text != "mine" || r.FinishReason != "" {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+// Events handed out earlier keep their values while the parser goes on.
+func TestParserEventsStayValid(t *testing.T) {
+	var p Parser
+	first := append([]Event(nil), p.Add(decode(t, toolDelta(`{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}}`, "")))...)
+	for i := range 50 {
+		p.Add(decode(t, toolDelta(`{"index":0,"function":{"arguments":"`+strings.Repeat("1", i)+`"}}`, "")))
+	}
+	if first[0].ToolCall.Arguments != `{"x":` {
+		t.Fatalf("earlier event changed: %q", first[0].ToolCall.Arguments)
+	}
+}
