@@ -37,6 +37,17 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	}
 	defer a.endTurn(s.ID)
 
+	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
+		stop, err := cmd.run(turnCtx, a, s, input)
+		if turnCtx.Err() != nil {
+			return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &acp.PromptResponse{StopReason: stop}, nil
+	}
+
 	// Writes outlive a cancelled turn: what the user saw must be kept.
 	persistCtx := context.WithoutCancel(ctx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: parts, Status: persistence.StatusComplete}
