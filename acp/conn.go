@@ -212,6 +212,9 @@ func compactJSON(raw json.RawMessage) string {
 
 // SessionUpdate sends a session/update notification.
 func (c *Conn) SessionUpdate(_ context.Context, n *SessionNotification) error {
+	if frame := textChunkFrame(n); frame != nil {
+		return c.stream.writeFrame(frame)
+	}
 	return c.stream.writeNotification("session/update", n)
 }
 
