@@ -4,151 +4,457 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/streaming"
 )
 
-// config is the effective configuration: flags > environment > defaults.
-type config struct {
-	baseURL      string
-	apiKey       string // from OPENAI_API_KEY only: flags show up in `ps`
-	model        string
-	dbPath       string
-	logFile      string
-	logLevel     string
-	maxLineBytes int
-	showVersion  bool
+// Defaults that belong to this command. Defaults of the agent, the model
+// client and the wire live in their packages and are referenced, not copied.
+const (
+	defaultModel     = "gpt-4o-mini"
+	defaultAPIKeyEnv = "OPENAI_API_KEY"
+	defaultLogLevel  = "info"
+)
+
+// source says where a setting's value came from, for `config show` and for
+// error messages.
+type source struct {
+	kind   string // "default", "file", "env", "flag"
+	detail string // file:line, the variable or the flag
 }
 
-const defaultModel = "gpt-4o-mini"
+func (s source) String() string {
+	if s.detail == "" {
+		return s.kind
+	}
+	return s.kind + " " + s.detail
+}
+
+var fromDefault = source{kind: "default"}
+
+// value is one resolved setting.
+type value[T any] struct {
+	V    T
+	From source
+}
+
+// config is the effective configuration: flags > environment > file >
+// defaults.
+type config struct {
+	file      string // configuration file path; "" when there is none
+	fileFound bool   // the file exists and was read
+
+	model         value[string]
+	provider      value[string] // provider name from the file; "" = built-in
+	baseURL       value[string]
+	apiKeyEnv     value[string]
+	apiKey        value[string] // secret: never printed, never logged
+	headers       value[map[string]string]
+	dbPath        value[string]
+	logFile       value[string]
+	logLevel      value[string]
+	maxLineBytes  value[int]
+	maxModelCalls value[int]
+
+	// models are the [[models]] entries of the file, by name; modelSpec is
+	// the entry of the selected model, nil if it has none.
+	models    []modelSpec
+	modelSpec *modelSpec
+
+	contextWindow value[int] // tokens; 0: not configured
+	outputReserve value[int] // tokens; 0: not configured
+
+	compactAuto       value[bool]
+	compactThreshold  value[float64]
+	compactKeepRecent value[int]
+	permissionMode    value[string]
+}
+
+// modelSpec is what the configuration says about one model.
+type modelSpec struct {
+	Name             string  `json:"name"`
+	Provider         string  `json:"provider,omitempty"`
+	ContextWindow    int     `json:"contextWindow,omitempty"` // 0: not configured
+	OutputReserve    int     `json:"outputReserve,omitempty"` // 0: not configured
+	Tokenizer        string  `json:"tokenizer,omitempty"`
+	Images           bool    `json:"images"`
+	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
+	OutputPrice      float64 `json:"outputPrice,omitempty"`
+	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
+	line             int     // where it is defined in the file
+}
+
+// Compaction defaults, documented in the README and config.example.toml.
+// They move to the compaction package's own defaults once it exists.
+const (
+	defaultCompactThreshold  = 0.9
+	defaultCompactKeepRecent = 10
+	defaultPermissionMode    = "default"
+)
 
 // errHelp means --help was asked for and printed.
 var errHelp = errors.New("help requested")
 
-// usageError is a configuration mistake; the process exits with exitUsage.
+// usageError is a mistake in the command line or the configuration; the
+// process exits with exitUsage.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// parseConfig reads flags over environment over defaults. --help prints to
-// stdout (it was asked for); mistakes go to the caller as usageError.
-func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
-	cfg := &config{
-		baseURL:      getenv("OPENAI_BASE_URL"),
-		apiKey:       getenv("OPENAI_API_KEY"),
-		model:        firstNonEmpty(getenv("CROW_MODEL"), defaultModel),
-		dbPath:       firstNonEmpty(getenv("CROW_DB"), defaultDBPath(getenv)),
-		logFile:      getenv("CROW_LOG_FILE"),
-		logLevel:     firstNonEmpty(getenv("CROW_LOG_LEVEL"), "info"),
-		maxLineBytes: acp.DefaultMaxLineBytes,
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// configFlags are the flags that override configuration, shared by the
+// subcommands that need them.
+type configFlags struct {
+	fs      *flag.FlagSet
+	config  string
+	model   string
+	baseURL string
+	db      string
+	logFile string
+	level   string
+	maxLine int
+}
+
+// flagGroup selects which configuration flags a subcommand accepts.
+type flagGroup int
+
+const (
+	flagsStore flagGroup = 1 << iota // --db
+	flagsModel                       // --model, --base-url
+	flagsLog                         // --log-file, --log-level
+	flagsWire                        // --max-line-bytes
+	flagsAll   = flagsStore | flagsModel | flagsLog | flagsWire
+)
+
+// addConfigFlags registers --config and the groups asked for on fs.
+func addConfigFlags(fs *flag.FlagSet, groups flagGroup) *configFlags {
+	cf := &configFlags{fs: fs}
+	fs.StringVar(&cf.config, "config", "", "configuration file (env CROW_CONFIG; default $XDG_CONFIG_HOME/crow-acp/config.toml)")
+	if groups&flagsModel != 0 {
+		fs.StringVar(&cf.model, "model", "", "model name sent to the endpoint (env CROW_MODEL; file: model)")
+		fs.StringVar(&cf.baseURL, "base-url", "", "OpenAI-compatible API base URL including /v1 (env OPENAI_BASE_URL; file: providers.NAME.base_url)")
 	}
-	fs := flag.NewFlagSet("crow-acp", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.baseURL, "base-url", cfg.baseURL, "OpenAI-compatible API base URL, e.g. http://127.0.0.1:11434/v1 (env OPENAI_BASE_URL; default https://api.openai.com/v1)")
-	fs.StringVar(&cfg.model, "model", cfg.model, "model name sent to the endpoint (env CROW_MODEL)")
-	fs.StringVar(&cfg.dbPath, "db", cfg.dbPath, "SQLite database file holding every session (env CROW_DB)")
-	fs.StringVar(&cfg.logFile, "log-file", cfg.logFile, "write logs to this file instead of stderr (env CROW_LOG_FILE)")
-	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "debug, info, warn or error (env CROW_LOG_LEVEL)")
-	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", cfg.maxLineBytes, "largest JSON-RPC message accepted on stdin, in bytes")
-	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usageText)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, errHelp
+	if groups&flagsStore != 0 {
+		fs.StringVar(&cf.db, "db", "", "session database file (env CROW_DB; file: database.path)")
+	}
+	if groups&flagsLog != 0 {
+		fs.StringVar(&cf.logFile, "log-file", "", "write logs to this file (env CROW_LOG_FILE; file: log.file)")
+		fs.StringVar(&cf.level, "log-level", "", "debug, info, warn or error (env CROW_LOG_LEVEL; file: log.level)")
+	}
+	if groups&flagsWire != 0 {
+		fs.IntVar(&cf.maxLine, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted on stdin, in bytes (default %d)", acp.DefaultMaxLineBytes))
+	}
+	return cf
+}
+
+// set reports whether the flag was given on the command line.
+func (cf *configFlags) set(name string) bool {
+	found := false
+	cf.fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
 		}
-		return nil, &usageError{err.Error() + " (see crow-acp --help)"}
+	})
+	return found
+}
+
+// loadConfig resolves the configuration after cf's flag set was parsed.
+func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
+	cfg := &config{}
+
+	// The file comes first: it is the lowest layer above the defaults.
+	switch {
+	case cf.set("config"):
+		cfg.file = cf.config
+	case getenv("CROW_CONFIG") != "":
+		cfg.file = getenv("CROW_CONFIG")
+	default:
+		cfg.file = defaultConfigPath(getenv)
 	}
-	if fs.NArg() > 0 {
-		return nil, &usageError{fmt.Sprintf("unexpected argument %q (see crow-acp --help)", fs.Arg(0))}
+	var lf *loadedFile
+	if cfg.file != "" {
+		var err error
+		lf, err = readConfigFile(cfg.file)
+		switch {
+		case err == nil:
+			cfg.fileFound = true
+		case errors.Is(err, fs.ErrNotExist):
+			if cf.set("config") || getenv("CROW_CONFIG") != "" {
+				return nil, usagef("configuration file %s does not exist", cfg.file)
+			}
+			lf = nil // the default path is optional
+		default:
+			var fe *fileError
+			if errors.As(err, &fe) {
+				return nil, &usageError{"invalid configuration file " + err.Error()}
+			}
+			return nil, usagef("configuration file: %v", err)
+		}
 	}
+	var fc fileConfig
+	if lf != nil {
+		fc = lf.cfg
+	}
+	fileAt := func(key string) source {
+		line := lf.line(key)
+		if line > 0 {
+			return source{kind: "file", detail: fmt.Sprintf("%s:%d", lf.Path, line)}
+		}
+		return source{kind: "file", detail: lf.Path}
+	}
+
+	r := resolver{cf: cf, getenv: getenv, fileAt: fileAt}
+	cfg.model = r.str("model", "CROW_MODEL", fc.Model, "model", defaultModel)
+
+	defaultProvider := deref(fc.Provider, "")
+	if defaultProvider == "" && len(fc.Providers) == 1 {
+		defaultProvider = sortedKeys(fc.Providers)[0]
+	}
+	for i, m := range fc.Models {
+		spec := modelSpec{Name: *m.Name, line: lf.line(fmt.Sprintf("models[%d]", i))}
+		spec.Provider = deref(m.Provider, defaultProvider)
+		spec.ContextWindow = deref(m.ContextWindow, 0)
+		spec.OutputReserve = deref(m.OutputReserve, 0)
+		spec.Tokenizer = deref(m.Tokenizer, "")
+		spec.Images = deref(m.Images, false)
+		spec.InputPrice = deref(m.InputPrice, 0)
+		spec.OutputPrice = deref(m.OutputPrice, 0)
+		spec.CachedInputPrice = deref(m.CachedInputPrice, 0)
+		cfg.models = append(cfg.models, spec)
+	}
+	for i := range cfg.models {
+		if cfg.models[i].Name == cfg.model.V {
+			cfg.modelSpec = &cfg.models[i]
+		}
+	}
+
+	var spec modelFile
+	specKey := ""
+	if i := cfg.modelIndex(); i >= 0 {
+		spec, specKey = fc.Models[i], fmt.Sprintf("models[%d]", i)
+	}
+	var err error
+	if cfg.contextWindow, err = r.int("", "CROW_CONTEXT_WINDOW", spec.ContextWindow, specKey+".context_window", 0); err != nil {
+		return nil, err
+	}
+	cfg.outputReserve = value[int]{V: deref(spec.OutputReserve, 0), From: fromDefault}
+	if spec.OutputReserve != nil {
+		cfg.outputReserve.From = fileAt(specKey + ".output_reserve")
+	}
+
+	// The provider: the selected model's, else the file's default, else the
+	// only one defined.
+	cfg.provider = value[string]{From: fromDefault}
+	switch {
+	case cfg.modelSpec != nil && spec.Provider != nil:
+		cfg.provider = value[string]{V: *spec.Provider, From: fileAt(specKey + ".provider")}
+	case fc.Provider != nil:
+		cfg.provider = value[string]{V: *fc.Provider, From: fileAt("provider")}
+	case len(fc.Providers) == 1:
+		for name := range fc.Providers {
+			cfg.provider = value[string]{V: name, From: fileAt("providers." + name)}
+		}
+	}
+	var prov providerFile
+	pkey := "providers." + cfg.provider.V
+	if cfg.provider.V != "" {
+		prov = fc.Providers[cfg.provider.V]
+	}
+	cfg.baseURL = r.str("base-url", "OPENAI_BASE_URL", prov.BaseURL, pkey+".base_url", streaming.DefaultBaseURL)
+	cfg.apiKeyEnv = r.str("", "", prov.APIKeyEnv, pkey+".api_key_env", defaultAPIKeyEnv)
+	cfg.apiKey = value[string]{V: getenv(cfg.apiKeyEnv.V), From: source{kind: "env", detail: cfg.apiKeyEnv.V}}
+	if cfg.apiKey.V == "" {
+		cfg.apiKey.From = source{kind: "env", detail: cfg.apiKeyEnv.V + " is not set"}
+	}
+	cfg.headers = value[map[string]string]{V: prov.Headers, From: fromDefault}
+	if len(prov.Headers) > 0 {
+		cfg.headers.From = fileAt(pkey + ".headers")
+	}
+
+	cfg.dbPath = r.str("db", "CROW_DB", fc.Database.Path, "database.path", defaultDBPath(getenv))
+	cfg.dbPath.V = expandHome(cfg.dbPath.V, getenv)
+	cfg.logFile = r.str("log-file", "CROW_LOG_FILE", fc.Log.File, "log.file", "")
+	cfg.logFile.V = expandHome(cfg.logFile.V, getenv)
+	cfg.logLevel = r.str("log-level", "CROW_LOG_LEVEL", fc.Log.Level, "log.level", defaultLogLevel)
+
+	if cfg.maxLineBytes, err = r.int("max-line-bytes", "", nil, "", acp.DefaultMaxLineBytes); err != nil {
+		return nil, err
+	}
+	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", agent.DefaultMaxModelCalls); err != nil {
+		return nil, err
+	}
+	if cfg.compactThreshold, err = r.float("", "CROW_COMPACT_THRESHOLD", fc.Compaction.Threshold, "compaction.threshold", defaultCompactThreshold); err != nil {
+		return nil, err
+	}
+	cfg.compactAuto = value[bool]{V: deref(fc.Compaction.Auto, true), From: fromDefault}
+	if fc.Compaction.Auto != nil {
+		cfg.compactAuto.From = fileAt("compaction.auto")
+	}
+	if cfg.compactKeepRecent, err = r.int("", "", fc.Compaction.KeepRecent, "compaction.keep_recent", defaultCompactKeepRecent); err != nil {
+		return nil, err
+	}
+	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
+
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
+func (c *config) modelIndex() int {
+	for i := range c.models {
+		if &c.models[i] == c.modelSpec {
+			return i
+		}
+	}
+	return -1
+}
+
+// validate checks the values that flags and the environment can set (the
+// file's own values were checked with their line numbers already).
 func (c *config) validate() error {
-	switch c.logLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return &usageError{fmt.Sprintf("invalid log level %q: use debug, info, warn or error", c.logLevel)}
+	if err := checkLogLevel(c.logLevel.V); err != nil {
+		return usagef("%s (from %s)", err, c.logLevel.From)
 	}
-	if c.maxLineBytes < 1024 {
-		return &usageError{fmt.Sprintf("--max-line-bytes %d is too small (at least 1024)", c.maxLineBytes)}
+	if c.maxLineBytes.V < 1024 {
+		return usagef("max-line-bytes %d is too small: at least 1024 (from %s)", c.maxLineBytes.V, c.maxLineBytes.From)
 	}
-	if c.baseURL != "" && !strings.HasPrefix(c.baseURL, "http://") && !strings.HasPrefix(c.baseURL, "https://") {
-		return &usageError{fmt.Sprintf("invalid base URL %q: it must start with http:// or https://", c.baseURL)}
+	if c.maxModelCalls.V < 1 {
+		return usagef("max model calls %d: must be at least 1 (from %s)", c.maxModelCalls.V, c.maxModelCalls.From)
 	}
-	if c.dbPath == "" {
-		return &usageError{"no database path: set CROW_DB or --db (no home directory to default to)"}
+	if err := checkBaseURL(c.baseURL.V); err != nil {
+		return usagef("%v (from %s)", err, c.baseURL.From)
+	}
+	if t := c.compactThreshold.V; t <= 0 || t > 1 {
+		return usagef("compaction threshold %v is out of range: above 0 and at most 1 (from %s)", t, c.compactThreshold.From)
+	}
+	if c.contextWindow.V != 0 && c.contextWindow.V < 1024 {
+		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.contextWindow.V, c.contextWindow.From)
+	}
+	if c.dbPath.V == "" {
+		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
+	}
+	if c.model.V == "" {
+		return usagef("no model: set CROW_MODEL, --model or model in the configuration file")
 	}
 	return nil
 }
 
-const usageText = `crow-acp: an Agent Client Protocol coding agent.
+func checkLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return fmt.Errorf("invalid log level %q: use debug, info, warn or error", level)
+}
 
-Editors start it as a subprocess and speak ACP (JSON-RPC, one message per line)
-over stdin/stdout. Sessions are stored in SQLite and survive restarts.
+func checkBaseURL(u string) error {
+	if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("invalid base URL %q: it must start with http:// or https://", u)
+	}
+	return nil
+}
 
-Usage:
-  crow-acp [flags]
+// resolver applies the precedence rule to one setting.
+type resolver struct {
+	cf     *configFlags
+	getenv func(string) string
+	fileAt func(key string) source
+}
 
-Environment:
-  OPENAI_BASE_URL   OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, OpenRouter...)
-  OPENAI_API_KEY    API key, sent as a Bearer token; never logged or stored
-  CROW_MODEL        model name
-  CROW_DB           SQLite database path
-  CROW_LOG_FILE     log file (default: stderr)
-  CROW_LOG_LEVEL    debug | info | warn | error
+// str resolves a string setting. An empty flag or env name means the layer
+// does not exist for this setting.
+func (r resolver) str(flagName, envName string, file *string, fileKey, def string) value[string] {
+	if flagName != "" && r.cf.set(flagName) {
+		return value[string]{V: r.cf.fs.Lookup(flagName).Value.String(), From: source{kind: "flag", detail: "--" + flagName}}
+	}
+	if envName != "" {
+		if v := r.getenv(envName); v != "" {
+			return value[string]{V: v, From: source{kind: "env", detail: envName}}
+		}
+	}
+	if file != nil {
+		return value[string]{V: *file, From: r.fileAt(fileKey)}
+	}
+	return value[string]{V: def, From: fromDefault}
+}
 
-Flags:
-`
+func (r resolver) int(flagName, envName string, file *int, fileKey string, def int) (value[int], error) {
+	s := r.str(flagName, envName, nil, "", "")
+	if s.From.kind == "default" {
+		if file != nil {
+			return value[int]{V: *file, From: r.fileAt(fileKey)}, nil
+		}
+		return value[int]{V: def, From: fromDefault}, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s.V))
+	if err != nil {
+		return value[int]{}, usagef("%s: %q is not a whole number", s.From, s.V)
+	}
+	return value[int]{V: n, From: s.From}, nil
+}
+
+func (r resolver) float(flagName, envName string, file *float64, fileKey string, def float64) (value[float64], error) {
+	s := r.str(flagName, envName, nil, "", "")
+	if s.From.kind == "default" {
+		if file != nil {
+			return value[float64]{V: *file, From: r.fileAt(fileKey)}, nil
+		}
+		return value[float64]{V: def, From: fromDefault}, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s.V), 64)
+	if err != nil {
+		return value[float64]{}, usagef("%s: %q is not a number", s.From, s.V)
+	}
+	return value[float64]{V: f, From: s.From}, nil
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// expandHome turns a leading "~/" into the home directory.
+func expandHome(p string, getenv func(string) string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home := getenv("HOME"); home != "" {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	return p
+}
 
 // defaultDBPath is $XDG_DATA_HOME/crow-acp/crow.db, or
-// ~/.local/share/crow-acp/crow.db.
+// ~/.local/share/crow-acp/crow.db; "" without a home directory.
 func defaultDBPath(getenv func(string) string) string {
 	if dir := getenv("XDG_DATA_HOME"); dir != "" && filepath.IsAbs(dir) {
 		return filepath.Join(dir, "crow-acp", "crow.db")
 	}
-	home := getenv("HOME")
-	if home == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			home = h
-		}
-	}
-	if home == "" {
-		return ""
-	}
-	return filepath.Join(home, ".local", "share", "crow-acp", "crow.db")
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "share", "crow-acp", "crow.db")
 	}
 	return ""
 }
 
-func exitCodeFor(err error, stderr io.Writer) int {
-	var ue *usageError
-	switch {
-	case errors.Is(err, errHelp):
-		return exitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "crow-acp: %v\n", err)
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "crow-acp: %v\n", err)
-		return exitError
+// agentConfig is what the agent gets from the configuration.
+func (c *config) agentConfig() agent.Config {
+	return agent.Config{
+		Model:         c.model.V,
+		Version:       version,
+		MaxModelCalls: c.maxModelCalls.V,
 	}
 }
 
-func writeLine(w io.Writer, s string) { fmt.Fprintln(w, s) }
+// modelClient is the model endpoint client for the configuration.
+func (c *config) modelClient() streaming.Client {
+	return streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: c.baseURL.V, APIKey: c.apiKey.V, Headers: c.headers.V})
+}

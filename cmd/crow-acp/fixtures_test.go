@@ -34,6 +34,8 @@ func fixtureEnv(env fixture.Env) map[string]string {
 		"CROW_MODEL":      "fixture-model",
 		"CROW_DB":         env.DBPath,
 		"CROW_LOG_LEVEL":  "debug",
+		// No developer's config.toml may reach a test.
+		"XDG_CONFIG_HOME": env.Tmp,
 	}
 }
 

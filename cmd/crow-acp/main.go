@@ -1,5 +1,7 @@
 // Command crow-acp is an Agent Client Protocol (ACP) coding agent: editors
 // launch it as a subprocess and speak JSON-RPC over its stdin and stdout.
+// From a shell it also runs one-off prompts (exec), manages stored sessions,
+// checks a set-up (doctor) and shows its configuration.
 package main
 
 import (
@@ -19,30 +21,24 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv))
 }
 
-// stdio is the process's three streams; tests pass pipes.
+// stdio is the process's three streams; tests pass pipes or a terminal.
 type stdio struct {
 	in  io.Reader
 	out io.Writer
 	err io.Writer
 }
 
-// Exit codes.
+// Exit codes. They are documented in the README and in `crow-acp --help`.
 const (
-	exitOK    = 0
-	exitError = 1 // a runtime failure (store, serving)
-	exitUsage = 2 // bad flags or configuration
+	exitOK          = 0   // success; doctor: every check passed
+	exitError       = 1   // a runtime failure (store, model endpoint); doctor: a check failed
+	exitUsage       = 2   // bad command line or configuration
+	exitNotFound    = 3   // the session named does not exist
+	exitIncomplete  = 4   // exec: the turn stopped early (max tokens, max model calls, refusal)
+	exitInterrupted = 130 // exec: cancelled with Ctrl-C (128 + SIGINT)
 )
 
 // run is the whole program behind main, reusable in-process by tests.
 func run(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
-	cfg, err := parseConfig(args, getenv, std.out)
-	if err != nil {
-		return exitCodeFor(err, std.err)
-	}
-	switch {
-	case cfg.showVersion:
-		writeLine(std.out, "crow-acp "+version)
-		return exitOK
-	}
-	return serve(ctx, cfg, std)
+	return dispatch(ctx, &env{std: std, getenv: getenv}, args)
 }

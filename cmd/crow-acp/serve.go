@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -11,32 +12,52 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming"
 )
+
+const serveUsage = `Usage: crow-acp [serve] [flags]
+
+Speaks the Agent Client Protocol on stdin/stdout until stdin ends: this is
+what editors (Zed's agent_servers, acpx...) launch. stdout carries ACP frames
+only; logs go to stderr or the log file.
+`
+
+func runServe(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet("serve", serveUsage)
+	cf := addConfigFlags(fs, flagsAll)
+	pos, cfg, err := configured(fs, cf, args, e)
+	if err == nil {
+		err = wantArgs(fs, pos, 0, 0, "")
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	return serve(ctx, cfg, e.std)
+}
 
 // serve speaks ACP on stdin/stdout until stdin ends or ctx is cancelled.
 func serve(ctx context.Context, cfg *config, std stdio) int {
-	log, closeLog, err := newLogger(cfg, std)
+	log, closeLog, err := newLogger(cfg, std.err)
 	if err != nil {
 		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
 		return exitUsage
 	}
 	defer closeLog()
 
-	store, err := sqlite.Open(ctx, cfg.dbPath)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
-		log.Error("cannot open the session database", zap.String("path", cfg.dbPath), zap.Error(err))
-		fmt.Fprintf(std.err, "crow-acp: cannot open the session database %s: %v\n", cfg.dbPath, err)
+		log.Error("cannot open the session database", zap.String("path", cfg.dbPath.V), zap.Error(err))
+		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
 		return exitError
 	}
 	defer store.Close()
 
-	model := streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: cfg.baseURL, APIKey: cfg.apiKey})
-	conn := acp.NewConn(std.in, std.out, acp.Options{MaxLineBytes: cfg.maxLineBytes, Logger: log})
-	ag := agent.New(conn, store, model, agent.Config{Model: cfg.model, Version: version}, log)
-	log.Info("serving ACP on stdio", zap.String("model", cfg.model), zap.String("db", cfg.dbPath),
-		zap.Bool("apiKeySet", cfg.apiKey != ""))
+	conn := acp.NewConn(std.in, std.out, acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log})
+	ag := agent.New(conn, store, cfg.modelClient(), cfg.agentConfig(), log)
+	log.Info("serving ACP on stdio", zap.String("model", cfg.model.V), zap.String("db", cfg.dbPath.V),
+		zap.String("config", cfg.file), zap.Bool("configFound", cfg.fileFound),
+		zap.Bool("apiKeySet", cfg.apiKey.V != ""))
 	if err := conn.Serve(ctx, ag); err != nil {
 		log.Error("serve", zap.Error(err))
 		return exitError
@@ -45,20 +66,33 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 	return exitOK
 }
 
-// newLogger logs to stderr, or to the log file when one is configured.
-// stdout carries ACP frames only.
-func newLogger(cfg *config, std stdio) (*zap.Logger, func(), error) {
-	level, err := zapcore.ParseLevel(cfg.logLevel)
+// openStore opens the session database the configuration names.
+func openStore(ctx context.Context, cfg *config) (persistence.Store, error) {
+	store, err := sqlite.Open(ctx, cfg.dbPath.V)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the session database %s: %w", cfg.dbPath.V, err)
+	}
+	return store, nil
+}
+
+// newLogger logs to the log file when one is configured, else to fallback
+// (stderr for serve; nowhere for the terminal commands, whose output is for
+// people). stdout carries ACP frames only.
+func newLogger(cfg *config, fallback io.Writer) (*zap.Logger, func(), error) {
+	level, err := zapcore.ParseLevel(cfg.logLevel.V)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log level: %w", err)
 	}
-	sink := zapcore.AddSync(std.err)
+	if cfg.logFile.V == "" && fallback == nil {
+		return zap.NewNop(), func() {}, nil
+	}
+	sink := zapcore.AddSync(fallback)
 	closeFn := func() {}
-	if cfg.logFile != "" {
-		if err := os.MkdirAll(filepath.Dir(cfg.logFile), 0o700); err != nil {
+	if cfg.logFile.V != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.logFile.V), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}
-		f, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(cfg.logFile.V, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// env is what a subcommand may use of its process.
+type env struct {
+	std    stdio
+	getenv func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) int
+}
+
+// commands in the order `crow-acp --help` lists them. The first is the
+// default when no subcommand is named.
+func commands() []command {
+	return []command{
+		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
+		{"config", "show the effective configuration and where each value came from", runConfig},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// dispatch picks the subcommand. Without one, or when the first argument is
+// a flag, crow-acp serves ACP: editors configured before subcommands existed
+// keep working.
+func dispatch(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		return runServe(ctx, e, nil)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return dispatch(ctx, e, []string{args[1], "--help"})
+		}
+		fmt.Fprint(e.std.out, topUsage())
+		return exitOK
+	case "-version", "--version":
+		return runVersion(ctx, e, args[1:])
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return runServe(ctx, e, args)
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	return e.fail(usagef("unknown command %q (see crow-acp --help)", args[0]))
+}
+
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString(`crow-acp: an Agent Client Protocol coding agent.
+
+Editors start it as a subprocess and speak ACP (JSON-RPC, one message per line)
+over stdin/stdout. Sessions are stored in a database and survive restarts.
+
+Usage:
+  crow-acp [serve] [flags]          speak ACP on stdio
+  crow-acp <command> [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Run "crow-acp <command> --help" for a command's flags.
+
+Configuration (highest precedence first): flags, environment variables, the
+file $XDG_CONFIG_HOME/crow-acp/config.toml (~/.config/crow-acp/config.toml),
+built-in defaults. "crow-acp config show" prints the result.
+
+Environment:
+  OPENAI_BASE_URL         OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, OpenRouter...)
+  OPENAI_API_KEY          API key, sent as a Bearer token; never logged or stored
+                          (a provider in the file may name another variable)
+  CROW_MODEL              model name
+  CROW_DB                 session database path
+  CROW_CONFIG             configuration file path
+  CROW_LOG_FILE           log file (serve default: stderr)
+  CROW_LOG_LEVEL          debug | info | warn | error
+  CROW_MAX_MODEL_CALLS    cap on model requests per prompt turn
+  CROW_CONTEXT_WINDOW     the model's context window, in tokens
+  CROW_COMPACT_THRESHOLD  compact when the context reaches this fraction of the window
+
+Exit codes:
+  0    success
+  1    runtime failure (database, model endpoint); doctor: a check failed
+  2    bad command line or configuration
+  3    the session named does not exist
+  4    exec: the turn stopped early (max tokens, max model calls, refusal)
+  130  exec: interrupted (Ctrl-C)
+`)
+	return b.String()
+}
+
+// newFlagSet returns a flag set whose --help prints usage (a synopsis and a
+// description) followed by the flags.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprint(out, usage)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(out, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseArgs parses flags anywhere among the arguments ("exec 'fix it'
+// --yes" works) and returns the positional arguments. Everything after "--"
+// is positional. --help prints the usage to stdout and returns errHelp.
+func parseArgs(fs *flag.FlagSet, args []string, e *env) ([]string, error) {
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(e.std.out)
+			fs.Usage()
+			return nil, errHelp
+		}
+		if err != nil {
+			return nil, usagef("%s: %v (see crow-acp %s --help)", fs.Name(), err, fs.Name())
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(fs *flag.FlagSet, pos []string, min, max int, what string) error {
+	switch {
+	case len(pos) < min:
+		return usagef("%s: missing %s (see crow-acp %s --help)", fs.Name(), what, fs.Name())
+	case max >= 0 && len(pos) > max:
+		return usagef("%s: unexpected argument %q (see crow-acp %s --help)", fs.Name(), pos[max], fs.Name())
+	}
+	return nil
+}
+
+// fail reports err on stderr and returns the exit code it means.
+func (e *env) fail(err error) int {
+	var ue *usageError
+	var nf *notFoundError
+	switch {
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
+		return exitUsage
+	case errors.As(err, &nf):
+		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
+		return exitNotFound
+	default:
+		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
+		return exitError
+	}
+}
+
+// notFoundError is a session id that does not exist.
+type notFoundError struct{ id string }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("no session %q (crow-acp sessions list shows the stored ones)", e.id)
+}
+
+// configured parses the flags of a subcommand that reads configuration and
+// loads it.
+func configured(fs *flag.FlagSet, cf *configFlags, args []string, e *env) ([]string, *config, error) {
+	pos, err := parseArgs(fs, args, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := loadConfig(cf, e.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, cfg, nil
+}
