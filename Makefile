@@ -14,6 +14,8 @@ build:
 
 test:
 	$(GO) vet ./...
+	@if [ -z "$$CROW_TEST_POSTGRES_URL" ]; then \
+		echo "NOTE: CROW_TEST_POSTGRES_URL is not set: the PostgreSQL tests are skipped (see README, PostgreSQL)"; fi
 	$(GO) test -count=1 ./...
 
 race:

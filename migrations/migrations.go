@@ -22,6 +22,12 @@ import (
 //go:embed sqlite/*.sql
 var SQLite embed.FS
 
+// Postgres holds the PostgreSQL migrations under the postgres/ directory.
+// Versions mean the same schema change as the SQLite file of that number.
+//
+//go:embed postgres/*.sql
+var Postgres embed.FS
+
 // File is one versioned migration.
 type File struct {
 	Version int    // from the NNNN prefix of the file name

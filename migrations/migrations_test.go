@@ -56,3 +56,33 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestPostgresEmbedded(t *testing.T) {
+	files, err := Load(Postgres, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 || files[0].Version != 1 || files[0].Name != "0001_init.sql" {
+		t.Fatalf("files = %+v, want 0001_init.sql first", files)
+	}
+	for _, table := range []string{"sessions", "messages", "compactions"} {
+		if !strings.Contains(files[0].SQL, "CREATE TABLE "+table+" (") {
+			t.Errorf("0001_init.sql does not create %s", table)
+		}
+	}
+	// A PostgreSQL version means the same schema change as the SQLite file
+	// of that number, so both must name it alike.
+	lite, err := Load(SQLite, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make(map[int]string)
+	for _, f := range lite {
+		names[f.Version] = f.Name
+	}
+	for _, f := range files {
+		if names[f.Version] != f.Name {
+			t.Errorf("postgres/%s has no sqlite/ counterpart of the same name (sqlite has %q)", f.Name, names[f.Version])
+		}
+	}
+}

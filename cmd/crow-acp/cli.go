@@ -88,7 +88,7 @@ Environment:
   OPENAI_API_KEY          API key, sent as a Bearer token; never logged or stored
                           (a provider in the file may name another variable)
   CROW_MODEL              model name
-  CROW_DB                 session database path
+  CROW_DB                 session database: a SQLite path, or a postgres:// URL
   CROW_CONFIG             configuration file path
   CROW_LOG_FILE           log file (serve default: stderr)
   CROW_LOG_LEVEL          debug | info | warn | error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
@@ -142,7 +143,7 @@ func addConfigFlags(fs *flag.FlagSet, groups flagGroup) *configFlags {
 		fs.StringVar(&cf.baseURL, "base-url", "", "OpenAI-compatible API base URL including /v1 (env OPENAI_BASE_URL; file: providers.NAME.base_url)")
 	}
 	if groups&flagsStore != 0 {
-		fs.StringVar(&cf.db, "db", "", "session database file (env CROW_DB; file: database.path)")
+		fs.StringVar(&cf.db, "db", "", "session database: a SQLite file, or a postgres:// URL (env CROW_DB; file: database.path)")
 	}
 	if groups&flagsLog != 0 {
 		fs.StringVar(&cf.logFile, "log-file", "", "write logs to this file (env CROW_LOG_FILE; file: log.file)")
@@ -340,6 +341,9 @@ func (c *config) validate() error {
 	}
 	if c.dbPath.V == "" {
 		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
+	}
+	if _, err := backend.Parse(c.dbPath.V); err != nil {
+		return usagef("database: %v (from %s)", err, c.dbPath.From)
 	}
 	if c.model.V == "" {
 		return usagef("no model: set CROW_MODEL, --model or model in the configuration file")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const configUsage = `Usage: crow-acp config show [--json] [flags]
@@ -130,7 +132,7 @@ func (c *config) rows() []row {
 		num("output_reserve", c.outputReserve, "(not configured)"),
 		num("max_model_calls", c.maxModelCalls, ""),
 		num("max_line_bytes", c.maxLineBytes, ""),
-		str("database.path", c.dbPath, ""),
+		{"database.path", backend.Describe(c.dbPath.V), c.dbPath.From}, // never a password
 		str("log.file", c.logFile, "(stderr for serve; none for other commands)"),
 		str("log.level", c.logLevel, ""),
 		{"compaction.auto", strconv.FormatBool(c.compactAuto.V), c.compactAuto.From},

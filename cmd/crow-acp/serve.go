@@ -13,7 +13,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const serveUsage = `Usage: crow-acp [serve] [flags]
@@ -47,7 +47,7 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 
 	store, err := openStore(ctx, cfg)
 	if err != nil {
-		log.Error("cannot open the session database", zap.String("path", cfg.dbPath.V), zap.Error(err))
+		log.Error("cannot open the session database", zap.String("db", backend.Describe(cfg.dbPath.V)), zap.Error(err))
 		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
 		return exitError
 	}
@@ -55,7 +55,7 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 
 	conn := acp.NewConn(std.in, std.out, acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log})
 	ag := agent.New(conn, store, cfg.modelClient(), cfg.agentConfig(), log)
-	log.Info("serving ACP on stdio", zap.String("model", cfg.model.V), zap.String("db", cfg.dbPath.V),
+	log.Info("serving ACP on stdio", zap.String("model", cfg.model.V), zap.String("db", backend.Describe(cfg.dbPath.V)),
 		zap.String("config", cfg.file), zap.Bool("configFound", cfg.fileFound),
 		zap.Bool("apiKeySet", cfg.apiKey.V != ""))
 	if err := conn.Serve(ctx, ag); err != nil {
@@ -66,11 +66,12 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 	return exitOK
 }
 
-// openStore opens the session database the configuration names.
+// openStore opens the session database the configuration names: a SQLite
+// file, or PostgreSQL for a postgres:// URL. Errors never show a password.
 func openStore(ctx context.Context, cfg *config) (persistence.Store, error) {
-	store, err := sqlite.Open(ctx, cfg.dbPath.V)
+	store, err := backend.Open(ctx, cfg.dbPath.V)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the session database %s: %w", cfg.dbPath.V, err)
+		return nil, fmt.Errorf("cannot open the session database %s: %w", backend.Describe(cfg.dbPath.V), err)
 	}
 	return store, nil
 }

@@ -5,8 +5,9 @@
 // empty store:
 //
 //	func TestConformance(t *testing.T) {
+//		dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
 //		persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
+//			s, err := sqlite.Open(t.Context(), filepath.Join(dir(t), "crow.db"))
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -35,9 +36,12 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Conformance runs the Store contract against stores made by open. Each
-// subtest calls open once; open must return a new, empty store and arrange
-// for it to be closed when t ends (t.Cleanup).
+// Conformance runs the Store contract against stores made by open. open must
+// return a store on a new, empty database for each subtest t and arrange for
+// it to be closed when t ends (t.Cleanup). Called again with the same t, it
+// must return another, independent store (its own connections, as another
+// process would have) on that same database: the multi-process tests use
+// this. SameDatabase helps write such an open.
 func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 	tests := []struct {
 		name string
@@ -66,6 +70,11 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))
+		})
+	}
+	for _, tc := range processTests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open)
 		})
 	}
 }

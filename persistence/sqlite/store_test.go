@@ -22,8 +22,9 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
 	persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-		return mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+		return mustOpen(t, filepath.Join(dir(t), "crow.db"))
 	})
 }
 

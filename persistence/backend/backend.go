@@ -1,0 +1,64 @@
+// Package backend opens the persistence.Store that a database setting names:
+// a postgres:// or postgresql:// URL selects PostgreSQL, anything else is the
+// path of a SQLite file. Every command that opens a store (serving, migrate)
+// goes through Open, so they agree on what a setting means.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/postgres"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+)
+
+// Kind is a storage backend.
+type Kind string
+
+const (
+	SQLite   Kind = "sqlite"
+	Postgres Kind = "postgres"
+)
+
+// Parse tells which backend dsn selects. An empty dsn, or a URL with a scheme
+// other than postgres/postgresql (a likely typo, which would otherwise become
+// an oddly named SQLite file), is an error.
+func Parse(dsn string) (Kind, error) {
+	switch {
+	case dsn == "":
+		return "", errors.New("no database: give a SQLite file path or a postgres:// URL")
+	case postgres.IsURL(dsn):
+		return Postgres, nil
+	}
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.ContainsAny(scheme, `/\`) {
+		return "", fmt.Errorf("unsupported database URL scheme %q: use a postgres:// or postgresql:// URL, or a SQLite file path", scheme)
+	}
+	return SQLite, nil
+}
+
+// Describe returns dsn fit for messages and logs: a URL's password is
+// masked, a path is kept.
+func Describe(dsn string) string {
+	if postgres.IsURL(dsn) {
+		return postgres.Redact(dsn)
+	}
+	return dsn
+}
+
+// Open opens (and migrates) the store dsn names. Errors name the backend and
+// the database (see Describe), never a password.
+func Open(ctx context.Context, dsn string) (persistence.Store, error) {
+	kind, err := Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case Postgres:
+		return postgres.Open(ctx, dsn)
+	default:
+		return sqlite.Open(ctx, dsn)
+	}
+}

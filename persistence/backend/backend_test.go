@@ -1,0 +1,75 @@
+package backend
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/postgres"
+	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+)
+
+func TestParse(t *testing.T) {
+	for dsn, want := range map[string]Kind{
+		"postgres://u@h/db":        Postgres,
+		"postgresql://u:pw@h/db":   Postgres,
+		"PostgreSQL://h/db":        Postgres,
+		"/var/lib/crow/crow.db":    SQLite,
+		"crow.db":                  SQLite,
+		"./dir://odd/crow.db":      SQLite,
+		`C:\Users\me\crow.db`:      SQLite,
+		"relative/postgres://x.db": SQLite,
+	} {
+		got, err := Parse(dsn)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %q, %v; want %q", dsn, got, err, want)
+		}
+	}
+	for _, dsn := range []string{"", "mysql://u@h/db", "sqlite://crow.db", "postgress://h/db"} {
+		if kind, err := Parse(dsn); err == nil {
+			t.Errorf("Parse(%q) = %q, want an error", dsn, kind)
+		}
+	}
+	if _, err := Parse("mysql://h/db"); err == nil || !strings.Contains(err.Error(), `"mysql"`) {
+		t.Errorf("Parse(mysql://) error %v does not name the scheme", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	if got := Describe("postgres://crow:hunter2@db.example:5432/crow"); strings.Contains(got, "hunter2") || !strings.Contains(got, "db.example:5432") {
+		t.Errorf("Describe = %q: want the host and no password", got)
+	}
+	if got := Describe("/a/b.db"); got != "/a/b.db" {
+		t.Errorf("Describe(path) = %q", got)
+	}
+}
+
+func TestOpenSQLite(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.(*sqlite.Store); !ok {
+		t.Errorf("Open(path) = %T, want *sqlite.Store", s)
+	}
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOpenPostgres(t *testing.T) {
+	s, err := Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.(*postgres.Store); !ok {
+		t.Errorf("Open(url) = %T, want *postgres.Store", s)
+	}
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,400 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/crow-acp/crow-acp/migrations"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+)
+
+func TestConformance(t *testing.T) {
+	pgtest.ServerURL(t)
+	db := persistencetest.SameDatabase(func(t *testing.T) string { return pgtest.URL(t) })
+	persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
+		return mustOpen(t, db(t))
+	})
+}
+
+func mustOpen(tb testing.TB, dsn string) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestOpenErrorsHidePassword(t *testing.T) {
+	ctx := t.Context()
+	for _, c := range []struct {
+		dsn  string
+		want []string
+	}{
+		// Nothing listens on port 1 of the loopback.
+		{"postgres://crow:s3cr%40t-pw@127.0.0.1:1/crow?connect_timeout=5", []string{"127.0.0.1", "cannot connect", "crow:xxxxx@"}},
+		{"postgresql://crow:s3cr@t-pw@127.0.0.1:badport/crow", []string{"invalid URL"}},
+		{"postgres://crow@127.0.0.1:1/crow?password=s3cr@t-pw&connect_timeout=5", []string{"cannot connect", "password=xxxxx"}},
+		{"postgres://crow:s3cr@t-pw@127.0.0.1:5432/crow?sslmode=nonsense", []string{"invalid URL", "sslmode"}},
+		{"/var/lib/crow.db", []string{"not a postgres:// or postgresql:// URL"}},
+	} {
+		_, err := Open(ctx, c.dsn)
+		if err == nil {
+			t.Errorf("Open(%s): no error", Redact(c.dsn))
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "s3cr") || strings.Contains(msg, "t-pw") {
+			t.Errorf("Open error shows the password: %s", msg)
+		}
+		for _, w := range append(c.want, "postgres: open") {
+			if !strings.Contains(msg, w) {
+				t.Errorf("Open error %q does not mention %q", msg, w)
+			}
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://u:pw@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db?password=pw":             "postgres://u@h/db?password=xxxxx",
+		"postgresql://h/db":                         "postgresql://h/db",
+		"postgres://u:p w@h:x:y/%zz":                "postgres://(unparseable URL)",
+	} {
+		if got := Redact(dsn); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+	for dsn, want := range map[string]bool{
+		"postgres://h/db": true, "POSTGRESQL://h/db": true, "postgres:/h": false,
+		"crow.db": false, "": false, "/tmp/postgres://x": false,
+	} {
+		if got := IsURL(dsn); got != want {
+			t.Errorf("IsURL(%q) = %v", dsn, got)
+		}
+	}
+}
+
+// TestExactRoundTrip checks what the contract leaves loose: times are
+// truncated to the microsecond and handed back truncated, JSON bytes and nil
+// versus empty slices are kept.
+func TestExactRoundTrip(t *testing.T) {
+	s := mustOpen(t, pgtest.URL(t))
+	ctx := t.Context()
+	at := time.Date(2031, 12, 31, 23, 59, 59, 987654321, time.FixedZone("X", -7*3600))
+	micro := at.UTC().Truncate(time.Microsecond)
+	meta := json.RawMessage(`{ "b": 1,  "a": [true, null], "b": 2 }`)
+	sess := &persistence.Session{ID: "x", CreatedAt: at, UpdatedAt: at.Add(time.Microsecond), Metadata: meta}
+	if err := s.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if sess.CreatedAt != micro {
+		t.Errorf("CreateSession left CreatedAt = %v, want it truncated to %v", sess.CreatedAt, micro)
+	}
+	got, err := s.GetSession(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CreatedAt != sess.CreatedAt || got.UpdatedAt != sess.UpdatedAt {
+		t.Errorf("times = %v, %v; want exactly %v, %v", got.CreatedAt, got.UpdatedAt, sess.CreatedAt, sess.UpdatedAt)
+	}
+	if string(got.Metadata) != string(meta) {
+		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
+	}
+	if err := s.UpdateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetSession(ctx, "x"); got.UpdatedAt != sess.UpdatedAt {
+		t.Errorf("UpdateSession handed back %v, stored %v", sess.UpdatedAt, got.UpdatedAt)
+	}
+
+	nilMsg := &persistence.Message{Role: persistence.RoleUser, CreatedAt: at}
+	emptyMsg := &persistence.Message{Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{},
+		Content: "ünïcödé ✓ \t\n", TokenCount: 1 << 40}
+	if err := s.AppendMessages(ctx, "x", nilMsg, emptyMsg); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, "x", persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil {
+		t.Errorf("nil fields came back non-nil: %+v", msgs[0])
+	}
+	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil {
+		t.Errorf("empty slices came back nil: %+v", msgs[1])
+	}
+	if msgs[1].Content != emptyMsg.Content || msgs[1].TokenCount != 1<<40 {
+		t.Errorf("message 2 = %q, %d tokens", msgs[1].Content, msgs[1].TokenCount)
+	}
+	if msgs[0].CreatedAt != micro || nilMsg.CreatedAt != micro || msgs[1].CreatedAt != emptyMsg.CreatedAt {
+		t.Errorf("message times %v, %v; handed back %v, %v", msgs[0].CreatedAt, msgs[1].CreatedAt, nilMsg.CreatedAt, emptyMsg.CreatedAt)
+	}
+
+	c := &persistence.Compaction{SessionID: "x", Policy: "p", CompactedIDs: []int64{}, CreatedAt: at}
+	if err := s.ApplyCompaction(ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Compactions(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil {
+		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v (want nil)", cs[0].CompactedIDs, cs[0].KeptIDs)
+	}
+	if cs[0].CreatedAt != micro || c.CreatedAt != micro {
+		t.Errorf("compaction CreatedAt %v, handed back %v; want %v", cs[0].CreatedAt, c.CreatedAt, micro)
+	}
+}
+
+// TestAppendAtomicMidBatch fails the second insert of a batch inside the
+// transaction and checks that the first one, the seq reservation and the
+// UpdatedAt bump are all rolled back.
+func TestAppendAtomicMidBatch(t *testing.T) {
+	dsn := pgtest.URL(t)
+	s := mustOpen(t, dsn)
+	ctx := t.Context()
+	if _, err := s.pool.Exec(ctx, `
+		CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'boom'; END $$;
+		CREATE TRIGGER boom BEFORE INSERT ON messages
+		FOR EACH ROW WHEN (NEW.content = 'boom') EXECUTE FUNCTION boom();`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.GetSession(ctx, "a")
+
+	ok := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
+	bad := &persistence.Message{Role: persistence.RoleUser, Content: "boom"}
+	err := s.AppendMessages(ctx, "a", ok, bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "postgres: append messages: message 1: ") {
+		t.Fatalf("error = %v, want one wrapped with the operation and the message index", err)
+	}
+	if ok.ID != 0 || ok.Seq != 0 {
+		t.Errorf("rolled-back message was filled: %+v", ok)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM messages`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d messages after rollback (%v), want 0", n, err)
+	}
+	after, _ := s.GetSession(ctx, "a")
+	if !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Error("rollback kept the UpdatedAt bump")
+	}
+	ok2 := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
+	if err := s.AppendMessages(ctx, "a", ok2); err != nil {
+		t.Fatal(err)
+	}
+	if ok2.Seq != 1 {
+		t.Errorf("seq after rollback = %d, want 1", ok2.Seq)
+	}
+}
+
+func TestMigrationsRecordAndRefuseNewer(t *testing.T) {
+	dsn := pgtest.URL(t)
+	s := mustOpen(t, dsn)
+	files, err := migrations.Load(migrations.Postgres, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := schemaVersions(t, s.pool); len(got) != len(files) || got[len(got)-1] != files[len(files)-1].Version {
+		t.Fatalf("schema_migrations = %v, want the %d embedded versions", got, len(files))
+	}
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "keep"}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := mustOpen(t, dsn) // reopening applies nothing and loses nothing
+	if _, err := s2.GetSession(t.Context(), "keep"); err != nil {
+		t.Errorf("data lost on reopen: %v", err)
+	}
+	if _, err := s.pool.Exec(t.Context(), `INSERT INTO schema_migrations (version) VALUES (999)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(t.Context(), dsn)
+	if err == nil {
+		t.Fatal("Open of a database from a newer binary: no error")
+	}
+	for _, want := range []string{"newer", "999", "upgrade crow-acp"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestMigrateFailureRollsBack(t *testing.T) {
+	dsn := pgtest.URL(t)
+	s := mustOpen(t, dsn)
+	ctx := t.Context()
+	if _, err := s.pool.Exec(ctx, `DROP TABLE schema_migrations`); err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{
+		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x integer);")},
+		"m/0002_b.sql": {Data: []byte("CREATE TABLE b (x integer);\nTHIS IS NOT SQL;")},
+	}
+	if err := migrate(ctx, s.pool, fsys, "m"); err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
+		t.Fatalf("migrate with a broken file: error = %v, want one naming 0002_b.sql", err)
+	}
+	if got := schemaVersions(t, s.pool); !slices.Equal(got, []int{1}) {
+		t.Errorf("schema_migrations = %v, want [1]", got)
+	}
+	var b *string
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('b')::text`).Scan(&b); err != nil || b != nil {
+		t.Errorf("table b exists after the failed migration (%v)", err)
+	}
+	fsys["m/0002_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (x integer);")}
+	fsys["m/0003_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (x integer); INSERT INTO c VALUES (1), (2);")}
+	if err := migrate(ctx, s.pool, fsys, "m"); err != nil {
+		t.Fatalf("migrate after fix: %v", err)
+	}
+	if got := schemaVersions(t, s.pool); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("schema_migrations = %v, want [1 2 3]", got)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM c`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("multi-statement migration: %d rows, %v; want 2", n, err)
+	}
+}
+
+// TestConcurrentFirstOpen starts several stores at once on an empty schema,
+// as a team's processes would after an upgrade: each migration runs once.
+func TestConcurrentFirstOpen(t *testing.T) {
+	dsn := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			s, err := Open(t.Context(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	s := mustOpen(t, dsn)
+	files, _ := migrations.Load(migrations.Postgres, "postgres")
+	if got := schemaVersions(t, s.pool); len(got) != len(files) {
+		t.Errorf("schema_migrations = %v, want %d versions once each", got, len(files))
+	}
+}
+
+func TestErrorsNameTheOperation(t *testing.T) {
+	s := mustOpen(t, pgtest.URL(t))
+	ctx := t.Context()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{func() error { _, err := s.GetSession(ctx, "x"); return err }(), "postgres: get session"},
+		{s.UpdateSession(ctx, &persistence.Session{ID: "x"}), "postgres: update session"},
+		{s.AppendMessages(ctx, "x", &persistence.Message{}), "postgres: append messages"},
+		{func() error { _, err := s.Messages(ctx, "x", persistence.MessageFilter{}); return err }(), "postgres: messages"},
+		{s.ApplyCompaction(ctx, &persistence.Compaction{SessionID: "x"}, nil), "postgres: apply compaction"},
+		{func() error { _, err := s.Compactions(ctx, "x"); return err }(), "postgres: compactions"},
+		{func() error {
+			_, _, err := s.ListSessions(ctx, persistence.ListSessionsOptions{Cursor: "@"})
+			return err
+		}(), "postgres: list sessions: invalid cursor"},
+	} {
+		if c.err == nil || !strings.HasPrefix(c.err.Error(), c.want) {
+			t.Errorf("error %v, want prefix %q", c.err, c.want)
+		}
+	}
+}
+
+// TestQueryPlans checks that the hot reads can use an index for their order
+// (with sequential scans disabled: on tiny test tables the planner would
+// rightly prefer them).
+func TestQueryPlans(t *testing.T) {
+	s := mustOpen(t, pgtest.URL(t))
+	ctx := t.Context()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off; SET enable_bitmapscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), `RESET enable_seqscan; RESET enable_bitmapscan`)
+	for _, c := range []struct {
+		query string
+		index string
+	}{
+		{`SELECT ` + messageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 AND is_active ORDER BY seq`, "messages_active"},
+		{`SELECT ` + messageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 ORDER BY seq`, "messages_session_id_seq_key"},
+		{`SELECT ` + sessionColumns + ` FROM sessions WHERE true AND (updated_at < now() OR (updated_at = now() AND id > 'x')) ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_updated_at"},
+		{`SELECT ` + sessionColumns + ` FROM sessions WHERE true AND cwd = '/w' ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_cwd_updated_at"},
+	} {
+		rows, err := conn.Query(ctx, "EXPLAIN "+c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := strings.Join(plan, "; ")
+		if !strings.Contains(joined, c.index) || strings.Contains(joined, "Sort") {
+			t.Errorf("plan for %.60q...: %s; want %s and no sort", c.query, joined, c.index)
+		}
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		at time.Time
+		id string
+	}{{time.UnixMicro(0).UTC(), "a"}, {time.UnixMicro(-5).UTC(), "b"}, {time.Date(9999, 1, 1, 0, 0, 0, 1000, time.UTC), "with:colons:and/ünicode"}} {
+		at, id, err := decodeCursor(encodeCursor(c.at, c.id))
+		if err != nil || at != c.at || id != c.id {
+			t.Errorf("decode(encode(%v, %q)) = %v, %q, %v", c.at, c.id, at, id, err)
+		}
+	}
+	for _, bad := range []string{"", "@@", "MQ", "MjoxOmE", "MTp4OmE", "MToxOg"} {
+		if _, _, err := decodeCursor(bad); !errors.Is(err, persistence.ErrInvalidCursor) {
+			t.Errorf("decodeCursor(%q) = %v, want ErrInvalidCursor", bad, err)
+		}
+	}
+}
+
+func schemaVersions(t *testing.T, pool interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) []int {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
