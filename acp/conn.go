@@ -47,6 +47,12 @@ type Client interface {
 // connection. It wraps context.Canceled: a turn treats it as a cancellation.
 var ErrClientGone = fmt.Errorf("acp: client closed the connection: %w", context.Canceled)
 
+// ErrRequestCancelled is the cause of a request context cancelled by the
+// client with $/cancel_request (context.Cause tells it apart from the client
+// going away). A handler that returns it, or context.Canceled, is answered
+// with -32800.
+var ErrRequestCancelled = fmt.Errorf("acp: request cancelled by the client: %w", context.Canceled)
+
 // Options configure a Conn.
 type Options struct {
 	MaxLineBytes int                     // 0: DefaultMaxLineBytes
@@ -60,14 +66,30 @@ type Conn struct {
 	stream *LineStream
 	log    *zap.Logger
 
-	agent  Agent
-	rpc    atomic.Pointer[jsonrpc2.Conn] // set by the read loop before any handler runs
-	ctx    context.Context               // cancelled when the client goes away
-	outID  atomic.Uint64
-	wg     sync.WaitGroup // async handlers (prompt turns)
-	mu     sync.Mutex
-	flight map[string]context.CancelFunc // async requests by id as sent
+	agent   Agent
+	rpc     atomic.Pointer[jsonrpc2.Conn] // set by the read loop before any handler runs
+	ctx     context.Context               // cancelled when the client goes away
+	outID   atomic.Uint64
+	wg      sync.WaitGroup // async handlers (prompt turns)
+	queue   chan queued    // requests and notifications, in arrival order
+	qmu     sync.RWMutex   // guards sends on queue against its closing
+	qclosed bool
+	mu      sync.Mutex
+	flight  map[string]context.CancelCauseFunc // requests not yet answered, by id as sent
 }
+
+// queued is one message waiting for the dispatcher.
+type queued struct {
+	method string
+	params json.RawMessage
+	notif  bool
+	id     json.RawMessage
+	ctx    context.Context // cancelled by $/cancel_request
+}
+
+// queueSize bounds how far the reader runs ahead of a slow request. When it
+// is full the reader waits, which is the back-pressure a client sees.
+const queueSize = 256
 
 var _ Client = (*Conn)(nil)
 
@@ -81,78 +103,180 @@ func NewConn(r io.Reader, w io.Writer, opts Options) *Conn {
 	return &Conn{
 		stream: NewLineStream(r, w, opts.MaxLineBytes, opts.OnFrame),
 		log:    log,
-		flight: make(map[string]context.CancelFunc),
+		queue:  make(chan queued, queueSize),
+		flight: make(map[string]context.CancelCauseFunc),
 	}
 }
 
 // Serve dispatches requests to agent until the input ends or ctx is done,
 // then cancels running turns and waits for them to finish (so that what
-// they have is persisted) before returning.
+// they have is persisted) before returning. Requests already read when the
+// input ends are still handled: a script piped into stdin gets every answer.
 func (c *Conn) Serve(ctx context.Context, agent Agent) error {
 	c.agent = agent
 	var cancel context.CancelFunc
-	c.ctx, cancel = context.WithCancel(ctx)
+	c.ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		c.dispatch()
+	}()
 	rpc := jsonrpc2.NewConn(c.ctx, c.stream, c, jsonrpc2.SetLogger(zapPrintf{c.log}))
 	c.rpc.Store(rpc)
 	select {
 	case <-rpc.DisconnectNotify():
 		c.log.Debug("client closed the connection")
 	case <-ctx.Done():
+		cancel() // stopping: queued requests are answered as cancelled
 		_ = rpc.Close()
 	}
+	c.qmu.Lock()
+	c.qclosed = true
+	close(c.queue)
+	c.qmu.Unlock()
+	<-dispatched
 	cancel()
 	c.wg.Wait()
 	return nil
 }
 
-// Handle implements jsonrpc2.Handler. jsonrpc2 calls it on its read loop, so
-// requests are handled in arrival order; only methods marked async (the
-// prompt turn) leave the loop, because they call back into the client and
-// would otherwise deadlock waiting for a response this loop has to read.
+// Handle implements jsonrpc2.Handler. jsonrpc2 calls it on its read loop; it
+// only queues the message, so the loop stays free to read responses to the
+// agent's own requests and $/cancel_request while a request runs. The
+// dispatcher (dispatch) handles the queue strictly in arrival order.
 func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c.rpc.Store(rpc)
 	var params json.RawMessage
 	if req.Params != nil {
 		params = *req.Params
 	}
-	if req.Notif {
-		c.handleNotification(req.Method, params)
+	if req.Notif && req.Method == "$/cancel_request" {
+		c.cancelRequest(params)
 		return
 	}
-	id := c.stream.takeID(req.ID)
-	m, ok := methods[req.Method]
-	if !ok {
-		if strings.HasPrefix(req.Method, "_") {
-			m, ok = extensionMethod(req.Method), true
+	q := queued{method: req.Method, params: params, notif: req.Notif, ctx: c.ctx}
+	if !req.Notif {
+		q.id = c.stream.takeID(req.ID)
+		// Registered now so that a $/cancel_request can reach a request
+		// that is still waiting in the queue.
+		ctx, cancel := context.WithCancelCause(c.ctx)
+		q.ctx = ctx
+		c.mu.Lock()
+		c.flight[string(q.id)] = cancel
+		c.mu.Unlock()
+	}
+	c.qmu.RLock()
+	defer c.qmu.RUnlock()
+	if c.qclosed {
+		return // shutting down; the reader may still deliver a line or two
+	}
+	c.queue <- q
+}
+
+// dispatch handles queued messages in order. Methods marked async (the
+// prompt turn) leave the queue on their own goroutine because they call back
+// into the client and run for long; every other request is answered, and its
+// follow-up notifications (AfterResponse) written, before the next message
+// is looked at. That is the ordering guarantee clients rely on.
+func (c *Conn) dispatch() {
+	for q := range c.queue {
+		if q.notif {
+			c.handleNotification(q.method, q.params)
+			continue
+		}
+		m, ok := methods[q.method]
+		if !ok && strings.HasPrefix(q.method, "_") {
+			m, ok = extensionMethod(q.method), true
+		}
+		switch {
+		case !ok:
+			c.finish(q, nil, MethodNotFound(q.method), nil)
+		case q.ctx.Err() != nil:
+			c.finish(q, nil, q.ctx.Err(), nil)
+		case m.async:
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				c.run(q, m)
+			}()
+		default:
+			c.run(q, m)
 		}
 	}
-	if !ok {
-		c.reply(id, req.Method, nil, MethodNotFound(req.Method))
-		return
-	}
-	if !m.async {
-		res, err := m.call(c.ctx, c.agent, params)
-		c.reply(id, req.Method, res, err)
-		return
-	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	key := string(id)
+}
+
+// run calls the method, answers, then runs the hooks registered with
+// AfterResponse.
+func (c *Conn) run(q queued, m method) {
+	hooks := new(afterHooks)
+	res, err := m.call(context.WithValue(q.ctx, afterKey{}, hooks), c.agent, q.params)
+	c.finish(q, res, err, hooks)
+}
+
+func (c *Conn) finish(q queued, res any, err error, hooks *afterHooks) {
 	c.mu.Lock()
-	c.flight[key] = cancel
+	cancel := c.flight[string(q.id)]
+	delete(c.flight, string(q.id))
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() {
-			c.mu.Lock()
-			delete(c.flight, key)
-			c.mu.Unlock()
-			cancel()
-		}()
-		res, err := m.call(ctx, c.agent, params)
-		c.reply(id, req.Method, res, err)
-	}()
+	c.reply(q.id, q.method, res, err)
+	if cancel != nil {
+		cancel(nil)
+	}
+	if hooks != nil {
+		for _, fn := range hooks.take() {
+			fn()
+		}
+	}
+}
+
+func (c *Conn) cancelRequest(params json.RawMessage) {
+	var n CancelRequestNotification
+	if err := json.Unmarshal(params, &n); err != nil {
+		c.log.Debug("bad $/cancel_request", zap.Error(err))
+		return
+	}
+	c.mu.Lock()
+	cancel := c.flight[compactJSON(n.RequestID)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrRequestCancelled)
+	}
+}
+
+// afterHooks collects what a handler wants done once its response is
+// written.
+type afterHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (h *afterHooks) take() []func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fns := h.fns
+	h.fns = nil
+	return fns
+}
+
+type afterKey struct{}
+
+// AfterResponse runs fn right after the response (result or error) to the
+// request being handled in ctx is written; for requests handled in order,
+// before the next queued message is handled.
+// Agents use it for notifications that must follow a response, such as
+// available_commands_update after session/new (a client only knows the
+// session once it has the response). Outside a request (tests calling the
+// agent directly) fn runs at once.
+func AfterResponse(ctx context.Context, fn func()) {
+	h, _ := ctx.Value(afterKey{}).(*afterHooks)
+	if h == nil {
+		fn()
+		return
+	}
+	h.mu.Lock()
+	h.fns = append(h.fns, fn)
+	h.mu.Unlock()
 }
 
 func (c *Conn) reply(id json.RawMessage, method string, res any, err error) {
@@ -166,18 +290,6 @@ func (c *Conn) reply(id json.RawMessage, method string, res any, err error) {
 
 func (c *Conn) handleNotification(method string, params json.RawMessage) {
 	switch {
-	case method == "$/cancel_request":
-		var n CancelRequestNotification
-		if err := json.Unmarshal(params, &n); err != nil {
-			c.log.Debug("bad $/cancel_request", zap.Error(err))
-			return
-		}
-		c.mu.Lock()
-		cancel := c.flight[compactJSON(n.RequestID)]
-		c.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
 	case method == "session/cancel":
 		var n CancelNotification
 		if err := decodeParams(params, &n); err != nil {

@@ -14,6 +14,31 @@ type SessionLoader interface {
 	LoadSession(ctx context.Context, req *LoadSessionRequest) (*LoadSessionResponse, error)
 }
 
+// SessionLister implements session/list.
+type SessionLister interface {
+	ListSessions(ctx context.Context, req *ListSessionsRequest) (*ListSessionsResponse, error)
+}
+
+// SessionResumer implements session/resume.
+type SessionResumer interface {
+	ResumeSession(ctx context.Context, req *ResumeSessionRequest) (*ResumeSessionResponse, error)
+}
+
+// SessionCloser implements session/close.
+type SessionCloser interface {
+	CloseSession(ctx context.Context, req *CloseSessionRequest) (*CloseSessionResponse, error)
+}
+
+// SessionDeleter implements session/delete.
+type SessionDeleter interface {
+	DeleteSession(ctx context.Context, req *DeleteSessionRequest) (*DeleteSessionResponse, error)
+}
+
+// ConfigOptionSetter implements session/set_config_option.
+type ConfigOptionSetter interface {
+	SetSessionConfigOption(ctx context.Context, req *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error)
+}
+
 // ExtMethodHandler handles extension requests (methods starting with "_").
 type ExtMethodHandler interface {
 	HandleExtMethod(ctx context.Context, method string, params json.RawMessage) (any, error)
@@ -26,8 +51,10 @@ type ExtNotificationHandler interface {
 
 // method is one entry of the dispatch table.
 type method struct {
-	// async methods run on their own goroutine and may be cancelled with
-	// $/cancel_request; the rest run in order on the read loop.
+	// async methods run on their own goroutine; the rest run one at a time
+	// in arrival order (see Conn.dispatch). Every request may be cancelled
+	// with $/cancel_request: its context ends, with ErrRequestCancelled as
+	// the cause.
 	async bool
 	call  func(ctx context.Context, a Agent, params json.RawMessage) (any, error)
 }
@@ -50,9 +77,26 @@ var methods = map[string]method{
 		}
 		return nil
 	}),
+	"session/list":              route(bindOptional[SessionLister](SessionLister.ListSessions)),
+	"session/resume":            route(bindOptional[SessionResumer](SessionResumer.ResumeSession)),
+	"session/close":             route(bindOptional[SessionCloser](SessionCloser.CloseSession)),
+	"session/delete":            route(bindOptional[SessionDeleter](SessionDeleter.DeleteSession)),
+	"session/set_config_option": route(bindOptional[ConfigOptionSetter](ConfigOptionSetter.SetSessionConfigOption)),
 	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {
 		return a.Prompt
 	})),
+}
+
+// bindOptional binds a method of an optional interface I: nil when the agent
+// does not implement I.
+func bindOptional[I any, P, R any](fn func(I, context.Context, *P) (*R, error)) func(Agent) func(context.Context, *P) (*R, error) {
+	return func(a Agent) func(context.Context, *P) (*R, error) {
+		impl, ok := a.(I)
+		if !ok {
+			return nil
+		}
+		return func(ctx context.Context, p *P) (*R, error) { return fn(impl, ctx, p) }
+	}
 }
 
 func async(m method) method {

@@ -148,7 +148,10 @@ type NewSessionRequest struct {
 }
 
 func (r *NewSessionRequest) Validate() error {
-	return validateCwd(r.Cwd)
+	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	return validateDirs(r.AdditionalDirectories)
 }
 
 type SessionMode struct {
@@ -203,7 +206,10 @@ func (r *LoadSessionRequest) Validate() error {
 	if r.SessionID == "" {
 		return InvalidParams("sessionId is required")
 	}
-	return validateCwd(r.Cwd)
+	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	return validateDirs(r.AdditionalDirectories)
 }
 
 type LoadSessionResponse struct {

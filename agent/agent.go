@@ -21,12 +21,20 @@ import (
 
 // Config is what the agent needs to know beyond its dependencies.
 type Config struct {
-	Model        string // model name sent to the endpoint
+	// Models are the models a session can use (the "model" config option).
+	// Empty: just Model, with default attributes.
+	Models []Model
+	// Model names the default model for new sessions; "" = the first of
+	// Models. A name missing from Models is added with default attributes.
+	Model        string
 	Version      string // reported as agentInfo.version
 	SystemPrompt string // "" = DefaultSystemPrompt
 	// MaxModelCalls caps model requests within one prompt turn; the turn
 	// then ends with stopReason "max_turn_requests". 0 = DefaultMaxModelCalls.
 	MaxModelCalls int
+	// ListPageSize is the number of sessions per session/list page; 0 =
+	// persistence.DefaultListLimit.
+	ListPageSize int
 }
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.
@@ -43,11 +51,18 @@ type Agent struct {
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
 	turns      map[string]*turn // running turns by session id
+
+	metaMu sync.Mutex // serialises read-modify-write of session metadata
 }
 
 var (
-	_ acp.Agent         = (*Agent)(nil)
-	_ acp.SessionLoader = (*Agent)(nil)
+	_ acp.Agent              = (*Agent)(nil)
+	_ acp.SessionLoader      = (*Agent)(nil)
+	_ acp.SessionLister      = (*Agent)(nil)
+	_ acp.SessionResumer     = (*Agent)(nil)
+	_ acp.SessionCloser      = (*Agent)(nil)
+	_ acp.SessionDeleter     = (*Agent)(nil)
+	_ acp.ConfigOptionSetter = (*Agent)(nil)
 )
 
 // New returns an agent that talks to client and keeps everything in store.
@@ -61,6 +76,7 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultSystemPrompt
 	}
+	cfg.Models, cfg.Model = normalizeModels(cfg.Models, cfg.Model)
 	return &Agent{
 		client: client,
 		store:  store,
@@ -82,8 +98,18 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 		// newest we support and decides whether to go on.
 		ProtocolVersion: acp.ProtocolVersion,
 		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+			LoadSession: true,
+			PromptCapabilities: acp.PromptCapabilities{
+				EmbeddedContext: true,
+				Image:           a.anyModelTakesImages(),
+			},
+			SessionCapabilities: &acp.SessionCapabilities{
+				List:                  &acp.Marker{},
+				Delete:                &acp.Marker{},
+				Resume:                &acp.Marker{},
+				Close:                 &acp.Marker{},
+				AdditionalDirectories: &acp.Marker{},
+			},
 		},
 		AuthMethods: []acp.AuthMethod{},
 		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},

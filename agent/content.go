@@ -6,11 +6,13 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
 )
 
 // userParts converts a prompt to stored parts. Block types the agent did not
-// advertise are refused with -32602 rather than silently dropped.
-func userParts(blocks []acp.ContentBlock) ([]persistence.Part, error) {
+// advertise, or that the session's model cannot read, are refused with
+// -32602 rather than silently dropped.
+func userParts(blocks []acp.ContentBlock, model Model) ([]persistence.Part, error) {
 	parts := make([]persistence.Part, 0, len(blocks))
 	for i, b := range blocks {
 		switch {
@@ -30,7 +32,14 @@ func userParts(blocks []acp.ContentBlock) ([]persistence.Part, error) {
 			}
 			parts = append(parts, p)
 		case b.Image != nil:
-			return nil, acp.InvalidParams("prompt block %d: image prompts are not supported by the configured model", i)
+			img := b.Image
+			if !model.Images {
+				return nil, acp.InvalidParams("prompt block %d: the session's model %s does not accept images; pick a model that does with the \"model\" config option", i, model.Name)
+			}
+			if !strings.HasPrefix(img.MimeType, "image/") || img.Data == "" {
+				return nil, acp.InvalidParams("prompt block %d: an image needs base64 data and an image/* mimeType, got %q", i, img.MimeType)
+			}
+			parts = append(parts, persistence.Part{Type: "image", MimeType: img.MimeType, Data: img.Data, URI: img.URI})
 		case b.Audio != nil:
 			return nil, acp.InvalidParams("prompt block %d: audio prompts are not supported", i)
 		default:
@@ -47,6 +56,9 @@ func userParts(blocks []acp.ContentBlock) ([]persistence.Part, error) {
 func modelText(parts []persistence.Part) string {
 	var b strings.Builder
 	for _, p := range parts {
+		if p.Type == "image" {
+			continue // sent as an image part (see imageParts)
+		}
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
@@ -81,8 +93,32 @@ func partBlock(p persistence.Part) acp.ContentBlock {
 		}
 		return acp.ContentBlock{Resource: &acp.EmbeddedResource{Resource: res}}
 	case "image":
-		return acp.ContentBlock{Image: &acp.ImageContent{Data: p.Data, MimeType: p.MimeType}}
+		return acp.ContentBlock{Image: &acp.ImageContent{Data: p.Data, MimeType: p.MimeType, URI: p.URI}}
 	default:
 		return acp.TextBlock(p.Text)
 	}
+}
+
+// withoutImages replaces the images in msgs with a note, for a model that
+// cannot read them (the session switched models after an image prompt).
+func withoutImages(msgs []streaming.Message) []streaming.Message {
+	for i, m := range msgs {
+		if len(m.Parts) == 0 {
+			continue
+		}
+		kept := m.Parts[:0:0]
+		dropped := 0
+		for _, p := range m.Parts {
+			if p.Type == "image" {
+				dropped++
+				continue
+			}
+			kept = append(kept, p)
+		}
+		if dropped > 0 {
+			msgs[i].Parts = kept
+			msgs[i].Content += fmt.Sprintf("\n\n[%d image(s) omitted: the current model does not accept images]", dropped)
+		}
+	}
+	return msgs
 }

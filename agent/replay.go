@@ -16,6 +16,9 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
 	}
 	for _, m := range msgs {
+		if err := ctx.Err(); err != nil {
+			return err // $/cancel_request on a long replay
+		}
 		for _, u := range replayUpdates(m) {
 			if err := send(u); err != nil {
 				return err

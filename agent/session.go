@@ -15,6 +15,10 @@ import (
 type sessionMeta struct {
 	McpServers            []acp.McpServer `json:"mcpServers,omitempty"`
 	AdditionalDirectories []string        `json:"additionalDirectories,omitempty"`
+	// Model is the session's model ("model" config option); "" = default.
+	Model string `json:"model,omitempty"`
+	// Cost is the session's cumulative model cost by currency.
+	Cost map[string]float64 `json:"cost,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {
@@ -30,40 +34,55 @@ func encodeMeta(m sessionMeta) json.RawMessage {
 	return b
 }
 
+// workspaceRoots are the directories the session may work in: its cwd and
+// the additionalDirectories the client named. Paths inside any of them
+// count as inside the workspace.
+func workspaceRoots(s *persistence.Session) []string {
+	return append([]string{s.Cwd}, decodeMeta(s.Metadata).AdditionalDirectories...)
+}
+
+// updateMeta changes a session's metadata with fn and stores it. Writers in
+// this process are serialised so that concurrent changes (a config option
+// set while a turn records its cost) do not overwrite each other. s, when
+// non-nil, receives the stored session.
+func (a *Agent) updateMeta(ctx context.Context, id string, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
+	a.metaMu.Lock()
+	defer a.metaMu.Unlock()
+	s, err := a.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m := decodeMeta(s.Metadata)
+	fn(s, &m)
+	s.Metadata = encodeMeta(m)
+	if err := a.store.UpdateSession(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // NewSession creates a session, persisted before it is announced.
 func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*acp.NewSessionResponse, error) {
-	s := &persistence.Session{
-		ID:  newID("sess_"),
-		Cwd: req.Cwd,
-		Metadata: encodeMeta(sessionMeta{
-			McpServers:            req.McpServers,
-			AdditionalDirectories: req.AdditionalDirectories,
-		}),
+	meta := sessionMeta{
+		McpServers:            req.McpServers,
+		AdditionalDirectories: req.AdditionalDirectories,
+		Model:                 a.cfg.Model,
 	}
+	s := &persistence.Session{ID: newID("sess_"), Cwd: req.Cwd, Metadata: encodeMeta(meta)}
 	if err := a.store.CreateSession(ctx, s); err != nil {
 		return nil, storeError("create session", err)
 	}
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
-	return &acp.NewSessionResponse{SessionID: s.ID}, nil
+	a.afterOpen(ctx, s.ID)
+	return &acp.NewSessionResponse{SessionID: s.ID, ConfigOptions: a.configOptions(meta)}, nil
 }
 
 // LoadSession replays the whole stored conversation as session/update
 // notifications and only then answers, as the protocol requires.
 func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*acp.LoadSessionResponse, error) {
-	s, err := a.store.GetSession(ctx, req.SessionID)
+	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories)
 	if err != nil {
-		if errors.Is(err, persistence.ErrNotFound) {
-			return nil, acp.ResourceNotFound("unknown session %q: it was never created here or has been deleted", req.SessionID)
-		}
-		return nil, storeError("load session", err)
-	}
-	// The client names the session's root and MCP servers afresh on load.
-	meta := decodeMeta(s.Metadata)
-	meta.McpServers = req.McpServers
-	meta.AdditionalDirectories = req.AdditionalDirectories
-	s.Cwd, s.Metadata = req.Cwd, encodeMeta(meta)
-	if err := a.store.UpdateSession(ctx, s); err != nil {
-		return nil, storeError("load session", err)
+		return nil, err
 	}
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
@@ -73,5 +92,34 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 		return nil, err
 	}
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
-	return &acp.LoadSessionResponse{}, nil
+	a.afterOpen(ctx, s.ID)
+	return &acp.LoadSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
+}
+
+// reopen finds a stored session for load or resume and records the root
+// directories and MCP servers the client names afresh.
+func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string) (*persistence.Session, error) {
+	s, err := a.updateMeta(ctx, id, func(s *persistence.Session, m *sessionMeta) {
+		s.Cwd = cwd
+		m.McpServers = mcp
+		m.AdditionalDirectories = dirs
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, acp.ResourceNotFound("unknown session %q: it was never created here or has been deleted", id)
+	}
+	if err != nil {
+		return nil, storeError("open session", err)
+	}
+	return s, nil
+}
+
+// afterOpen sends what a client needs once it knows the session (after the
+// new/load/resume response): the slash commands that really work here.
+func (a *Agent) afterOpen(ctx context.Context, sessionID string) {
+	cmds := a.availableCommands()
+	acp.AfterResponse(ctx, func() {
+		a.sendUpdate(ctx, sessionID, acp.SessionUpdate{
+			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
+		})
+	})
 }

@@ -14,6 +14,9 @@ import (
 // turn is one running prompt turn.
 type turn struct {
 	cancel context.CancelFunc
+	done   chan struct{} // closed once the prompt's answer is written
+	// answered: the prompt has its answer; only writing it is left.
+	answered bool
 }
 
 // Prompt runs one turn: the user message is committed before the model is
@@ -27,7 +30,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, storeError("prompt", err)
 	}
-	parts, err := userParts(req.Prompt)
+	parts, err := userParts(req.Prompt, a.sessionModel(s))
 	if err != nil {
 		return nil, err
 	}
@@ -35,12 +38,17 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, err
 	}
-	defer a.endTurn(s.ID)
+	// The turn counts as running until its answer is written, so that
+	// session/close and session/delete answer after it.
+	defer func() {
+		a.markAnswered(s.ID)
+		acp.AfterResponse(ctx, func() { a.endTurn(s.ID) })
+	}()
 
 	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
 		stop, err := cmd.run(turnCtx, a, s, input)
 		if turnCtx.Err() != nil {
-			return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+			return cancelledResponse(ctx)
 		}
 		if err != nil {
 			return nil, err
@@ -54,17 +62,27 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
+	a.titleAfterPrompt(persistCtx, s, parts)
 
 	stop, err := a.runTurn(turnCtx, persistCtx, s)
 	if turnCtx.Err() != nil {
-		// Cancellation is never an error (ACP: answer "cancelled").
-		return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+		return cancelledResponse(ctx)
 	}
 	if err != nil {
 		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
 		return nil, err
 	}
 	return &acp.PromptResponse{StopReason: stop}, nil
+}
+
+// cancelledResponse answers a cancelled turn. Cancellation is never an
+// error (ACP: stopReason "cancelled"), except when the client cancelled the
+// prompt request itself with $/cancel_request, which is answered -32800.
+func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
+	if errors.Is(context.Cause(ctx), acp.ErrRequestCancelled) {
+		return nil, acp.ErrRequestCancelled
+	}
+	return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 }
 
 // runTurn calls the model until it answers without tool calls or the cap on
@@ -96,7 +114,11 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	if err != nil {
 		return nil, err
 	}
-	req := streaming.Request{Model: a.cfg.Model, Messages: msgs, Tools: a.toolDefinitions(s)}
+	model := a.sessionModel(s)
+	if !model.Images {
+		msgs = withoutImages(msgs)
+	}
+	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s)}
 	res, streamErr := a.model.Stream(ctx, req, func(ev streaming.Event) error {
 		switch ev.Kind {
 		case streaming.EventText:
@@ -168,16 +190,40 @@ func modelError(err error) error {
 	return e
 }
 
-// beginTurn registers a running turn; one turn per session at a time.
+// beginTurn registers a running turn; one turn per session at a time. A
+// turn that has answered but whose answer is still being written is waited
+// for: the client may already have sent the next prompt.
 func (a *Agent) beginTurn(ctx context.Context, sessionID string) (context.Context, error) {
+	for {
+		a.mu.Lock()
+		t := a.turns[sessionID]
+		if t == nil {
+			turnCtx, cancel := context.WithCancel(ctx)
+			a.turns[sessionID] = &turn{cancel: cancel, done: make(chan struct{})}
+			a.mu.Unlock()
+			return turnCtx, nil
+		}
+		answered := t.answered
+		a.mu.Unlock()
+		if !answered {
+			return nil, acp.InvalidRequest("a prompt is already running in session %s: wait for it or send session/cancel", sessionID)
+		}
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// markAnswered records that the turn has its answer; it ends (endTurn) once
+// the answer is written.
+func (a *Agent) markAnswered(sessionID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, busy := a.turns[sessionID]; busy {
-		return nil, acp.InvalidRequest("a prompt is already running in session %s: wait for it or send session/cancel", sessionID)
+	if t := a.turns[sessionID]; t != nil {
+		t.answered = true
 	}
-	turnCtx, cancel := context.WithCancel(ctx)
-	a.turns[sessionID] = &turn{cancel: cancel}
-	return turnCtx, nil
 }
 
 func (a *Agent) endTurn(sessionID string) {
@@ -185,6 +231,7 @@ func (a *Agent) endTurn(sessionID string) {
 	defer a.mu.Unlock()
 	if t := a.turns[sessionID]; t != nil {
 		t.cancel()
+		close(t.done)
 		delete(a.turns, sessionID)
 	}
 }

@@ -2,7 +2,11 @@ package agent
 
 import (
 	"context"
+	"math"
 
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -10,4 +14,43 @@ import (
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
 func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+	a.reportUsage(ctx, s, req, res)
+}
+
+// reportUsage sends usage_update for one model request: the tokens that
+// request put in the context (prompt + reply, as the provider counted them;
+// never a running total, which would overflow any context meter) against
+// the model's window, and the session's cumulative cost when the model has
+// prices. The cost is persisted with the session. Providers that report no
+// usage get no update: crow-acp does not guess.
+func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+	u := res.Usage
+	if u == nil {
+		return
+	}
+	model := a.modelNamed(req.Model)
+	used := u.TotalTokens
+	if used <= 0 {
+		used = u.PromptTokens + u.CompletionTokens
+	}
+	update := &acp.UsageUpdate{Used: used, Size: model.ContextWindow}
+	if model.Priced() {
+		persistCtx := context.WithoutCancel(ctx)
+		var total float64
+		_, err := a.updateMeta(persistCtx, s.ID, func(_ *persistence.Session, m *sessionMeta) {
+			if m.Cost == nil {
+				m.Cost = make(map[string]float64)
+			}
+			// Rounded to a billionth: float sums would otherwise show
+			// 0.0061600000000000005.
+			total = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+			m.Cost[model.Currency] = total
+		})
+		if err != nil {
+			a.log.Warn("cannot record the session's cost", zap.String("session", s.ID), zap.Error(err))
+		} else {
+			update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
+		}
+	}
+	a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: update})
 }

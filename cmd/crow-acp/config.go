@@ -11,6 +11,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -63,10 +64,14 @@ type config struct {
 	maxLineBytes  value[int]
 	maxModelCalls value[int]
 
-	// models are the [[models]] entries of the file, by name; modelSpec is
-	// the entry of the selected model, nil if it has none.
-	models    []modelSpec
-	modelSpec *modelSpec
+	// models are the [[models]] entries of the file, or of CROW_MODELS,
+	// by name; modelSpec is the entry of the selected model, nil if it has
+	// none.
+	models     []modelSpec
+	modelsFrom source
+	modelSpec  *modelSpec
+
+	listPageSize value[int] // sessions per session/list page
 
 	contextWindow value[int] // tokens; 0: not configured
 	outputReserve value[int] // tokens; 0: not configured
@@ -88,6 +93,8 @@ type modelSpec struct {
 	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
 	OutputPrice      float64 `json:"outputPrice,omitempty"`
 	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
+	Title            string  `json:"title,omitempty"`    // display name (CROW_MODELS only)
+	Currency         string  `json:"currency,omitempty"` // of the prices; "" = USD
 	line             int     // where it is defined in the file
 }
 
@@ -230,6 +237,27 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		spec.CachedInputPrice = deref(m.CachedInputPrice, 0)
 		cfg.models = append(cfg.models, spec)
 	}
+	// CROW_MODELS (see agent.ParseModels) replaces the file's list.
+	if spec := getenv("CROW_MODELS"); spec != "" {
+		list, err := agent.ParseModels(spec)
+		if err != nil {
+			return nil, usagef("invalid models list (env CROW_MODELS): %v", err)
+		}
+		cfg.models = nil
+		for _, m := range list {
+			cfg.models = append(cfg.models, modelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
+				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
+				Currency: m.Currency})
+		}
+		cfg.modelsFrom = source{kind: "env", detail: "CROW_MODELS"}
+		fc.Models = nil // the file's per-model settings no longer apply
+	} else if len(cfg.models) > 0 {
+		cfg.modelsFrom = source{kind: "file", detail: cfg.file}
+	}
+	// Without an explicit model, new sessions use the first listed one.
+	if cfg.model.From.kind == "default" && len(cfg.models) > 0 {
+		cfg.model = value[string]{V: cfg.models[0].Name, From: source{kind: "default", detail: "first of the models list"}}
+	}
 	for i := range cfg.models {
 		if cfg.models[i].Name == cfg.model.V {
 			cfg.modelSpec = &cfg.models[i]
@@ -238,7 +266,7 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 
 	var spec modelFile
 	specKey := ""
-	if i := cfg.modelIndex(); i >= 0 {
+	if i := cfg.modelIndex(); i >= 0 && i < len(fc.Models) {
 		spec, specKey = fc.Models[i], fmt.Sprintf("models[%d]", i)
 	}
 	var err error
@@ -302,6 +330,9 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		return nil, err
 	}
 	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
+	if cfg.listPageSize, err = r.int("", "CROW_LIST_PAGE_SIZE", nil, "", persistence.DefaultListLimit); err != nil {
+		return nil, err
+	}
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -338,6 +369,9 @@ func (c *config) validate() error {
 	}
 	if c.contextWindow.V != 0 && c.contextWindow.V < 1024 {
 		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.contextWindow.V, c.contextWindow.From)
+	}
+	if n := c.listPageSize.V; n < 1 || n > persistence.MaxListLimit {
+		return usagef("session list page size %d: use 1 to %d (from %s)", n, persistence.MaxListLimit, c.listPageSize.From)
 	}
 	if c.dbPath.V == "" {
 		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
@@ -451,10 +485,31 @@ func defaultDBPath(getenv func(string) string) string {
 
 // agentConfig is what the agent gets from the configuration.
 func (c *config) agentConfig() agent.Config {
+	models := make([]agent.Model, 0, len(c.models))
+	for _, m := range c.models {
+		am := agent.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
+			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency}
+		if m.Name == c.model.V {
+			// CROW_CONTEXT_WINDOW and the resolved reserve apply to the
+			// selected model.
+			if c.contextWindow.V > 0 {
+				am.ContextWindow = c.contextWindow.V
+			}
+			if c.outputReserve.V > 0 {
+				am.OutputReserve = c.outputReserve.V
+			}
+		}
+		models = append(models, am)
+	}
+	if c.modelSpec == nil && (c.contextWindow.V > 0 || c.outputReserve.V > 0) {
+		models = append(models, agent.Model{Name: c.model.V, ContextWindow: c.contextWindow.V, OutputReserve: c.outputReserve.V})
+	}
 	return agent.Config{
+		Models:        models,
 		Model:         c.model.V,
 		Version:       version,
 		MaxModelCalls: c.maxModelCalls.V,
+		ListPageSize:  c.listPageSize.V,
 	}
 }
 

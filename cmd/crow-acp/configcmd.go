@@ -72,7 +72,11 @@ func runConfig(_ context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.std.out, "%-*s  %s  (%s)\n", width, r.key, r.value, r.from)
 	}
 	if len(cfg.models) > 0 {
-		fmt.Fprintf(e.std.out, "\nmodels (%s):\n", cfg.file)
+		from := cfg.file
+		if cfg.modelsFrom.kind == "env" {
+			from = cfg.modelsFrom.String()
+		}
+		fmt.Fprintf(e.std.out, "\nmodels (%s):\n", from)
 		tw := tabwriter.NewWriter(e.std.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  NAME\tPROVIDER\tWINDOW\tRESERVE\tTOKENIZER\tIMAGES\tUSD/1M IN\tOUT\tCACHED IN\tLINE")
 		for _, m := range cfg.models {

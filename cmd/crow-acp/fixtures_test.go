@@ -32,8 +32,11 @@ func fixtureEnv(env fixture.Env) map[string]string {
 		"OPENAI_BASE_URL": env.ModelURL,
 		"OPENAI_API_KEY":  "sk-fixture-secret",
 		"CROW_MODEL":      "fixture-model",
-		"CROW_DB":         env.DBPath,
-		"CROW_LOG_LEVEL":  "debug",
+		// Two models: a priced text model (the default) and a vision model.
+		"CROW_MODELS":         "fixture-model;window=8192;in=1;out=2, fixture-vision;window=32768;image;title=Fixture Vision",
+		"CROW_LIST_PAGE_SIZE": "2",
+		"CROW_DB":             env.DBPath,
+		"CROW_LOG_LEVEL":      "debug",
 		// No developer's config.toml may reach a test.
 		"XDG_CONFIG_HOME": env.Tmp,
 	}

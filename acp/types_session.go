@@ -1,0 +1,150 @@
+package acp
+
+import (
+	"encoding/json"
+	"path/filepath"
+)
+
+// Session management beyond new/load: list, resume, close, delete, and
+// config options.
+
+// --- session/list ---
+
+type ListSessionsRequest struct {
+	Cwd    string `json:"cwd,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}
+
+func (r *ListSessionsRequest) Validate() error {
+	if r.Cwd != "" {
+		return validateCwd(r.Cwd)
+	}
+	return nil
+}
+
+// SessionInfo is one entry of session/list.
+type SessionInfo struct {
+	SessionID             string   `json:"sessionId"`
+	Cwd                   string   `json:"cwd"`
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	Title                 string   `json:"title,omitempty"`
+	UpdatedAt             string   `json:"updatedAt,omitempty"` // ISO 8601
+	Meta                  Meta     `json:"_meta,omitempty"`
+}
+
+type ListSessionsResponse struct {
+	Sessions   []SessionInfo `json:"sessions"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+	Meta       Meta          `json:"_meta,omitempty"`
+}
+
+// --- session/resume ---
+
+type ResumeSessionRequest struct {
+	SessionID             string      `json:"sessionId"`
+	Cwd                   string      `json:"cwd"`
+	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer `json:"mcpServers,omitempty"`
+	Meta                  Meta        `json:"_meta,omitempty"`
+}
+
+func (r *ResumeSessionRequest) Validate() error {
+	if r.SessionID == "" {
+		return InvalidParams("sessionId is required")
+	}
+	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	return validateDirs(r.AdditionalDirectories)
+}
+
+type ResumeSessionResponse struct {
+	Modes         *SessionModeState     `json:"modes,omitempty"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitempty"`
+	Meta          Meta                  `json:"_meta,omitempty"`
+}
+
+// --- session/close, session/delete ---
+
+type CloseSessionRequest struct {
+	SessionID string `json:"sessionId"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+func (r *CloseSessionRequest) Validate() error {
+	if r.SessionID == "" {
+		return InvalidParams("sessionId is required")
+	}
+	return nil
+}
+
+type CloseSessionResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+type DeleteSessionRequest struct {
+	SessionID string `json:"sessionId"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+func (r *DeleteSessionRequest) Validate() error {
+	if r.SessionID == "" {
+		return InvalidParams("sessionId is required")
+	}
+	return nil
+}
+
+type DeleteSessionResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// --- session/set_config_option ---
+
+// SetSessionConfigOptionRequest sets a select option (Value is the option's
+// value id) or, with Type "boolean", a boolean option (Value is a bool).
+type SetSessionConfigOptionRequest struct {
+	SessionID string          `json:"sessionId"`
+	ConfigID  string          `json:"configId"`
+	Type      string          `json:"type,omitempty"`
+	Value     json.RawMessage `json:"value"`
+	Meta      Meta            `json:"_meta,omitempty"`
+}
+
+func (r *SetSessionConfigOptionRequest) Validate() error {
+	if r.SessionID == "" {
+		return InvalidParams("sessionId is required")
+	}
+	if r.ConfigID == "" {
+		return InvalidParams("configId is required")
+	}
+	if len(r.Value) == 0 {
+		return InvalidParams("value is required")
+	}
+	return nil
+}
+
+// StringValue is the value of a select option, or an error for any other
+// kind of value.
+func (r *SetSessionConfigOptionRequest) StringValue() (string, error) {
+	var s string
+	if r.Type == "boolean" || json.Unmarshal(r.Value, &s) != nil {
+		return "", InvalidParams("config option %q takes one of its listed values (a string)", r.ConfigID)
+	}
+	return s, nil
+}
+
+type SetSessionConfigOptionResponse struct {
+	ConfigOptions []SessionConfigOption `json:"configOptions"`
+	Meta          Meta                  `json:"_meta,omitempty"`
+}
+
+// validateDirs checks additionalDirectories: absolute paths only.
+func validateDirs(dirs []string) error {
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return InvalidParams("additionalDirectories must be absolute paths, got %q", d)
+		}
+	}
+	return nil
+}

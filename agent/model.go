@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// Model is one model the user can pick for a session. The list of models is
+// configured once (CROW_MODELS, the config file) and offered to clients as
+// the session's "model" config option; compaction and the context meter
+// read the window from here.
+type Model struct {
+	Name  string // sent to the endpoint
+	Title string // shown to the user; "" = Name
+	// ContextWindow is the model's context size in tokens.
+	ContextWindow int
+	// OutputReserve is kept free for the reply when the context is filled.
+	OutputReserve int
+	// Images: the model accepts image content parts (vision models).
+	Images bool
+	// Prices per million tokens; both 0 = unknown, no cost is reported.
+	InputPrice  float64
+	OutputPrice float64
+	Currency    string // ISO 4217; "" = DefaultCurrency
+}
+
+// Defaults for models configured without these attributes.
+const (
+	DefaultContextWindow = 128000
+	DefaultOutputReserve = 4096
+	DefaultCurrency      = "USD"
+)
+
+// DisplayName is the name shown to the user.
+func (m Model) DisplayName() string {
+	if m.Title != "" {
+		return m.Title
+	}
+	return m.Name
+}
+
+// Priced reports whether a cost can be computed for this model.
+func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
+
+// Cost is the price of one request with the given token counts.
+func (m Model) Cost(promptTokens, completionTokens int) float64 {
+	return (float64(promptTokens)*m.InputPrice + float64(completionTokens)*m.OutputPrice) / 1e6
+}
+
+// withDefaults fills unset attributes.
+func (m Model) withDefaults() Model {
+	if m.ContextWindow <= 0 {
+		m.ContextWindow = DefaultContextWindow
+	}
+	if m.OutputReserve <= 0 {
+		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)
+	}
+	if m.Currency == "" {
+		m.Currency = DefaultCurrency
+	}
+	return m
+}
+
+// normalizeModels returns the models list with defaults filled in and the
+// name of the default model: def if given (added to the list when missing),
+// else the first model. An empty list with no default yields no models.
+func normalizeModels(models []Model, def string) ([]Model, string) {
+	out := make([]Model, 0, len(models)+1)
+	found := false
+	for _, m := range models {
+		out = append(out, m.withDefaults())
+		found = found || m.Name == def
+	}
+	if def != "" && !found {
+		out = append([]Model{Model{Name: def}.withDefaults()}, out...)
+	}
+	if def == "" && len(out) > 0 {
+		def = out[0].Name
+	}
+	return out, def
+}
+
+// ParseModels reads a models list in the CROW_MODELS format: entries
+// separated by ",", each a model name followed by ";key=value" attributes:
+//
+//	gpt-4o-mini;window=128000;image;in=0.15;out=0.60, qwen3:8b;window=32768;title=Qwen 3 8B
+//
+// Attributes: window (tokens), reserve (output tokens kept free), image (the
+// model accepts images; also image=true/false), in and out (prices per
+// million tokens), currency (ISO 4217, default USD), title (display name).
+func ParseModels(spec string) ([]Model, error) {
+	var models []Model
+	seen := make(map[string]bool)
+	for _, entry := range strings.Split(spec, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		fields := strings.Split(entry, ";")
+		m := Model{Name: strings.TrimSpace(fields[0])}
+		if m.Name == "" {
+			return nil, fmt.Errorf("model entry %q has no name", entry)
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("model %q is listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		for _, f := range fields[1:] {
+			if err := m.setAttr(strings.TrimSpace(f)); err != nil {
+				return nil, fmt.Errorf("model %q: %w", m.Name, err)
+			}
+		}
+		models = append(models, m)
+	}
+	return models, nil
+}
+
+func (m *Model) setAttr(attr string) error {
+	key, val, hasVal := strings.Cut(attr, "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	positiveInt := func() (int, error) {
+		n, err := strconv.Atoi(val)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%s=%q: want a positive number of tokens", key, val)
+		}
+		return n, nil
+	}
+	price := func() (float64, error) {
+		p, err := strconv.ParseFloat(val, 64)
+		if err != nil || p < 0 {
+			return 0, fmt.Errorf("%s=%q: want a price per million tokens, e.g. 0.15", key, val)
+		}
+		return p, nil
+	}
+	var err error
+	switch key {
+	case "":
+		return nil // tolerate "a;;b" and a trailing ";"
+	case "window":
+		m.ContextWindow, err = positiveInt()
+	case "reserve":
+		m.OutputReserve, err = positiveInt()
+	case "image", "images":
+		m.Images = true
+		if hasVal {
+			m.Images, err = strconv.ParseBool(val)
+			if err != nil {
+				err = fmt.Errorf("image=%q: want true or false", val)
+			}
+		}
+	case "in":
+		m.InputPrice, err = price()
+	case "out":
+		m.OutputPrice, err = price()
+	case "currency":
+		if len(val) != 3 {
+			return fmt.Errorf("currency=%q: want an ISO 4217 code such as USD", val)
+		}
+		m.Currency = strings.ToUpper(val)
+	case "title":
+		m.Title = val
+	default:
+		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title)", key)
+	}
+	if err != nil {
+		return err
+	}
+	if m.OutputReserve > 0 && m.ContextWindow > 0 && m.OutputReserve >= m.ContextWindow {
+		return fmt.Errorf("reserve %d must be smaller than window %d", m.OutputReserve, m.ContextWindow)
+	}
+	return nil
+}
+
+// model returns the configured model with that name; unknown names (a model
+// removed from the configuration since the session chose it) fall back to
+// the default model.
+func (a *Agent) modelNamed(name string) Model {
+	for _, m := range a.cfg.Models {
+		if m.Name == name {
+			return m
+		}
+	}
+	for _, m := range a.cfg.Models {
+		if m.Name == a.cfg.Model {
+			return m
+		}
+	}
+	return Model{Name: name}.withDefaults()
+}
+
+// sessionModel is the model a session uses now.
+func (a *Agent) sessionModel(s *persistence.Session) Model {
+	return a.modelNamed(decodeMeta(s.Metadata).Model)
+}
+
+// anyModelTakesImages decides promptCapabilities.image: images are
+// advertised only when a configured model can read them.
+func (a *Agent) anyModelTakesImages() bool {
+	for _, m := range a.cfg.Models {
+		if m.Images {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseModels(t *testing.T) {
+	got, err := ParseModels(" gpt-4o-mini;window=128000;image;in=0.15;out=0.6 , qwen3:8b;window=32768;reserve=2048;title=Qwen 3 8B;currency=eur,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Model{
+		{Name: "gpt-4o-mini", ContextWindow: 128000, Images: true, InputPrice: 0.15, OutputPrice: 0.6},
+		{Name: "qwen3:8b", Title: "Qwen 3 8B", ContextWindow: 32768, OutputReserve: 2048, Currency: "EUR"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d models, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("model %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestParseModelsRejectsMistakes(t *testing.T) {
+	for spec, wantErr := range map[string]string{
+		"a;window=0":                 "positive",
+		"a;window=big":               "positive",
+		"a;in=-1":                    "price",
+		"a;colour=blue":              "unknown attribute",
+		"a, a":                       "twice",
+		";window=10":                 "no name",
+		"a;window=1000;reserve=1000": "smaller than window",
+		"a;image=maybe":              "true or false",
+		"a;currency=dollars":         "ISO 4217",
+	} {
+		if _, err := ParseModels(spec); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("ParseModels(%q) = %v, want an error containing %q", spec, err, wantErr)
+		}
+	}
+}
+
+func TestNormalizeModels(t *testing.T) {
+	models, def := normalizeModels(nil, "m1")
+	if def != "m1" || len(models) != 1 || models[0].ContextWindow != DefaultContextWindow || models[0].OutputReserve != DefaultOutputReserve || models[0].Currency != "USD" {
+		t.Fatalf("a bare default model: got %+v, %q", models, def)
+	}
+	models, def = normalizeModels([]Model{{Name: "a", ContextWindow: 8000}, {Name: "b"}}, "")
+	if def != "a" || models[0].OutputReserve != 2000 {
+		t.Fatalf("first model is the default and the reserve fits a small window: got %+v, %q", models, def)
+	}
+	models, def = normalizeModels([]Model{{Name: "a"}}, "z")
+	if def != "z" || len(models) != 2 || models[0].Name != "z" {
+		t.Fatalf("a default missing from the list is added: got %+v, %q", models, def)
+	}
+}
+
+func TestModelCost(t *testing.T) {
+	m := Model{InputPrice: 2.5, OutputPrice: 10}
+	if got := m.Cost(1_000_000, 100_000); got != 3.5 {
+		t.Fatalf("cost = %v, want 3.5", got)
+	}
+	if (Model{}).Priced() {
+		t.Fatal("a model without prices reports a cost")
+	}
+}
