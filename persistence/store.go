@@ -183,5 +183,7 @@ type Store interface {
 	// ErrNotFound for an unknown session.
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
 
+	Importer // dump.go
+
 	Close() error
 }

@@ -66,6 +66,7 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"ApplyCompaction", testApplyCompaction},
 		{"ApplyCompactionErrors", testApplyCompactionErrors},
 		{"CanceledContext", testCanceledContext},
+		{"ImportSession", testImportSession},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,286 @@
+package persistence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SessionDump is everything a store keeps about one session, as read back
+// through the Store: what `crow-acp migrate` copies from one store to another.
+type SessionDump struct {
+	Session     Session
+	Messages    []Message    // every message, active or not, in Seq order
+	Compactions []Compaction // oldest first
+}
+
+// Importer writes a whole session exactly as another store recorded it.
+type Importer interface {
+	// ImportSession stores d in one transaction: the session with its times
+	// (UpdatedAt is not bumped), every message with its Seq, status,
+	// activity and CreatedAt, every compaction record. The store assigns
+	// new message and compaction ids, rewrites the references between them
+	// (CompactedIDs, KeptIDs, SummaryMessageID, CompactedIntoID) and fills
+	// the new ids into d. Seqs must be positive and strictly increasing; the
+	// session's next append gets the seq after the last. ErrConflict if the
+	// session exists; an error, storing nothing, if a reference names an id
+	// that is not in d.
+	ImportSession(ctx context.Context, d *SessionDump) error
+}
+
+// Dump reads session id from s. It reads the session again at the end and
+// starts over (a few times) if its UpdatedAt moved, so that a session being
+// written meanwhile is not read half old, half new. ErrNotFound for an
+// unknown id.
+func Dump(ctx context.Context, s Store, id string) (*SessionDump, error) {
+	for range 5 {
+		sess, err := s.GetSession(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := s.Messages(ctx, id, MessageFilter{})
+		if err != nil {
+			return nil, err
+		}
+		comps, err := s.Compactions(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		again, err := s.GetSession(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if again.UpdatedAt.Equal(sess.UpdatedAt) {
+			return &SessionDump{Session: *sess, Messages: msgs, Compactions: comps}, nil
+		}
+	}
+	return nil, fmt.Errorf("dump session %q: it keeps changing while being read; stop the processes writing it", id)
+}
+
+// Digest is a SHA-256 over d's content in a canonical form that does not
+// depend on which store holds it: ids are replaced by what they point at
+// (a message by its Seq, a compaction by its position), times are UTC to
+// the microsecond (what every store keeps), JSON is compared byte for byte
+// and a nil slice differs from an empty one. Two stores holding the same
+// session give the same digest.
+func Digest(d *SessionDump) (string, error) {
+	c, err := canonical(d)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+type canonicalDump struct {
+	ID, Cwd, Title       string
+	CreatedAt, UpdatedAt string
+	Metadata             *string
+	Messages             []canonicalMessage
+	Compactions          []canonicalCompaction
+}
+
+type canonicalMessage struct {
+	Seq                       int64
+	Role, Content, Reasoning  string
+	ToolCallID, Status        string
+	Parts                     []Part
+	ToolCalls                 []ToolCall
+	Meta                      *string
+	Active                    bool
+	CompactedInto, TokenCount int // CompactedInto: 1-based position of the compaction, 0 for none
+	CreatedAt                 string
+	NilParts, NilToolCalls    bool
+}
+
+type canonicalCompaction struct {
+	Policy                    string
+	Compacted, Kept           []int64 // seqs
+	NilCompacted, NilKept     bool
+	TokensBefore, TokensAfter int
+	Summary                   int64 // seq; 0 for none
+	Settings                  *string
+	CreatedAt                 string
+}
+
+func canonical(d *SessionDump) (*canonicalDump, error) {
+	seqOf := make(map[int64]int64, len(d.Messages))
+	for _, m := range d.Messages {
+		seqOf[m.ID] = m.Seq
+	}
+	posOf := make(map[int64]int, len(d.Compactions))
+	for i, c := range d.Compactions {
+		posOf[c.ID] = i + 1
+	}
+	seqs := func(what string, ids []int64) ([]int64, error) {
+		out := make([]int64, len(ids))
+		for i, id := range ids {
+			seq, ok := seqOf[id]
+			if !ok {
+				return nil, fmt.Errorf("session %q: %s names message %d, which it does not have", d.Session.ID, what, id)
+			}
+			out[i] = seq
+		}
+		return out, nil
+	}
+
+	out := &canonicalDump{
+		ID: d.Session.ID, Cwd: d.Session.Cwd, Title: d.Session.Title,
+		CreatedAt: canonicalTime(d.Session.CreatedAt), UpdatedAt: canonicalTime(d.Session.UpdatedAt),
+		Metadata: canonicalJSON(d.Session.Metadata),
+	}
+	for _, m := range d.Messages {
+		cm := canonicalMessage{
+			Seq: m.Seq, Role: string(m.Role), Content: m.Content, Reasoning: m.Reasoning,
+			ToolCallID: m.ToolCallID, Status: string(m.Status), Parts: m.Parts, ToolCalls: m.ToolCalls,
+			NilParts: m.Parts == nil, NilToolCalls: m.ToolCalls == nil,
+			Meta: canonicalJSON(m.Meta), Active: m.IsActive, TokenCount: m.TokenCount,
+			CreatedAt: canonicalTime(m.CreatedAt),
+		}
+		if m.CompactedIntoID != nil {
+			pos, ok := posOf[*m.CompactedIntoID]
+			if !ok {
+				return nil, fmt.Errorf("session %q: message %d is compacted into compaction %d, which it does not have",
+					d.Session.ID, m.Seq, *m.CompactedIntoID)
+			}
+			cm.CompactedInto = pos
+		}
+		out.Messages = append(out.Messages, cm)
+	}
+	for i, c := range d.Compactions {
+		cc := canonicalCompaction{
+			Policy: c.Policy, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+			NilCompacted: c.CompactedIDs == nil, NilKept: c.KeptIDs == nil,
+			Settings: canonicalJSON(c.Settings), CreatedAt: canonicalTime(c.CreatedAt),
+		}
+		var err error
+		if cc.Compacted, err = seqs(fmt.Sprintf("compaction %d", i+1), c.CompactedIDs); err != nil {
+			return nil, err
+		}
+		if cc.Kept, err = seqs(fmt.Sprintf("compaction %d", i+1), c.KeptIDs); err != nil {
+			return nil, err
+		}
+		if c.SummaryMessageID != nil {
+			s, err := seqs(fmt.Sprintf("compaction %d summary", i+1), []int64{*c.SummaryMessageID})
+			if err != nil {
+				return nil, err
+			}
+			cc.Summary = s[0]
+		}
+		out.Compactions = append(out.Compactions, cc)
+	}
+	return out, nil
+}
+
+func canonicalTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z")
+}
+
+// canonicalJSON keeps JSON as its exact bytes; nil for absent.
+func canonicalJSON(v json.RawMessage) *string {
+	if len(v) == 0 {
+		return nil
+	}
+	s := string(v)
+	return &s
+}
+
+// Check reports what would stop d from being imported: an empty session id,
+// seqs that are not positive and strictly increasing, or a reference
+// (CompactedIDs, KeptIDs, SummaryMessageID, CompactedIntoID) to an id that is
+// not in d.
+func (d *SessionDump) Check() error {
+	if d.Session.ID == "" {
+		return fmt.Errorf("session id is empty")
+	}
+	msgIDs := make(map[int64]bool, len(d.Messages))
+	var last int64
+	for i, m := range d.Messages {
+		if m.Seq <= last {
+			return fmt.Errorf("message %d: seq %d after %d: seqs must be positive and increasing", i, m.Seq, last)
+		}
+		last = m.Seq
+		if m.SessionID != "" && m.SessionID != d.Session.ID {
+			return fmt.Errorf("message %d belongs to session %q", i, m.SessionID)
+		}
+		msgIDs[m.ID] = true
+	}
+	compIDs := make(map[int64]bool, len(d.Compactions))
+	for i, c := range d.Compactions {
+		for _, ids := range [][]int64{c.CompactedIDs, c.KeptIDs} {
+			for _, id := range ids {
+				if !msgIDs[id] {
+					return fmt.Errorf("compaction %d names message %d, which is not in the session", i, id)
+				}
+			}
+		}
+		if c.SummaryMessageID != nil && !msgIDs[*c.SummaryMessageID] {
+			return fmt.Errorf("compaction %d: summary message %d is not in the session", i, *c.SummaryMessageID)
+		}
+		compIDs[c.ID] = true
+	}
+	for i, m := range d.Messages {
+		if m.CompactedIntoID != nil && !compIDs[*m.CompactedIntoID] {
+			return fmt.Errorf("message %d: compacted into %d, which is not a compaction of the session", i, *m.CompactedIntoID)
+		}
+	}
+	return nil
+}
+
+// LastSeq is the seq of d's last message, 0 without messages.
+func (d *SessionDump) LastSeq() int64 {
+	if len(d.Messages) == 0 {
+		return 0
+	}
+	return d.Messages[len(d.Messages)-1].Seq
+}
+
+// Remap returns ids with each replaced by newID[id].
+func Remap(ids []int64, newID map[int64]int64) []int64 {
+	if ids == nil {
+		return nil
+	}
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = newID[id]
+	}
+	return out
+}
+
+// Renumber gives d's messages and compactions, in order, the ids a store
+// assigned on import, and rewrites every reference between them.
+func (d *SessionDump) Renumber(msgIDs, compIDs []int64) {
+	newMsg := make(map[int64]int64, len(msgIDs))
+	for i := range d.Messages {
+		newMsg[d.Messages[i].ID] = msgIDs[i]
+	}
+	newComp := make(map[int64]int64, len(compIDs))
+	for i := range d.Compactions {
+		newComp[d.Compactions[i].ID] = compIDs[i]
+	}
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		m.ID, m.SessionID = msgIDs[i], d.Session.ID
+		if m.CompactedIntoID != nil {
+			id := newComp[*m.CompactedIntoID]
+			m.CompactedIntoID = &id
+		}
+	}
+	for i := range d.Compactions {
+		c := &d.Compactions[i]
+		c.ID, c.SessionID = compIDs[i], d.Session.ID
+		c.CompactedIDs = Remap(c.CompactedIDs, newMsg)
+		c.KeptIDs = Remap(c.KeptIDs, newMsg)
+		if c.SummaryMessageID != nil {
+			id := newMsg[*c.SummaryMessageID]
+			c.SummaryMessageID = &id
+		}
+	}
+}

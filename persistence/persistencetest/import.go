@@ -1,0 +1,160 @@
+package persistencetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// RichSession fills session id of s with what a long session has: every
+// message field, compactions with and without a summary, a message
+// compacted twice, updated metadata.
+func RichSession(t *testing.T, s persistence.Store, id string) {
+	t.Helper()
+	ctx := t.Context()
+	sess := &persistence.Session{ID: id, Cwd: "/w/" + id, Title: "rich", CreatedAt: base,
+		Metadata: json.RawMessage(`{"mode": "code",  "mcpServers":[]}`)}
+	mustCreate(t, s, sess)
+	var msgs []*persistence.Message
+	for i := range 8 {
+		m := userMsg(fmt.Sprint("m", i))
+		switch i % 4 {
+		case 1:
+			m.Role, m.Reasoning, m.Status = persistence.RoleAssistant, "hmm", persistence.StatusCancelled
+			m.ToolCalls = []persistence.ToolCall{{ID: fmt.Sprint("c", i), Name: "read", Arguments: `{"p":1}`}}
+			m.Meta = json.RawMessage(`{"title":"Read","kind":"read"}`)
+		case 2:
+			m.Role, m.ToolCallID, m.TokenCount = persistence.RoleTool, fmt.Sprint("c", i-1), 99
+		case 3:
+			m.Parts = []persistence.Part{{Type: "text", Text: "hi"}, {Type: "image", MimeType: "image/png", Data: "AAAA"}}
+			m.ToolCalls = []persistence.ToolCall{}
+		}
+		msgs = append(msgs, m)
+	}
+	mustAppend(t, s, id, msgs[:5]...)
+	c1 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID},
+		KeptIDs: []int64{msgs[2].ID}, TokensBefore: 10, TokensAfter: 5, Settings: json.RawMessage(`{"k": 2}`)}
+	if err := s.ApplyCompaction(ctx, c1, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, id, msgs[5:]...)
+	c2 := &persistence.Compaction{SessionID: id, Policy: "prune", CompactedIDs: []int64{msgs[0].ID, msgs[3].ID}}
+	if err := s.ApplyCompaction(ctx, c2, nil); err != nil {
+		t.Fatal(err)
+	}
+	sess.Title = "rich, updated"
+	if err := s.UpdateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testImportSession(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	RichSession(t, s, "src")
+	src, err := persistence.Dump(ctx, s, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.Messages) != 9 || len(src.Compactions) != 2 {
+		t.Fatalf("dump has %d messages, %d compactions; want 9, 2", len(src.Messages), len(src.Compactions))
+	}
+
+	// The same content under another id, as another store would receive it.
+	d, _ := persistence.Dump(ctx, s, "src")
+	d.Session.ID = "copy"
+	for i := range d.Messages {
+		d.Messages[i].SessionID = ""
+	}
+	want, err := persistence.Digest(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ImportSession(ctx, d); err != nil {
+		t.Fatalf("ImportSession: %v", err)
+	}
+	got, err := persistence.Dump(ctx, s, "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest, err := persistence.Digest(got); err != nil || digest != want {
+		t.Errorf("digest of the imported session %s (%v), want %s", digest, err, want)
+	}
+	// d now holds the ids the store assigned, and reads back as stored.
+	checkSession(t, d.Session, got.Session)
+	if len(got.Messages) != len(d.Messages) {
+		t.Fatalf("imported %d messages, want %d", len(got.Messages), len(d.Messages))
+	}
+	for i := range d.Messages {
+		checkMessage(t, fmt.Sprint("imported message ", i), d.Messages[i], got.Messages[i])
+		if got.Messages[i].ID == src.Messages[i].ID {
+			t.Errorf("message %d kept the source id %d", i, got.Messages[i].ID)
+		}
+	}
+	for i := range d.Compactions {
+		checkCompaction(t, fmt.Sprint("imported compaction ", i), d.Compactions[i], got.Compactions[i])
+	}
+	if !got.Session.UpdatedAt.Equal(src.Session.UpdatedAt) {
+		t.Errorf("import bumped UpdatedAt: %v, source %v", got.Session.UpdatedAt, src.Session.UpdatedAt)
+	}
+	// The seq counter continues after the imported messages.
+	next := userMsg("after import")
+	mustAppend(t, s, "copy", next)
+	if next.Seq != src.LastSeq()+1 {
+		t.Errorf("first seq after import = %d, want %d", next.Seq, src.LastSeq()+1)
+	}
+	// The source is untouched.
+	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
+		t.Error("importing a copy changed the source session")
+	}
+
+	// An existing id is a conflict and changes nothing.
+	d2, _ := persistence.Dump(ctx, s, "src")
+	if err := s.ImportSession(ctx, d2); !errors.Is(err, persistence.ErrConflict) {
+		t.Errorf("ImportSession(existing id) error = %v, want ErrConflict", err)
+	}
+	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != 9 {
+		t.Errorf("after the conflict the session has %d messages, want 9", n)
+	}
+
+	// A dangling reference stores nothing.
+	bad, _ := persistence.Dump(ctx, s, "src")
+	bad.Session.ID = "bad"
+	bad.Compactions[0].KeptIDs = append(bad.Compactions[0].KeptIDs, 1<<50)
+	if err := s.ImportSession(ctx, bad); err == nil {
+		t.Error("ImportSession with a dangling reference: no error")
+	}
+	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("a failed import left the session behind: %v", err)
+	}
+	// Seqs out of order are refused.
+	bad.Compactions = nil
+	bad.Messages[0].CompactedIntoID, bad.Messages[1].CompactedIntoID = nil, nil
+	bad.Messages[3].CompactedIntoID = nil
+	bad.Messages[2].Seq = bad.Messages[1].Seq
+	if err := s.ImportSession(ctx, bad); err == nil {
+		t.Error("ImportSession with a repeated seq: no error")
+	}
+
+	// An empty session imports too.
+	empty := &persistence.SessionDump{Session: persistence.Session{ID: "empty", CreatedAt: base, UpdatedAt: base}}
+	if err := s.ImportSession(ctx, empty); err != nil {
+		t.Fatalf("ImportSession(empty): %v", err)
+	}
+	first := userMsg("first")
+	mustAppend(t, s, "empty", first)
+	if first.Seq != 1 {
+		t.Errorf("first seq of an imported empty session = %d", first.Seq)
+	}
+}
+
+func mustDigest(t *testing.T, d *persistence.SessionDump) string {
+	t.Helper()
+	digest, err := persistence.Digest(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digest
+}

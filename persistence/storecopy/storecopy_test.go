@@ -1,0 +1,152 @@
+package storecopy
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/persistence/postgres"
+	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+)
+
+func openSQLite(t *testing.T) persistence.Store {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func openPostgres(t *testing.T) persistence.Store {
+	s, err := postgres.Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestCopy copies between every pair of backends available.
+func TestCopy(t *testing.T) {
+	backends := map[string]func(t *testing.T) persistence.Store{"sqlite": openSQLite, "postgres": openPostgres}
+	for _, from := range []string{"sqlite", "postgres"} {
+		for _, to := range []string{"sqlite", "postgres"} {
+			t.Run(from+"_to_"+to, func(t *testing.T) {
+				src, dst := backends[from](t), backends[to](t)
+				testCopy(t, src, dst)
+			})
+		}
+	}
+}
+
+func testCopy(t *testing.T, src, dst persistence.Store) {
+	ctx := t.Context()
+	ids := []string{"alpha", "beta", "gamma"}
+	for _, id := range ids {
+		persistencetest.RichSession(t, src, id)
+	}
+	// A session with nothing in it, and one with a nanosecond time (kept
+	// to the microsecond by PostgreSQL).
+	odd := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	if err := src.CreateSession(ctx, &persistence.Session{ID: "empty", CreatedAt: odd, UpdatedAt: odd}); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, "empty")
+	// Copied by an earlier, interrupted run: skipped as identical.
+	d, err := persistence.Dump(ctx, src, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.ImportSession(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	// Another session of the same id, created in the destination
+	// independently: a conflict, left alone.
+	persistencetest.RichSession(t, dst, "delta")
+	persistencetest.RichSession(t, src, "delta")
+
+	var seen []string
+	report, err := Copy(ctx, dst, src, func(id, outcome string) { seen = append(seen, id+":"+outcome) })
+	if !errors.Is(err, ErrConflicts) {
+		t.Fatalf("Copy error = %v, want ErrConflicts for delta", err)
+	}
+	if want := []string{"alpha:identical", "beta:copied", "delta:conflict", "empty:copied", "gamma:copied"}; !slices.Equal(seen, want) {
+		t.Errorf("progress = %v, want %v", seen, want)
+	}
+	if report.Sessions != 5 || report.Copied != 3 || report.Identical != 1 || report.Messages != 27 ||
+		report.Compactions != 6 || !slices.Equal(report.Conflicts, []string{"delta"}) {
+		t.Errorf("report = %+v; want 5 sessions, 3 copied, 1 identical, 27 messages, 6 compactions, conflict delta", report)
+	}
+	for _, id := range ids {
+		a, err := persistence.Dump(ctx, src, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := persistence.Dump(ctx, dst, id)
+		if err != nil {
+			t.Fatalf("%s not in the destination: %v", id, err)
+		}
+		if da, db := digest(t, a), digest(t, b); da != db {
+			t.Errorf("%s: digests differ", id)
+		}
+		// The copy is a working session: appends continue its seqs.
+		m := &persistence.Message{Role: persistence.RoleUser, Content: "more"}
+		if err := dst.AppendMessages(ctx, id, m); err != nil || m.Seq != a.LastSeq()+1 {
+			t.Errorf("%s: append after copy: seq %d, %v; want %d", id, m.Seq, err, a.LastSeq()+1)
+		}
+	}
+
+	// Run again: the appended sessions now differ, and are reported as
+	// conflicts, not overwritten.
+	report, err = Copy(ctx, dst, src, nil)
+	if !errors.Is(err, ErrConflicts) || len(report.Conflicts) != 5 {
+		t.Fatalf("second Copy = %+v, %v; want 5 conflicts and ErrConflicts", report, err)
+	}
+	if msgs, _ := dst.Messages(ctx, "beta", persistence.MessageFilter{}); len(msgs) == 0 || msgs[len(msgs)-1].Content != "more" {
+		t.Error("a conflicting session was overwritten")
+	}
+}
+
+func TestCopyEmptySource(t *testing.T) {
+	report, err := Copy(t.Context(), openSQLite(t), openSQLite(t), nil)
+	if err != nil || report.Sessions != 0 || report.Copied != 0 {
+		t.Errorf("Copy(empty) = %+v, %v", report, err)
+	}
+}
+
+// TestCopyManySessions pages through more sessions than one ListSessions
+// page holds.
+func TestCopyManySessions(t *testing.T) {
+	src, dst := openSQLite(t), openSQLite(t)
+	ctx := t.Context()
+	n := persistence.MaxListLimit + 7
+	for i := range n {
+		id := fmt.Sprintf("s%04d", i)
+		if err := src.CreateSession(ctx, &persistence.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.AppendMessages(ctx, id, &persistence.Message{Role: persistence.RoleUser, Content: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report, err := Copy(ctx, dst, src, nil)
+	if err != nil || report.Copied != n || report.Messages != n {
+		t.Fatalf("Copy = %+v, %v; want %d sessions with one message each", report, err, n)
+	}
+}
+
+func digest(t *testing.T, d *persistence.SessionDump) string {
+	t.Helper()
+	s, err := persistence.Digest(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
