@@ -155,6 +155,11 @@ func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Reque
 		c.cancelRequest(params)
 		return
 	}
+	c.qmu.RLock()
+	defer c.qmu.RUnlock()
+	if c.qclosed {
+		return // shutting down; the reader may still deliver a line or two
+	}
 	q := queued{method: req.Method, params: params, notif: req.Notif, ctx: c.ctx}
 	if !req.Notif {
 		q.id = c.stream.takeID(req.ID)
@@ -165,11 +170,6 @@ func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Reque
 		c.mu.Lock()
 		c.flight[string(q.id)] = cancel
 		c.mu.Unlock()
-	}
-	c.qmu.RLock()
-	defer c.qmu.RUnlock()
-	if c.qclosed {
-		return // shutting down; the reader may still deliver a line or two
 	}
 	c.queue <- q
 }

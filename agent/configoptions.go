@@ -20,8 +20,9 @@ type configOption struct {
 	values func(a *Agent) []acp.SessionConfigSelectOption
 	// current is the session's value.
 	current func(a *Agent, m sessionMeta) string
-	// set stores value (already checked against values) in m.
-	set func(m *sessionMeta, value string)
+	// set applies value (already checked against values) to the session
+	// and persists it.
+	set func(ctx context.Context, a *Agent, sessionID, value string) error
 }
 
 // Config option ids.
@@ -50,7 +51,10 @@ var modelOption = configOption{
 		return out
 	},
 	current: func(a *Agent, m sessionMeta) string { return a.modelNamed(m.Model).Name },
-	set:     func(m *sessionMeta, value string) { m.Model = value },
+	set: func(ctx context.Context, a *Agent, sessionID, value string) error {
+		_, err := a.updateMeta(ctx, sessionID, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
+		return err
+	},
 }
 
 func modelDescription(m Model) string {
@@ -118,13 +122,19 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	if !valid {
 		return nil, acp.InvalidParams("config option %q has no value %q", req.ConfigID, value)
 	}
-	s, err := a.updateMeta(context.WithoutCancel(ctx), req.SessionID, func(_ *persistence.Session, m *sessionMeta) {
-		opt.set(m, value)
-	})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, acp.ResourceNotFound("unknown session %q", req.SessionID)
+	persistCtx := context.WithoutCancel(ctx)
+	err = opt.set(persistCtx, a, req.SessionID, value)
+	var s *persistence.Session
+	if err == nil {
+		s, err = a.store.GetSession(persistCtx, req.SessionID)
 	}
-	if err != nil {
+	var acpErr *acp.Error
+	switch {
+	case errors.As(err, &acpErr):
+		return nil, err
+	case errors.Is(err, persistence.ErrNotFound):
+		return nil, acp.ResourceNotFound("unknown session %q", req.SessionID)
+	case err != nil:
 		return nil, storeError("set config option", err)
 	}
 	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))
