@@ -74,8 +74,10 @@ type Conn struct {
 	queue   chan queued    // requests and notifications, in arrival order
 	qmu     sync.RWMutex   // guards sends on queue against its closing
 	qclosed bool
-	mu      sync.Mutex
-	flight  map[string]context.CancelCauseFunc // requests not yet answered, by id as sent
+	// clientCaps is what the client advertised in initialize.
+	clientCaps atomic.Pointer[ClientCapabilities]
+	mu         sync.Mutex
+	flight     map[string]context.CancelCauseFunc // requests not yet answered, by id as sent
 }
 
 // queued is one message waiting for the dispatcher.
@@ -210,6 +212,9 @@ func (c *Conn) dispatch() {
 // AfterResponse.
 func (c *Conn) run(q queued, m method) {
 	hooks := new(afterHooks)
+	if q.method == "initialize" {
+		c.noteInitialize(q.params)
+	}
 	res, err := m.call(context.WithValue(q.ctx, afterKey{}, hooks), c.agent, q.params)
 	c.finish(q, res, err, hooks)
 }
@@ -336,6 +341,9 @@ func (c *Conn) call(ctx context.Context, method string, params, result any) erro
 	rpc := c.rpc.Load()
 	if rpc == nil {
 		return InternalError("acp: connection is not serving")
+	}
+	if err := c.checkAdvertised(method); err != nil {
+		return err
 	}
 	id := c.outID.Add(1)
 	err := rpc.Call(ctx, method, params, result, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))

@@ -97,3 +97,33 @@ func TestCancelRequestAnswersASlowRequestWith32800AndKeepsOrder(t *testing.T) {
 		t.Fatalf("request 3 was cancelled while queued: want -32800, got %v", m)
 	}
 }
+
+// fsAgent reads a file from the client in its prompt.
+type fsAgent struct{ fakeAgent }
+
+func (a *fsAgent) Prompt(ctx context.Context, r *PromptRequest) (*PromptResponse, error) {
+	if _, err := a.client.ReadTextFile(ctx, &ReadTextFileRequest{SessionID: r.SessionID, Path: "/x"}); err != nil {
+		return nil, err
+	}
+	return &PromptResponse{StopReason: StopEndTurn}, nil
+}
+
+func TestUnadvertisedClientMethodsAreNeverCalled(t *testing.T) {
+	c, _ := startWith(t, func(conn *Conn) Agent {
+		return &fsAgent{fakeAgent{client: conn, cancelled: make(chan string, 1)}}
+	})
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false}}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	m := c.recv()
+	if string(m["id"]) != "1" || errCode(t, m) != CodeMethodNotFound {
+		t.Fatalf("want the prompt to fail without an fs/read_text_file request, got %v", m)
+	}
+	// Advertised: the request goes out.
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	if m := c.recv(); string(m["method"]) != `"fs/read_text_file"` {
+		t.Fatalf("want an fs/read_text_file request, got %v", m)
+	}
+}

@@ -1,0 +1,53 @@
+package acp
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// The connection remembers what the client advertised in initialize and
+// refuses, without sending anything, calls to client methods it did not
+// advertise: an agent bug then surfaces as an error in the agent instead of
+// a request the client cannot handle.
+
+// errNotAdvertised is the error for such a call (-32601, as the client
+// would answer).
+func errNotAdvertised(method, capability string) *Error {
+	return newError(CodeMethodNotFound, "acp: the client did not advertise %s, so %s may not be called", capability, method)
+}
+
+// noteInitialize records the client's capabilities from initialize params.
+func (c *Conn) noteInitialize(params json.RawMessage) {
+	var req InitializeRequest
+	if decodeParams(params, &req) != nil {
+		return
+	}
+	caps := req.ClientCapabilities
+	c.clientCaps.Store(&caps)
+}
+
+// checkAdvertised reports whether the client may be sent method.
+func (c *Conn) checkAdvertised(method string) error {
+	caps := c.clientCaps.Load()
+	if caps == nil {
+		caps = &ClientCapabilities{} // before initialize nothing is advertised
+	}
+	switch {
+	case method == "fs/read_text_file" && !caps.FS.ReadTextFile:
+		return errNotAdvertised(method, "fs.readTextFile")
+	case method == "fs/write_text_file" && !caps.FS.WriteTextFile:
+		return errNotAdvertised(method, "fs.writeTextFile")
+	case strings.HasPrefix(method, "terminal/") && !caps.Terminal:
+		return errNotAdvertised(method, "terminal")
+	}
+	return nil
+}
+
+// ClientCapabilities returns what the client advertised in its last
+// initialize (zero before it).
+func (c *Conn) ClientCapabilities() ClientCapabilities {
+	if caps := c.clientCaps.Load(); caps != nil {
+		return *caps
+	}
+	return ClientCapabilities{}
+}
