@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,6 +165,11 @@ func seedSessions(t *testing.T, dbPath, data string) {
 			Cwd      string
 			Title    string
 			Messages []*persistence.Message
+			// Compact applies a compaction of the messages with these seqs.
+			Compact *struct {
+				Seqs    []int64
+				Summary string
+			}
 		}
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("sessions section: %v: %s", err, line)
@@ -178,6 +184,20 @@ func seedSessions(t *testing.T, dbPath, data string) {
 		}
 		if len(s.Messages) > 0 {
 			if err := store.AppendMessages(ctx, s.ID, s.Messages...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := s.Compact; c != nil {
+			rec := &persistence.Compaction{SessionID: s.ID, Policy: "summarize", TokensBefore: 1000, TokensAfter: 200}
+			for _, m := range s.Messages {
+				if slices.Contains(c.Seqs, m.Seq) {
+					rec.CompactedIDs = append(rec.CompactedIDs, m.ID)
+				} else {
+					rec.KeptIDs = append(rec.KeptIDs, m.ID)
+				}
+			}
+			sum := &persistence.Message{Role: persistence.RoleSummary, Content: c.Summary, Status: persistence.StatusComplete}
+			if err := store.ApplyCompaction(ctx, rec, sum); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -228,4 +248,29 @@ func splitWords(s string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
+}
+
+// TestSessionsDelete checks that delete really removes the session: show
+// then answers "not found".
+func TestSessionsDelete(t *testing.T) {
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
+	seedSessions(t, env.DBPath, `{"id":"sess_x","cwd":"/p","messages":[{"role":"user","content":"hi"}]}`)
+	cli := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &out}, func(k string) string { return vars[k] })
+		return code, out.String()
+	}
+	if code, out := cli("sessions", "show", "sess_x"); code != exitOK {
+		t.Fatalf("show before delete: %d %s", code, out)
+	}
+	if code, out := cli("sessions", "delete", "sess_x"); code != exitOK {
+		t.Fatalf("delete: %d %s", code, out)
+	}
+	if code, out := cli("sessions", "show", "sess_x"); code != exitNotFound {
+		t.Fatalf("show after delete: %d %s", code, out)
+	}
+	if code, out := cli("sessions", "list"); code != exitOK || strings.Contains(out, "sess_x") {
+		t.Fatalf("list after delete: %d %s", code, out)
+	}
 }

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+const sessionsUsage = `Usage:
+  crow-acp sessions list [--cwd DIR] [--limit N] [--json]
+  crow-acp sessions show ID
+  crow-acp sessions export ID [--format markdown|json] [--output FILE]
+  crow-acp sessions delete ID
+
+Manages the sessions stored in the database (the same ones editors load).
+list prints the newest first; show prints one conversation as text; export
+writes it as Markdown or as JSON (every message, compacted ones included, and
+the compaction records); delete removes a session and everything it owns.
+A session id that does not exist exits with status 3.
+`
+
+func runSessions(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			fmt.Fprint(e.std.out, sessionsUsage)
+			return exitOK
+		}
+		return e.fail(usagef("sessions: missing subcommand: list, show, export or delete (see crow-acp sessions --help)"))
+	}
+	sub, args := args[0], args[1:]
+	var fn func(ctx context.Context, e *env, args []string) error
+	switch sub {
+	case "list", "ls":
+		fn = sessionsList
+	case "show":
+		fn = sessionsShow
+	case "export":
+		fn = sessionsExport
+	case "delete", "rm":
+		fn = sessionsDelete
+	default:
+		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export or delete", sub))
+	}
+	if err := fn(ctx, e, args); err != nil {
+		return e.fail(err)
+	}
+	return exitOK
+}
+
+func isHelpFlag(s string) bool {
+	return s == "-h" || s == "-help" || s == "--help"
+}
+
+// openExistingStore opens the database for a command that only reads or
+// deletes: a database that does not exist yet is reported, not created.
+func openExistingStore(ctx context.Context, cfg *config) (persistence.Store, bool, error) {
+	if isLocalPath(cfg.dbPath.V) {
+		if _, err := os.Stat(cfg.dbPath.V); errors.Is(err, os.ErrNotExist) {
+			return nil, false, nil
+		}
+	}
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	return store, true, nil
+}
+
+// isLocalPath reports whether the database setting is a file (not a URL).
+func isLocalPath(db string) bool { return !strings.Contains(db, "://") }
+
+// sessionFlags parses the flags of a sessions subcommand.
+func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) ([]string, *config, error) {
+	fs := newFlagSet("sessions "+name, synopsis)
+	if define != nil {
+		define(fs)
+	}
+	cf := addConfigFlags(fs, flagsStore)
+	return configured(fs, cf, args, e)
+}
+
+func sessionsList(ctx context.Context, e *env, args []string) error {
+	var cwd string
+	var limit int
+	var asJSON bool
+	pos, cfg, err := sessionFlags("list", "Usage: crow-acp sessions list [--cwd DIR] [--limit N] [--json]\n\nLists stored sessions, the most recently used first.\n", args, e, func(fs *flag.FlagSet) {
+		fs.StringVar(&cwd, "cwd", "", "only sessions whose project directory is DIR")
+		fs.IntVar(&limit, "limit", 50, "list at most N sessions (0: all)")
+		fs.BoolVar(&asJSON, "json", false, "print JSON lines, one session each")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("sessions list: unexpected argument %q", pos[0])
+	}
+	if limit < 0 {
+		return usagef("sessions list: --limit must not be negative")
+	}
+	store, ok, err := openExistingStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(e.std.err, "no sessions yet (%s does not exist)\n", cfg.dbPath.V)
+		return nil
+	}
+	defer store.Close()
+
+	var all []persistence.Session
+	cursor := ""
+	for {
+		page := persistence.MaxListLimit
+		if limit > 0 {
+			page = min(limit-len(all), persistence.MaxListLimit)
+		}
+		ss, next, err := store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: cwd, Limit: page, Cursor: cursor})
+		if err != nil {
+			return fmt.Errorf("list sessions: %w", err)
+		}
+		all = append(all, ss...)
+		if next == "" || (limit > 0 && len(all) >= limit) {
+			break
+		}
+		cursor = next
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.std.out)
+		for _, s := range all {
+			_ = enc.Encode(sessionJSON(s))
+		}
+		return nil
+	}
+	if len(all) == 0 {
+		fmt.Fprintf(e.std.err, "no sessions in %s\n", cfg.dbPath.V)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.std.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tDIRECTORY")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, localTime(s.UpdatedAt), orDash(oneLine(s.Title, 60)), s.Cwd)
+	}
+	return tw.Flush()
+}
+
+// loadSession reads one session and its whole history.
+func loadSession(ctx context.Context, store persistence.Store, id string) (*sessionDump, error) {
+	s, err := store.GetSession(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, &notFoundError{id: id}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	msgs, err := store.Messages(ctx, id, persistence.MessageFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	comps, err := store.Compactions(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return &sessionDump{Session: *s, Messages: msgs, Compactions: comps}, nil
+}
+
+// oneSession parses "ID" and opens the store for show, export and delete.
+func oneSession(ctx context.Context, name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) (persistence.Store, string, error) {
+	pos, cfg, err := sessionFlags(name, synopsis, args, e, define)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case len(pos) == 0:
+		return nil, "", usagef("sessions %s: missing session ID (crow-acp sessions list shows them)", name)
+	case len(pos) > 1:
+		return nil, "", usagef("sessions %s: unexpected argument %q", name, pos[1])
+	}
+	store, ok, err := openExistingStore(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		return nil, "", &notFoundError{id: pos[0]}
+	}
+	return store, pos[0], nil
+}
+
+func sessionsShow(ctx context.Context, e *env, args []string) error {
+	store, id, err := oneSession(ctx, "show", "Usage: crow-acp sessions show ID\n\nPrints a session's details and its whole conversation as text,\ncompacted messages included and marked.\n", args, e, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	d, err := loadSession(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	writeText(e.std.out, d)
+	return nil
+}
+
+func sessionsExport(ctx context.Context, e *env, args []string) error {
+	var format, output string
+	store, id, err := oneSession(ctx, "export", "Usage: crow-acp sessions export ID [--format markdown|json] [--output FILE]\n\nWrites a session as Markdown (for people) or JSON (every field, for tools).\n", args, e, func(fs *flag.FlagSet) {
+		fs.StringVar(&format, "format", "markdown", "markdown or json")
+		fs.StringVar(&output, "output", "", "write to FILE instead of stdout")
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var write func(io.Writer, *sessionDump) error
+	switch format {
+	case "markdown", "md":
+		write = writeMarkdown
+	case "json":
+		write = writeJSON
+	default:
+		return usagef("sessions export: unknown format %q: use markdown or json", format)
+	}
+	d, err := loadSession(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	if output == "" {
+		return write(e.std.out, d)
+	}
+	f, err := os.OpenFile(output, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := write(f, d); err != nil {
+		f.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(e.std.err, "exported %s (%d messages) to %s\n", id, len(d.Messages), output)
+	return nil
+}
+
+func sessionsDelete(ctx context.Context, e *env, args []string) error {
+	store, id, err := oneSession(ctx, "delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it. It cannot be undone:\nexport it first to keep a copy.\n", args, e, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	d, err := loadSession(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	if err := store.DeleteSession(ctx, id); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	fmt.Fprintf(e.std.out, "deleted %s (%d messages)\n", id, len(d.Messages))
+	return nil
+}
+
+// localTime formats a stored time for people, in the local time zone.
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// sessionDump is one session with its whole history.
+type sessionDump struct {
+	Session     persistence.Session
+	Messages    []persistence.Message
+	Compactions []persistence.Compaction
+}
+
+// toolNames maps tool call ids to the tool's name, to label results.
+func (d *sessionDump) toolNames() map[string]string {
+	out := make(map[string]string)
+	for _, m := range d.Messages {
+		for _, c := range m.ToolCalls {
+			out[c.ID] = c.Name
+		}
+	}
+	return out
+}
+
+func (d *sessionDump) compactedCount() int {
+	n := 0
+	for _, m := range d.Messages {
+		if !m.IsActive {
+			n++
+		}
+	}
+	return n
+}
+
+// --- JSON: a stable, documented shape (not the store's internals) ---
+
+// exportFormat names the JSON export's version; a change that breaks
+// readers gets a new one.
+const exportFormat = "crow-acp.session.v1"
+
+type sessionOut struct {
+	ID        string          `json:"id"`
+	Cwd       string          `json:"cwd"`
+	Title     string          `json:"title,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+}
+
+func sessionJSON(s persistence.Session) sessionOut {
+	return sessionOut{ID: s.ID, Cwd: s.Cwd, Title: s.Title, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), Metadata: s.Metadata}
+}
+
+type messageOut struct {
+	ID            int64                  `json:"id"`
+	Seq           int64                  `json:"seq"`
+	Role          persistence.Role       `json:"role"`
+	Content       string                 `json:"content"`
+	Parts         []persistence.Part     `json:"parts,omitempty"`
+	Reasoning     string                 `json:"reasoning,omitempty"`
+	ToolCallID    string                 `json:"toolCallId,omitempty"`
+	ToolCalls     []persistence.ToolCall `json:"toolCalls,omitempty"`
+	Status        string                 `json:"status"`
+	Active        bool                   `json:"active"`
+	CompactedInto *int64                 `json:"compactedInto,omitempty"`
+	TokenCount    int                    `json:"tokenCount,omitempty"`
+	Meta          json.RawMessage        `json:"meta,omitempty"`
+	CreatedAt     time.Time              `json:"createdAt"`
+}
+
+type compactionOut struct {
+	ID               int64           `json:"id"`
+	Policy           string          `json:"policy"`
+	CompactedIDs     []int64         `json:"compactedIds"`
+	KeptIDs          []int64         `json:"keptIds"`
+	TokensBefore     int             `json:"tokensBefore"`
+	TokensAfter      int             `json:"tokensAfter"`
+	SummaryMessageID *int64          `json:"summaryMessageId,omitempty"`
+	Settings         json.RawMessage `json:"settings,omitempty"`
+	CreatedAt        time.Time       `json:"createdAt"`
+}
+
+func writeJSON(w io.Writer, d *sessionDump) error {
+	out := struct {
+		Format      string          `json:"format"`
+		Session     sessionOut      `json:"session"`
+		Messages    []messageOut    `json:"messages"`
+		Compactions []compactionOut `json:"compactions"`
+	}{Format: exportFormat, Session: sessionJSON(d.Session), Messages: []messageOut{}, Compactions: []compactionOut{}}
+	for _, m := range d.Messages {
+		out.Messages = append(out.Messages, messageOut{
+			ID: m.ID, Seq: m.Seq, Role: m.Role, Content: m.Content, Parts: m.Parts, Reasoning: m.Reasoning,
+			ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, Status: string(m.Status), Active: m.IsActive,
+			CompactedInto: m.CompactedIntoID, TokenCount: m.TokenCount, Meta: m.Meta, CreatedAt: m.CreatedAt.UTC(),
+		})
+	}
+	for _, c := range d.Compactions {
+		out.Compactions = append(out.Compactions, compactionOut{
+			ID: c.ID, Policy: c.Policy, CompactedIDs: c.CompactedIDs, KeptIDs: c.KeptIDs, TokensBefore: c.TokensBefore,
+			TokensAfter: c.TokensAfter, SummaryMessageID: c.SummaryMessageID, Settings: c.Settings, CreatedAt: c.CreatedAt.UTC(),
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// --- Text, for `sessions show` ---
+
+func writeText(w io.Writer, d *sessionDump) {
+	s := d.Session
+	fmt.Fprintf(w, "session   %s\n", s.ID)
+	if s.Title != "" {
+		fmt.Fprintf(w, "title     %s\n", s.Title)
+	}
+	fmt.Fprintf(w, "directory %s\n", s.Cwd)
+	fmt.Fprintf(w, "created   %s\n", localTime(s.CreatedAt))
+	fmt.Fprintf(w, "updated   %s\n", localTime(s.UpdatedAt))
+	fmt.Fprintf(w, "messages  %d", len(d.Messages))
+	if n := d.compactedCount(); n > 0 {
+		fmt.Fprintf(w, " (%d compacted, %s)", n, plural(len(d.Compactions), "compaction"))
+	}
+	fmt.Fprintln(w)
+	names := d.toolNames()
+	for _, m := range d.Messages {
+		fmt.Fprintf(w, "\n── %s", messageHeading(m, names))
+		if !m.IsActive {
+			fmt.Fprint(w, " [compacted]")
+		}
+		if m.Status != "" && m.Status != persistence.StatusComplete {
+			fmt.Fprintf(w, " [%s]", m.Status)
+		}
+		fmt.Fprintln(w)
+		if m.Reasoning != "" {
+			fmt.Fprintf(w, "(thinking) %s\n", strings.TrimSpace(m.Reasoning))
+		}
+		if text := strings.TrimRight(m.Content, "\n"); text != "" {
+			fmt.Fprintln(w, text)
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(w, "→ %s %s\n", c.Name, oneLine(c.Arguments, 200))
+		}
+	}
+}
+
+func messageHeading(m persistence.Message, names map[string]string) string {
+	switch m.Role {
+	case persistence.RoleTool:
+		if n := names[m.ToolCallID]; n != "" {
+			return "tool result: " + n
+		}
+		return "tool result"
+	case persistence.RoleSummary:
+		return "summary of earlier messages"
+	default:
+		return string(m.Role)
+	}
+}
+
+// --- Markdown, for `sessions export` ---
+
+func writeMarkdown(w io.Writer, d *sessionDump) error {
+	s := d.Session
+	title := s.Title
+	if title == "" {
+		title = "Session " + s.ID
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	fmt.Fprintf(&b, "- Session: `%s`\n- Directory: `%s`\n- Created: %s\n- Updated: %s\n- Messages: %d\n",
+		s.ID, s.Cwd, s.CreatedAt.UTC().Format(time.RFC3339), s.UpdatedAt.UTC().Format(time.RFC3339), len(d.Messages))
+	if n := d.compactedCount(); n > 0 {
+		fmt.Fprintf(&b, "- Compacted: %s in %s (kept below, marked)\n", plural(n, "message"), plural(len(d.Compactions), "compaction"))
+	}
+	names := d.toolNames()
+	for _, m := range d.Messages {
+		heading := map[persistence.Role]string{
+			persistence.RoleUser: "User", persistence.RoleAssistant: "Assistant",
+			persistence.RoleTool: "Tool result", persistence.RoleSummary: "Summary of earlier messages",
+		}[m.Role]
+		if heading == "" {
+			heading = string(m.Role)
+		}
+		if m.Role == persistence.RoleTool && names[m.ToolCallID] != "" {
+			heading += ": `" + names[m.ToolCallID] + "`"
+		}
+		var marks []string
+		if !m.IsActive {
+			marks = append(marks, "compacted")
+		}
+		if m.Status != "" && m.Status != persistence.StatusComplete {
+			marks = append(marks, string(m.Status))
+		}
+		if len(marks) > 0 {
+			heading += " *(" + strings.Join(marks, ", ") + ")*"
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", heading)
+		if m.Reasoning != "" {
+			fmt.Fprintf(&b, "<details><summary>Thinking</summary>\n\n%s\n\n</details>\n\n", strings.TrimSpace(m.Reasoning))
+		}
+		switch m.Role {
+		case persistence.RoleTool:
+			b.WriteString(fence(m.Content, ""))
+		default:
+			if text := strings.TrimSpace(m.Content); text != "" {
+				b.WriteString(text + "\n")
+			}
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "\n**Tool call** `%s` (`%s`)\n\n", c.Name, c.ID)
+			b.WriteString(fence(prettyJSON(c.Arguments), "json"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fence wraps text in a code fence longer than any backtick run inside it.
+func fence(text, lang string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return f + lang + "\n" + strings.TrimRight(text, "\n") + "\n" + f + "\n"
+}
+
+func prettyJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return s
+	}
+	return string(b)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
