@@ -28,6 +28,7 @@ func commands() []command {
 	return []command{
 		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
 		{"sessions", "list, show, export or delete stored sessions", runSessions},
+		{"doctor", "check the configuration, database and model endpoint", runDoctor},
 		{"config", "show the effective configuration and where each value came from", runConfig},
 		{"migrate", "copy every session from one store to another (SQLite, PostgreSQL) and verify it", runMigrate},
 		{"version", "print the version", runVersion},

@@ -349,8 +349,11 @@ func (f *loadedFile) validate() error {
 	return nil
 }
 
-// tokenizerEncodings are the encodings a model may name.
-var tokenizerEncodings = []string{"o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
+// tokenizerEncodings are the token counters a model may name: "auto" (the
+// model's tiktoken encoding when known, else the estimator), "estimate" (a
+// generous character-based estimator, for local models whose vocabularies
+// no offline table matches), or a tiktoken encoding.
+var tokenizerEncodings = []string{"auto", "estimate", "o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
 
 func knownEncoding(s string) bool {
 	for _, e := range tokenizerEncodings {
