@@ -3,6 +3,7 @@ module github.com/crow-acp/crow-acp
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.52
 	github.com/openai/openai-go/v3 v3.95.0
@@ -11,6 +12,7 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/tiktoken-go/tokenizer v0.10.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/term v0.47.0
 	golang.org/x/text v0.42.0
 	golang.org/x/tools v0.52.0
 )
@@ -27,4 +29,5 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

@@ -27,6 +27,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
+		{"exec", "run one prompt in the terminal and stream the answer", runExec},
 		{"sessions", "list, show, export or delete stored sessions", runSessions},
 		{"doctor", "check the configuration, database and model endpoint", runDoctor},
 		{"config", "show the effective configuration and where each value came from", runConfig},

@@ -107,6 +107,7 @@ func runCLICase(t *testing.T, file string) {
 		s = strings.ReplaceAll(s, modelURL, "$MODEL_URL")
 		s = strings.ReplaceAll(s, runtime.Version(), "$GOVERSION")
 		s = strings.ReplaceAll(s, runtime.GOOS+"/"+runtime.GOARCH, "$PLATFORM")
+		s = sessionRE.ReplaceAllString(s, "$$SESSION")
 		return timeRE.ReplaceAllString(s, "$$TIME")
 	}
 	got := map[string]string{
@@ -141,6 +142,8 @@ func runCLICase(t *testing.T, file string) {
 		}
 	}
 }
+
+var sessionRE = regexp.MustCompile(`sess_[0-9a-f]{32}`)
 
 var timeRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}| UTC)?`)
 

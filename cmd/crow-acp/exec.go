@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+const execUsage = `Usage: crow-acp exec [flags] PROMPT
+       crow-acp exec [flags] -          (read the prompt from stdin)
+
+Runs one prompt turn in the terminal with the same agent editors use, and
+stores it as a session like any other. The answer streams to stdout; tool
+calls, permission questions, progress and the session id go to stderr, so
+"crow-acp exec 'summarise README.md' > summary.md" keeps only the answer.
+
+When a tool needs permission, exec asks on the terminal; --yes allows every
+request (once each); without a terminal and without --yes it is refused.
+--session ID continues a stored session (its directory is reused unless
+--cwd says otherwise). Ctrl-C cancels the turn; what was said is kept.
+
+Exit status: 0 the turn ended normally; 1 it failed (model endpoint,
+database); 2 usage or configuration; 3 no such session; 4 the turn stopped
+early (max tokens, max model calls, refusal); 130 interrupted.
+`
+
+// execOptions are exec's own flags.
+type execOptions struct {
+	yes      bool
+	session  string
+	cwd      string
+	thoughts bool
+}
+
+func runExec(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet("exec", execUsage)
+	var opt execOptions
+	fs.BoolVar(&opt.yes, "yes", false, "grant every permission request (once each) without asking")
+	fs.BoolVar(&opt.yes, "y", false, "short for --yes")
+	fs.StringVar(&opt.session, "session", "", "continue the stored session ID")
+	fs.StringVar(&opt.cwd, "cwd", "", "project directory the agent works in (default: the current directory, or the session's)")
+	fs.BoolVar(&opt.thoughts, "thoughts", false, "show the model's reasoning on stderr")
+	cf := addConfigFlags(fs, flagsStore|flagsModel|flagsLog)
+	pos, cfg, err := configured(fs, cf, args, e)
+	if err == nil && len(pos) == 0 {
+		err = usagef("exec: missing PROMPT (see crow-acp exec --help)")
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	prompt := strings.Join(pos, " ")
+	if prompt == "-" {
+		b, err := io.ReadAll(io.LimitReader(e.std.in, acp.DefaultMaxLineBytes))
+		if err != nil {
+			return e.fail(fmt.Errorf("exec: read the prompt from stdin: %w", err))
+		}
+		prompt = string(b)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return e.fail(usagef("exec: the prompt is empty"))
+	}
+	return execTurn(ctx, e, cfg, opt, prompt)
+}
+
+// execTurn runs the agent in-process over an in-memory ACP connection and
+// drives it as a terminal client: the turn is exactly the one an editor
+// gets, with nothing re-implemented here.
+func execTurn(ctx context.Context, e *env, cfg *config, opt execOptions, prompt string) int {
+	log, closeLog, err := newLogger(cfg, nil)
+	if err != nil {
+		return e.fail(usagef("%v", err))
+	}
+	defer closeLog()
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return e.fail(err)
+	}
+	defer store.Close()
+
+	cwd, err := execCwd(ctx, store, opt)
+	if err != nil {
+		return e.fail(err)
+	}
+
+	ui := newTerminalUI(e.std, opt)
+	defer ui.close()
+
+	// The agent's connection lives on background contexts: Ctrl-C cancels
+	// the turn through session/cancel, like an editor does, so that the
+	// agent answers "cancelled" and stores what it has.
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	conn := acp.NewConn(agentIn, agentOut, acp.Options{Logger: log})
+	ag := agent.New(conn, store, cfg.modelClient(), cfg.agentConfig(), log)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = conn.Serve(context.Background(), ag)
+		agentOut.Close()
+	}()
+	defer func() {
+		clientOut.Close() // the agent sees EOF, finishes and returns
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			log.Warn("the agent did not stop within 10s")
+		}
+	}()
+
+	client := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(pipeRWC{clientIn, clientOut}), ui)
+	defer client.Close()
+	ui.conn = client
+
+	call := func(method string, params, result any) error {
+		err := client.Call(context.Background(), method, params, result)
+		var rpcErr *jsonrpc2.Error
+		if errors.As(err, &rpcErr) {
+			return &acp.Error{Code: int(rpcErr.Code), Message: rpcErr.Message}
+		}
+		return err
+	}
+
+	var initRes acp.InitializeResponse
+	compaction := json.RawMessage(`{}`)
+	if err := call("initialize", acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersion,
+		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction}},
+		ClientInfo:         &acp.Implementation{Name: "crow-acp-exec", Title: "crow-acp exec", Version: version},
+	}, &initRes); err != nil {
+		return e.fail(fmt.Errorf("exec: initialize: %w", err))
+	}
+
+	sessionID := opt.session
+	if sessionID == "" {
+		var res acp.NewSessionResponse
+		if err := call("session/new", acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}}, &res); err != nil {
+			return e.fail(fmt.Errorf("exec: new session: %w", err))
+		}
+		sessionID = res.SessionID
+	} else {
+		// The replay of the stored conversation is not shown again.
+		ui.setReplaying(true)
+		err := call("session/load", acp.LoadSessionRequest{SessionID: sessionID, Cwd: cwd, McpServers: []acp.McpServer{}}, &acp.LoadSessionResponse{})
+		ui.setReplaying(false)
+		var acpErr *acp.Error
+		if errors.As(err, &acpErr) && acpErr.Code == acp.CodeResourceNotFound {
+			return e.fail(&notFoundError{id: sessionID})
+		}
+		if err != nil {
+			return e.fail(fmt.Errorf("exec: load session %s: %w", sessionID, err))
+		}
+	}
+	ui.status("session %s (%s)", sessionID, cwd)
+
+	type outcome struct {
+		res acp.PromptResponse
+		err error
+	}
+	done := make(chan outcome, 1)
+	ui.waiting("waiting for the model")
+	go func() {
+		var o outcome
+		o.err = call("session/prompt", acp.PromptRequest{SessionID: sessionID, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}}, &o.res)
+		done <- o
+	}()
+
+	var o outcome
+	interrupted := false
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		interrupted = true
+		ui.stopProgress()
+		ui.status("cancelling…")
+		_ = client.Notify(context.Background(), "session/cancel", acp.CancelNotification{SessionID: sessionID})
+		select {
+		case o = <-done:
+		case <-time.After(10 * time.Second):
+			ui.status("the agent did not answer the cancellation within 10s")
+			return exitInterrupted
+		}
+	}
+	ui.finish()
+	if o.err != nil {
+		code := e.fail(fmt.Errorf("exec: %w", o.err))
+		ui.status("the prompt is stored in session %s: retry with crow-acp exec --session %s \"…\" (crow-acp doctor checks the set-up)", sessionID, sessionID)
+		return code
+	}
+	ui.status("%s · continue with: crow-acp exec --session %s \"…\"", stopText(o.res.StopReason), sessionID)
+	switch o.res.StopReason {
+	case acp.StopEndTurn:
+		return exitOK
+	case acp.StopCancelled:
+		return exitInterrupted
+	default:
+		if interrupted {
+			return exitInterrupted
+		}
+		return exitIncomplete
+	}
+}
+
+func stopText(r acp.StopReason) string {
+	switch r {
+	case acp.StopEndTurn:
+		return "done"
+	case acp.StopCancelled:
+		return "cancelled"
+	case acp.StopMaxTokens:
+		return "stopped: the model reached its output limit"
+	case acp.StopMaxTurnRequests:
+		return "stopped: too many model requests in one turn (max_model_calls)"
+	case acp.StopRefusal:
+		return "stopped: the model refused"
+	default:
+		return "stopped: " + string(r)
+	}
+}
+
+// execCwd is the directory the session works in: --cwd, else the stored
+// session's directory when continuing one, else the current directory.
+func execCwd(ctx context.Context, store persistence.Store, opt execOptions) (string, error) {
+	if opt.cwd != "" {
+		abs, err := filepath.Abs(opt.cwd)
+		if err != nil {
+			return "", usagef("exec: --cwd %s: %v", opt.cwd, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return "", usagef("exec: --cwd %s is not a directory", opt.cwd)
+		}
+		return abs, nil
+	}
+	if opt.session != "" {
+		s, err := store.GetSession(ctx, opt.session)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return "", &notFoundError{id: opt.session}
+		}
+		if err != nil {
+			return "", fmt.Errorf("exec: read session %s: %w", opt.session, err)
+		}
+		if st, err := os.Stat(s.Cwd); err == nil && st.IsDir() {
+			return s.Cwd, nil
+		}
+		return "", usagef("exec: the session's directory %s no longer exists: pass --cwd", s.Cwd)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("exec: current directory: %w", err)
+	}
+	return wd, nil
+}
+
+// pipeRWC joins the two pipe ends the client uses into one stream.
+type pipeRWC struct {
+	r *io.PipeReader
+	w *io.PipeWriter
+}
+
+func (p pipeRWC) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p pipeRWC) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p pipeRWC) Close() error {
+	p.w.Close()
+	return p.r.Close()
+}

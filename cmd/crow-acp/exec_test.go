@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/fixture"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+// TestExecContinueSendsHistory: --session continues a stored session, and
+// the model receives the earlier conversation with the new prompt.
+func TestExecContinueSendsHistory(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	m.Enqueue(fakemodel.Reply{Text: "first answer"}, fakemodel.Reply{Text: "second answer"})
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return vars[k] })
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := cli("exec", "--cwd", env.Dir, "remember the word kestrel")
+	if code != exitOK || out != "first answer\n" {
+		t.Fatalf("first exec: %d %q %q", code, out, errs)
+	}
+	id := sessionRE.FindString(errs)
+	if id == "" {
+		t.Fatalf("no session id on stderr: %q", errs)
+	}
+	code, out, errs = cli("exec", "--session", id, "which word?")
+	if code != exitOK || out != "second answer\n" {
+		t.Fatalf("second exec: %d %q %q", code, out, errs)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	for _, want := range []string{"remember the word kestrel", "first answer", "which word?"} {
+		if !bytes.Contains(reqs[1], []byte(want)) {
+			t.Errorf("second request lacks %q: %s", want, reqs[1])
+		}
+	}
+	_, show, _ := cli("sessions", "show", id)
+	if strings.Count(show, "── user") != 2 || strings.Count(show, "── assistant") != 2 {
+		t.Errorf("stored session:\n%s", show)
+	}
+}
+
+// TestExecPermission: --yes allows once; without a terminal the request is
+// refused; at a terminal the person's choice is sent.
+func TestExecPermission(t *testing.T) {
+	req := &acp.RequestPermissionRequest{
+		SessionID: "s",
+		ToolCall:  acp.ToolCallUpdate{ToolCallID: "c1", Title: "Write main.go"},
+		Options: []acp.PermissionOption{
+			{OptionID: "a1", Name: "Allow once", Kind: acp.PermissionAllowOnce},
+			{OptionID: "a2", Name: "Allow always", Kind: acp.PermissionAllowAlways},
+			{OptionID: "r1", Name: "Reject", Kind: acp.PermissionRejectOnce},
+		},
+	}
+	cases := []struct {
+		name     string
+		yes, tty bool
+		input    string
+		want     string // option id; "" = cancelled
+		stderr   string
+	}{
+		{"yes", true, false, "", "a1", "allowed (--yes): Write main.go"},
+		{"no terminal", false, false, "1\n", "r1", "rerun with --yes"},
+		{"terminal picks 2", false, true, "2\n", "a2", "choose 1-3"},
+		{"terminal retries bad input", false, true, "9\nx\n3\n", "r1", "✗ Reject: Write main.go"},
+		{"terminal EOF refuses", false, true, "", "r1", "no answer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var errb bytes.Buffer
+			ui := newTerminalUI(stdio{in: strings.NewReader(c.input), out: io.Discard, err: &errb}, execOptions{yes: c.yes})
+			ui.inTTY = c.tty
+			res := ui.askPermission(req)
+			got := res.Outcome.OptionID
+			if res.Outcome.Outcome != "selected" {
+				got = ""
+			}
+			if got != c.want {
+				t.Errorf("chose %q (%s), want %q", got, res.Outcome.Outcome, c.want)
+			}
+			if !strings.Contains(errb.String(), c.stderr) {
+				t.Errorf("stderr %q lacks %q", errb.String(), c.stderr)
+			}
+		})
+	}
+}
+
+// execBinary builds crow-acp once per test and returns a command running
+// exec against model, with a fresh database.
+func execCommand(t *testing.T, bin string, model *fakemodel.Server, env fixture.Env, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"exec", "--cwd", env.Dir}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + env.Tmp, "XDG_CONFIG_HOME=" + env.Tmp,
+		"CROW_DB=" + env.DBPath, "OPENAI_BASE_URL=" + model.URL(), "TERM=xterm"}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// TestExecTerminal runs exec on a pseudo-terminal: the progress line is
+// drawn while the model has not answered, then the answer streams.
+func TestExecTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+
+	t.Run("pty", func(t *testing.T) {
+		m := fakemodel.Start()
+		defer m.Close()
+		// Each chunk waits 150 ms: the first arrives after the spinner has
+		// had time to draw.
+		m.Enqueue(fakemodel.Reply{Text: "answer from the model", DelayMS: 150})
+		env := fixture.NewEnv(t)
+		cmd := execCommand(t, bin, m, env, "hello")
+		tty, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tty.Close()
+		var out bytes.Buffer
+		copied := make(chan struct{})
+		go func() { _, _ = io.Copy(&out, tty); close(copied) }()
+		err = cmd.Wait()
+		<-copied
+		if err != nil {
+			t.Fatalf("exec: %v\n%s", err, out.String())
+		}
+		s := out.String()
+		for _, want := range []string{"waiting for the model…", "answer from the model", "\x1b[2K", "done · continue with"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("terminal output lacks %q:\n%q", want, s)
+			}
+		}
+		// The spinner's line is cleared before the answer starts.
+		if i, j := strings.LastIndex(s[:strings.Index(s, "answer")], "\x1b[2K"), strings.Index(s, "waiting for the model"); i < j {
+			t.Errorf("progress not cleared before the answer:\n%q", s)
+		}
+	})
+
+	t.Run("pipes", func(t *testing.T) {
+		m := fakemodel.Start()
+		defer m.Close()
+		m.Enqueue(fakemodel.Reply{Text: "answer from the model", DelayMS: 150})
+		env := fixture.NewEnv(t)
+		cmd := execCommand(t, bin, m, env, "hello")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("exec: %v\n%s", err, errb.String())
+		}
+		if out.String() != "answer from the model\n" {
+			t.Errorf("stdout %q", out.String())
+		}
+		if strings.Contains(errb.String(), "\x1b") || strings.Contains(errb.String(), "waiting") {
+			t.Errorf("progress drawn without a terminal: %q", errb.String())
+		}
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		m := fakemodel.Start()
+		defer m.Close()
+		// Two words arrive, then the stream stalls until cancelled.
+		m.Enqueue(fakemodel.Reply{Text: "partial answer that never ends", StallAfter: 3})
+		env := fixture.NewEnv(t)
+		cmd := execCommand(t, bin, m, env, "hello")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		got := ""
+		for !strings.Contains(got, "answer") {
+			b, err := r.ReadByte()
+			if err != nil {
+				t.Fatalf("stdout ended early: %q %s", got, errb.String())
+			}
+			got += string(b)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		rest, _ := io.ReadAll(r)
+		err = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+			t.Fatalf("exit %d (%v), want %d; stderr:\n%s", code, err, exitInterrupted, errb.String())
+		}
+		if !strings.Contains(errb.String(), "cancelled") {
+			t.Errorf("stderr: %s", errb.String())
+		}
+		// What was streamed is stored, marked cancelled.
+		show := exec.Command(bin, "sessions", "show", sessionRE.FindString(errb.String()))
+		show.Env = cmd.Env
+		text, err := show.CombinedOutput()
+		if err != nil || !strings.Contains(string(text), "[cancelled]") || !strings.Contains(string(text), "partial answer") {
+			t.Errorf("stored session (%v):\n%s\n(stdout was %q)", err, text, got+string(rest))
+		}
+	})
+}
+

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+	"golang.org/x/term"
+
+	"github.com/crow-acp/crow-acp/acp"
+)
+
+// terminalUI is exec's ACP client: it renders session/update notifications
+// and answers session/request_permission. It advertises no fs or terminal
+// capability, so the agent never sends those requests; anything else is
+// answered "method not found".
+//
+// The answer goes to stdout; everything about the work (tool calls,
+// permission questions, progress, the session id) goes to stderr.
+type terminalUI struct {
+	out, errw       io.Writer
+	in              io.Reader
+	outTTY, errTTY  bool
+	inTTY           bool
+	opt             execOptions
+	conn            *jsonrpc2.Conn
+	progressEnabled bool
+
+	mu        sync.Mutex // guards everything below and every write
+	replaying bool
+	midLine   bool // stdout's last text did not end with a newline
+	thinking  bool // the last thing written to stderr is a thought
+	titles    map[string]string
+	spin      *spinner
+	lines     *bufio.Reader // stdin, for permission answers
+}
+
+func newTerminalUI(std stdio, opt execOptions) *terminalUI {
+	ui := &terminalUI{
+		out: std.out, errw: std.err, in: std.in, opt: opt,
+		outTTY: isTerminal(std.out), errTTY: isTerminal(std.err), inTTY: isTerminal(std.in),
+		titles: make(map[string]string),
+	}
+	// Progress is drawn only where a person watches: a terminal on stderr.
+	ui.progressEnabled = ui.errTTY
+	return ui
+}
+
+// isTerminal reports whether v is an *os.File on a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Handle implements jsonrpc2.Handler; it is called in order on the read
+// loop, so updates are rendered in the order the agent sent them.
+func (ui *terminalUI) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	switch {
+	case req.Method == "session/update" && req.Notif:
+		var n acp.SessionNotification
+		if err := json.Unmarshal(params, &n); err == nil {
+			ui.render(n.Update)
+		}
+	case req.Method == "session/request_permission" && !req.Notif:
+		var p acp.RequestPermissionRequest
+		if err := json.Unmarshal(params, &p); err != nil {
+			_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: acp.CodeInvalidParams, Message: err.Error()})
+			return
+		}
+		// Asking may take a while: leave the read loop free.
+		go func() {
+			res := ui.askPermission(&p)
+			_ = conn.Reply(context.Background(), req.ID, res)
+		}()
+	case req.Notif:
+		// Unknown notifications are ignored ($/cancel_request included: a
+		// permission question is answered when the person answers).
+	default:
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: acp.CodeMethodNotFound, Message: "method not supported by crow-acp exec: " + req.Method})
+	}
+}
+
+func (ui *terminalUI) setReplaying(on bool) {
+	ui.mu.Lock()
+	ui.replaying = on
+	ui.mu.Unlock()
+}
+
+// render shows one update.
+func (ui *terminalUI) render(u acp.SessionUpdate) {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	if ui.replaying {
+		return
+	}
+	switch {
+	case u.AgentMessageChunk != nil:
+		if t := u.AgentMessageChunk.Content.Text; t != nil && t.Text != "" {
+			ui.stopSpinLocked()
+			ui.endThoughtLocked()
+			fmt.Fprint(ui.out, t.Text)
+			ui.midLine = !strings.HasSuffix(t.Text, "\n")
+		}
+	case u.AgentThoughtChunk != nil:
+		if t := u.AgentThoughtChunk.Content.Text; t != nil && ui.opt.thoughts {
+			ui.stopSpinLocked()
+			ui.breakLineLocked()
+			if !ui.thinking {
+				fmt.Fprint(ui.errw, ui.dim("thinking: "))
+				ui.thinking = true
+			}
+			fmt.Fprint(ui.errw, ui.dim(t.Text))
+		}
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		ui.titles[tc.ToolCallID] = tc.Title
+		ui.noteLocked("⚙ %s%s", tc.Title, kindSuffix(tc.Kind))
+		if tc.Status == acp.ToolStatusInProgress || tc.Status == acp.ToolStatusPending {
+			ui.startSpinLocked("running " + tc.Title)
+		}
+	case u.ToolCallUpdate != nil:
+		tu := u.ToolCallUpdate
+		if tu.Title != "" {
+			ui.titles[tu.ToolCallID] = tu.Title
+		}
+		title := ui.titles[tu.ToolCallID]
+		switch tu.Status {
+		case acp.ToolStatusInProgress:
+			ui.startSpinLocked("running " + title)
+		case acp.ToolStatusCompleted:
+			ui.noteLocked("✓ %s", title)
+			ui.startSpinLocked("waiting for the model")
+		case acp.ToolStatusFailed:
+			ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
+			ui.startSpinLocked("waiting for the model")
+		}
+	case u.Plan != nil:
+		ui.noteLocked("plan:")
+		for _, e := range u.Plan.Entries {
+			mark := map[string]string{"completed": "✓", "in_progress": "▸"}[e.Status]
+			if mark == "" {
+				mark = "·"
+			}
+			ui.noteLocked("  %s %s", mark, e.Content)
+		}
+	case u.Other != nil:
+		ui.renderOtherLocked(u.Other)
+	}
+}
+
+// renderOtherLocked shows the update kinds acp has no type for; today the
+// (unstable) compaction_update.
+func (ui *terminalUI) renderOtherLocked(raw json.RawMessage) {
+	var c struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		Status        string `json:"status"`
+		Error         string `json:"error"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.SessionUpdate != "compaction_update" {
+		return
+	}
+	switch c.Status {
+	case "in_progress":
+		ui.startSpinLocked("compacting the conversation")
+	case "completed":
+		ui.noteLocked("✓ compacted the conversation (the full history stays stored)")
+		ui.startSpinLocked("waiting for the model")
+	case "failed":
+		ui.noteLocked("✗ compaction failed: %s", c.Error)
+	}
+}
+
+func kindSuffix(k acp.ToolKind) string {
+	if k == "" || k == acp.ToolKindOther {
+		return ""
+	}
+	return " [" + string(k) + "]"
+}
+
+// failureText is the first line of a failed tool call's text content.
+func failureText(content []acp.ToolCallContent) string {
+	for _, c := range content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			if line := oneLine(c.Content.Content.Text.Text, 120); line != "" {
+				return ": " + line
+			}
+		}
+	}
+	return ""
+}
+
+// noteLocked writes one line about the work to stderr.
+func (ui *terminalUI) noteLocked(format string, args ...any) {
+	ui.stopSpinLocked()
+	ui.endThoughtLocked()
+	ui.breakLineLocked()
+	fmt.Fprintf(ui.errw, format+"\n", args...)
+}
+
+// status writes one line about the session to stderr.
+func (ui *terminalUI) status(format string, args ...any) {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	ui.noteLocked(ui.dim(fmt.Sprintf(format, args...)))
+}
+
+// breakLineLocked ends a half-written line of the answer before stderr
+// writes when both go to the same terminal.
+func (ui *terminalUI) breakLineLocked() {
+	if ui.midLine && ui.outTTY && ui.errTTY {
+		fmt.Fprintln(ui.out)
+		ui.midLine = false
+	}
+}
+
+func (ui *terminalUI) endThoughtLocked() {
+	if ui.thinking {
+		fmt.Fprintln(ui.errw)
+		ui.thinking = false
+	}
+}
+
+func (ui *terminalUI) dim(s string) string {
+	if !ui.errTTY {
+		return s
+	}
+	return "\x1b[2m" + s + "\x1b[0m"
+}
+
+// finish ends the answer with a newline and stops progress.
+func (ui *terminalUI) finish() {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	ui.stopSpinLocked()
+	ui.endThoughtLocked()
+	if ui.midLine {
+		fmt.Fprintln(ui.out)
+		ui.midLine = false
+	}
+}
+
+func (ui *terminalUI) close() {
+	ui.mu.Lock()
+	ui.stopSpinLocked()
+	ui.mu.Unlock()
+}
+
+// --- permission ---
+
+// askPermission answers a permission request: --yes allows once, a person
+// at a terminal chooses, and without either the request is refused.
+func (ui *terminalUI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	title := p.ToolCall.Title
+	if title == "" {
+		title = ui.titles[p.ToolCall.ToolCallID]
+	}
+	pick := func(kinds ...acp.PermissionOptionKind) (acp.PermissionOption, bool) {
+		for _, k := range kinds {
+			for _, o := range p.Options {
+				if o.Kind == k {
+					return o, true
+				}
+			}
+		}
+		return acp.PermissionOption{}, false
+	}
+	selected := func(o acp.PermissionOption) acp.RequestPermissionResponse {
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Outcome: "selected", OptionID: o.OptionID}}
+	}
+	refuse := func() acp.RequestPermissionResponse {
+		if o, ok := pick(acp.PermissionRejectOnce, acp.PermissionRejectAlways); ok {
+			return selected(o)
+		}
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Outcome: "cancelled"}}
+	}
+
+	if ui.opt.yes {
+		if o, ok := pick(acp.PermissionAllowOnce, acp.PermissionAllowAlways); ok {
+			ui.noteLocked("✓ allowed (--yes): %s", title)
+			return selected(o)
+		}
+	}
+	if !ui.inTTY {
+		ui.noteLocked("✗ refused: %s — exec cannot ask without a terminal; rerun with --yes to allow", title)
+		return refuse()
+	}
+	ui.stopSpinLocked()
+	ui.endThoughtLocked()
+	ui.breakLineLocked()
+	fmt.Fprintf(ui.errw, "? %s\n", title)
+	for i, o := range p.Options {
+		fmt.Fprintf(ui.errw, "  %d) %s\n", i+1, o.Name)
+	}
+	if ui.lines == nil {
+		ui.lines = bufio.NewReader(ui.in)
+	}
+	for {
+		fmt.Fprintf(ui.errw, "choose 1-%d: ", len(p.Options))
+		// Reading may take long: the lock is released meanwhile so that
+		// Ctrl-C can cancel the turn.
+		ui.mu.Unlock()
+		line, err := ui.lines.ReadString('\n')
+		ui.mu.Lock()
+		if err != nil && line == "" {
+			fmt.Fprintln(ui.errw)
+			ui.noteLocked("✗ refused: %s (no answer)", title)
+			return refuse()
+		}
+		n, convErr := strconv.Atoi(strings.TrimSpace(line))
+		if convErr == nil && n >= 1 && n <= len(p.Options) {
+			o := p.Options[n-1]
+			if o.Kind == acp.PermissionRejectOnce || o.Kind == acp.PermissionRejectAlways {
+				ui.noteLocked("✗ %s: %s", o.Name, title)
+			}
+			ui.startSpinLocked("running " + title)
+			return selected(o)
+		}
+	}
+}
+
+// --- progress ---
+
+// waiting starts the progress line with a label.
+func (ui *terminalUI) waiting(label string) {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	ui.startSpinLocked(label)
+}
+
+func (ui *terminalUI) stopProgress() {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	ui.stopSpinLocked()
+}
+
+func (ui *terminalUI) startSpinLocked(label string) {
+	if !ui.progressEnabled {
+		return
+	}
+	if ui.spin != nil {
+		ui.spin.label = label
+		ui.spin.start = time.Now()
+		return
+	}
+	ui.breakLineLocked()
+	ui.spin = &spinner{label: label, start: time.Now(), stop: make(chan struct{})}
+	go ui.spinLoop(ui.spin)
+}
+
+// stopSpinLocked stops the spinner and clears its line. The spinner
+// goroutine draws only under mu and only while not stopped, so nothing is
+// drawn after this returns.
+func (ui *terminalUI) stopSpinLocked() {
+	s := ui.spin
+	if s == nil {
+		return
+	}
+	ui.spin = nil
+	s.stopped = true
+	close(s.stop)
+	if s.drawn {
+		fmt.Fprint(ui.errw, "\r\x1b[2K")
+	}
+}
+
+// spinner is the progress line: a frame, what is awaited, and for how long.
+type spinner struct {
+	label   string
+	start   time.Time
+	drawn   bool
+	stopped bool
+	stop    chan struct{}
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (ui *terminalUI) spinLoop(s *spinner) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ui.mu.Lock()
+		if s.stopped {
+			ui.mu.Unlock()
+			return
+		}
+		elapsed := time.Since(s.start).Truncate(100 * time.Millisecond)
+		fmt.Fprintf(ui.errw, "\r\x1b[2K%s %s… %.1fs", spinFrames[i%len(spinFrames)], s.label, elapsed.Seconds())
+		s.drawn = true
+		ui.mu.Unlock()
+	}
+}
