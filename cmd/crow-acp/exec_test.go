@@ -217,4 +217,3 @@ func TestExecTerminal(t *testing.T) {
 		}
 	})
 }
-
