@@ -93,7 +93,7 @@ type modelSpec struct {
 	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
 	OutputPrice      float64 `json:"outputPrice,omitempty"`
 	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
-	Title            string  `json:"title,omitempty"`    // display name (CROW_MODELS only)
+	Title            string  `json:"title,omitempty"`    // display name in model pickers
 	Currency         string  `json:"currency,omitempty"` // of the prices; "" = USD
 	line             int     // where it is defined in the file
 }
@@ -235,6 +235,8 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		spec.InputPrice = deref(m.InputPrice, 0)
 		spec.OutputPrice = deref(m.OutputPrice, 0)
 		spec.CachedInputPrice = deref(m.CachedInputPrice, 0)
+		spec.Title = deref(m.Title, "")
+		spec.Currency = deref(m.Currency, "")
 		cfg.models = append(cfg.models, spec)
 	}
 	// CROW_MODELS (see agent.ParseModels) replaces the file's list.

@@ -38,6 +38,7 @@ type providerFile struct {
 
 type modelFile struct {
 	Name             *string  `toml:"name"`
+	Title            *string  `toml:"title"`
 	Provider         *string  `toml:"provider"`
 	ContextWindow    *int     `toml:"context_window"`
 	OutputReserve    *int     `toml:"output_reserve"`
@@ -46,6 +47,7 @@ type modelFile struct {
 	InputPrice       *float64 `toml:"input_price"`
 	OutputPrice      *float64 `toml:"output_price"`
 	CachedInputPrice *float64 `toml:"cached_input_price"`
+	Currency         *string  `toml:"currency"`
 }
 
 type databaseFile struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const doctorUsage = `Usage: crow-acp doctor [--timeout D] [flags]
@@ -89,8 +90,8 @@ func checkConfigFile(cfg *config) check {
 
 func checkDatabase(ctx context.Context, cfg *config) check {
 	c := check{name: "database"}
-	path := cfg.dbPath.V
-	if isLocalPath(path) {
+	path := backend.Describe(cfg.dbPath.V) // never a password
+	if isLocalPath(cfg.dbPath.V) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			dir := existingParent(filepath.Dir(path))
 			if err := writableDir(dir); err != nil {

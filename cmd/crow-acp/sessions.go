@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const sessionsUsage = `Usage:
@@ -75,8 +76,11 @@ func openExistingStore(ctx context.Context, cfg *config) (persistence.Store, boo
 	return store, true, nil
 }
 
-// isLocalPath reports whether the database setting is a file (not a URL).
-func isLocalPath(db string) bool { return !strings.Contains(db, "://") }
+// isLocalPath reports whether the database setting is a SQLite file.
+func isLocalPath(db string) bool {
+	kind, err := backend.Parse(db)
+	return err == nil && kind == backend.SQLite
+}
 
 // sessionFlags parses the flags of a sessions subcommand.
 func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) ([]string, *config, error) {
@@ -111,7 +115,7 @@ func sessionsList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if !ok {
-		fmt.Fprintf(e.std.err, "no sessions yet (%s does not exist)\n", cfg.dbPath.V)
+		fmt.Fprintf(e.std.err, "no sessions yet (%s does not exist)\n", backend.Describe(cfg.dbPath.V))
 		return nil
 	}
 	defer store.Close()
@@ -141,7 +145,7 @@ func sessionsList(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if len(all) == 0 {
-		fmt.Fprintf(e.std.err, "no sessions in %s\n", cfg.dbPath.V)
+		fmt.Fprintf(e.std.err, "no sessions in %s\n", backend.Describe(cfg.dbPath.V))
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.std.out, 0, 0, 2, ' ', 0)
