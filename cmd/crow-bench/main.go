@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,8 +29,10 @@ func main() {
 	bin := flag.String("bin", "bin/crow-acp", "crow-acp binary to measure")
 	runs := flag.Int("runs", 15, "processes to start (each: initialize, session/new, turns)")
 	turns := flag.Int("turns", 5, "prompt turns per process")
+	db := flag.String("db", "", "store to measure: empty for a fresh SQLite file, or a postgres:// URL (a fresh schema is used and dropped)")
+	longRuns := flag.Int("long-runs", 5, "processes loading the 10,000-message session")
 	flag.Parse()
-	if err := bench(*bin, *runs, *turns); err != nil {
+	if err := bench(*bin, *runs, *turns, *db, *longRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "crow-bench:", err)
 		os.Exit(1)
 	}
@@ -42,7 +43,7 @@ func reply() fakemodel.Reply {
 	return fakemodel.Reply{Text: strings.Repeat("abcdefghijklmnopqrs ", 200), Chunks: 200}
 }
 
-func bench(bin string, runs, turns int) error {
+func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("binary %s: %w (run make build first)", bin, err)
 	}
@@ -55,12 +56,17 @@ func bench(bin string, runs, turns int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	db, kind, cleanup, err := benchDB(dsn, dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 
 	direct := streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: srv.URL()})
 	var initT, newT, turnT, modelT, overT []time.Duration
 	var rss, anon, file []int
 	for i := 0; i < runs; i++ {
-		r, err := oneProcess(bin, srv.URL(), filepath.Join(dir, "bench.db"), dir, turns, direct)
+		r, err := oneProcess(bin, srv.URL(), db, dir, turns, direct)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -76,7 +82,7 @@ func bench(bin string, runs, turns int) error {
 		file = append(file, r.fileKiB)
 	}
 	overhead := median(overT)
-	fmt.Printf("crow-acp end-to-end (%d processes, %d turns each, reply = 200 chunks x 20 chars)\n", runs, turns)
+	fmt.Printf("crow-acp end-to-end on %s (%d processes, %d turns each, reply = 200 chunks x 20 chars)\n", kind, runs, turns)
 	fmt.Printf("  %-34s %10s   target\n", "metric (median)", "value")
 	row := func(name string, v time.Duration, target time.Duration) {
 		fmt.Printf("  %-34s %10s   <= %s %s\n", name, v.Round(10*time.Microsecond), target, verdict(v <= target))
@@ -93,6 +99,9 @@ func bench(bin string, runs, turns int) error {
 	sort.Ints(file)
 	fmt.Printf("  %-34s %8.1f MB   (heap, stacks, SQLite cache)\n", "  of which private (RssAnon, max)", float64(anon[len(anon)-1])/1024)
 	fmt.Printf("  %-34s %8.1f MB   (the executable's pages mapped by the kernel)\n", "  of which mapped binary (RssFile)", float64(file[len(file)-1])/1024)
+	if longRuns > 0 {
+		return benchLongSession(bin, srv.URL(), db, kind, dir, longRuns, direct)
+	}
 	return nil
 }
 

@@ -1,0 +1,134 @@
+package persistencetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// BenchMessage is a plausible mid-sized message: ~1 KiB of content, and a
+// tool call with metadata on every third one.
+func BenchMessage(i int) *persistence.Message {
+	m := &persistence.Message{
+		Role:       persistence.RoleAssistant,
+		Content:    strings.Repeat(fmt.Sprintf("line %d of a model reply. ", i), 40),
+		Status:     persistence.StatusComplete,
+		TokenCount: 250,
+	}
+	switch i % 3 {
+	case 0:
+		m.Role = persistence.RoleUser
+		m.Parts = []persistence.Part{{Type: "text", Text: m.Content}}
+	case 1:
+		m.Reasoning = "thinking about it"
+		m.ToolCalls = []persistence.ToolCall{{ID: fmt.Sprint("call_", i), Name: "read_file", Arguments: `{"path":"/src/main.go"}`}}
+		m.Meta = json.RawMessage(`{"title":"Read main.go","kind":"read"}`)
+	case 2:
+		m.Role = persistence.RoleTool
+		m.ToolCallID = fmt.Sprint("call_", i-1)
+	}
+	return m
+}
+
+// FillLongSession creates session id with n BenchMessages, appended in
+// batches, the older half compacted into a summary as a long session would
+// have it.
+func FillLongSession(ctx context.Context, s persistence.Store, id string, n int) error {
+	if err := s.CreateSession(ctx, &persistence.Session{ID: id, Cwd: "/bench"}); err != nil {
+		return err
+	}
+	const batch = 500
+	var ids []int64
+	for i := 0; i < n; i += batch {
+		msgs := make([]*persistence.Message, min(batch, n-i))
+		for j := range msgs {
+			msgs[j] = BenchMessage(i + j)
+		}
+		if err := s.AppendMessages(ctx, id, msgs...); err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
+	}
+	c := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: ids[:n/2]}
+	return s.ApplyCompaction(ctx, c, &persistence.Message{Role: persistence.RoleSummary, Content: "summary"})
+}
+
+// Bench measures a store on the paths a session takes: appending during a
+// turn (one message per transaction, alone and contended), loading a
+// 10,000-message session (session/load reads every message) and rebuilding
+// the model's context from it (the active messages). Every backend runs the
+// same benchmarks, so their figures compare. open returns a new, empty
+// store.
+func Bench(b *testing.B, open func(b *testing.B) persistence.Store) {
+	ctx := context.Background()
+	b.Run("AppendMessage", func(b *testing.B) {
+		s := open(b)
+		if err := s.CreateSession(ctx, &persistence.Session{ID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		for b.Loop() {
+			if err := s.AppendMessages(ctx, "bench", BenchMessage(i)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("AppendMessageParallel", func(b *testing.B) {
+		s := open(b)
+		if err := s.CreateSession(ctx, &persistence.Session{ID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		b.RunParallel(func(pb *testing.PB) {
+			for i := 0; pb.Next(); i++ {
+				if err := s.AppendMessages(ctx, "bench", BenchMessage(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+
+	const n = 10_000
+	parent := b
+	var s persistence.Store
+	setup := func(b *testing.B) {
+		if s == nil {
+			s = open(parent) // shared by the sub-benchmarks, closed with parent
+			if err := FillLongSession(ctx, s, "long", n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		f    persistence.MessageFilter
+		want int
+	}{
+		{"Load10k", persistence.MessageFilter{}, n + 1},
+		{"ContextRebuild10k", persistence.MessageFilter{ActiveOnly: true}, n/2 + 1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			setup(b)
+			for b.Loop() {
+				if _, err := s.GetSession(ctx, "long"); err != nil {
+					b.Fatal(err)
+				}
+				msgs, err := s.Messages(ctx, "long", bc.f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(msgs) != bc.want {
+					b.Fatalf("%d messages, want %d", len(msgs), bc.want)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bc.want), "ns/msg")
+		})
+	}
+}
