@@ -137,6 +137,12 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	case err != nil:
 		return nil, storeError("set config option", err)
 	}
+	if opt.id == configModel {
+		// The context meter's window changes with the model.
+		if u := a.lastUsage(s); u != nil {
+			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: u}) })
+		}
+	}
 	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))
 	return &acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
 }

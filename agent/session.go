@@ -19,6 +19,9 @@ type sessionMeta struct {
 	Model string `json:"model,omitempty"`
 	// Cost is the session's cumulative model cost by currency.
 	Cost map[string]float64 `json:"cost,omitempty"`
+	// Used is the context the last model request used (tokens), shown
+	// again when the session is reopened.
+	Used int `json:"used,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {
@@ -73,7 +76,7 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 		return nil, storeError("create session", err)
 	}
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
-	a.afterOpen(ctx, s.ID)
+	a.afterOpen(ctx, s)
 	return &acp.NewSessionResponse{SessionID: s.ID, ConfigOptions: a.configOptions(meta)}, nil
 }
 
@@ -92,7 +95,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 		return nil, err
 	}
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
-	a.afterOpen(ctx, s.ID)
+	a.afterOpen(ctx, s)
 	return &acp.LoadSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
 }
 
@@ -114,12 +117,18 @@ func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer,
 }
 
 // afterOpen sends what a client needs once it knows the session (after the
-// new/load/resume response): the slash commands that really work here.
-func (a *Agent) afterOpen(ctx context.Context, sessionID string) {
+// new/load/resume response): the slash commands that really work here, and
+// for a session that has talked to the model, its last context usage, so
+// that a reopened session's context meter is right before the next prompt.
+func (a *Agent) afterOpen(ctx context.Context, s *persistence.Session) {
 	cmds := a.availableCommands()
+	usage := a.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
-		a.sendUpdate(ctx, sessionID, acp.SessionUpdate{
+		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})
+		if usage != nil {
+			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: usage})
+		}
 	})
 }

@@ -55,7 +55,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest
 		return nil, err
 	}
 	a.log.Info("session resumed", zap.String("session", s.ID))
-	a.afterOpen(ctx, s.ID)
+	a.afterOpen(ctx, s)
 	return &acp.ResumeSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
 }
 

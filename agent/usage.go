@@ -34,23 +34,41 @@ func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req str
 		used = u.PromptTokens + u.CompletionTokens
 	}
 	update := &acp.UsageUpdate{Used: used, Size: model.ContextWindow}
-	if model.Priced() {
-		persistCtx := context.WithoutCancel(ctx)
-		var total float64
-		_, err := a.updateMeta(persistCtx, s.ID, func(_ *persistence.Session, m *sessionMeta) {
-			if m.Cost == nil {
-				m.Cost = make(map[string]float64)
-			}
-			// Rounded to a billionth: float sums would otherwise show
-			// 0.0061600000000000005.
-			total = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
-			m.Cost[model.Currency] = total
-		})
-		if err != nil {
-			a.log.Warn("cannot record the session's cost", zap.String("session", s.ID), zap.Error(err))
-		} else {
-			update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
+	var total float64
+	_, err := a.updateMeta(context.WithoutCancel(ctx), s.ID, func(_ *persistence.Session, m *sessionMeta) {
+		m.Used = used
+		if !model.Priced() {
+			return
 		}
+		if m.Cost == nil {
+			m.Cost = make(map[string]float64)
+		}
+		// Rounded to a billionth: float sums would otherwise show
+		// 0.0061600000000000005.
+		total = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+		m.Cost[model.Currency] = total
+	})
+	switch {
+	case err != nil:
+		a.log.Warn("cannot record the session's usage and cost", zap.String("session", s.ID), zap.Error(err))
+	case model.Priced():
+		update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
 	a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: update})
+}
+
+// lastUsage is the usage update that shows a reopened session's context:
+// the last request's tokens against the session's model window and the
+// cumulative cost. nil before the first model request.
+func (a *Agent) lastUsage(s *persistence.Session) *acp.UsageUpdate {
+	m := decodeMeta(s.Metadata)
+	if m.Used == 0 {
+		return nil
+	}
+	model := a.modelNamed(m.Model)
+	u := &acp.UsageUpdate{Used: m.Used, Size: model.ContextWindow}
+	if total, ok := m.Cost[model.Currency]; ok && model.Priced() {
+		u.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
+	}
+	return u
 }
