@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/internal/fixture"
+)
+
+// TestDemo runs the whole demo against the built binary, so that `make
+// demo` cannot rot: every step must succeed and say what it showed.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(ctx, bin, &out, false); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"assistant: It is a tiny project",
+		"exited cleanly after its stdin closed",
+		"replayed  user:      What does this project do?",
+		"the model's request held the conversation from before the restart",
+		"$ crow-acp sessions list",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, s)
+		}
+	}
+}
