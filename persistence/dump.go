@@ -63,9 +63,10 @@ func Dump(ctx context.Context, s Store, id string) (*SessionDump, error) {
 // Digest is a SHA-256 over d's content in a canonical form that does not
 // depend on which store holds it: ids are replaced by what they point at
 // (a message by its Seq, a compaction by its position), times are UTC to
-// the microsecond (what every store keeps), JSON is compared byte for byte
-// and a nil slice differs from an empty one. Two stores holding the same
-// session give the same digest.
+// the microsecond (what every store keeps), free text is compared as
+// ValidText (what every store can keep), JSON byte for byte, and a nil slice
+// differs from an empty one. Two stores holding the same session give the
+// same digest.
 func Digest(d *SessionDump) (string, error) {
 	c, err := canonical(d)
 	if err != nil {
@@ -132,14 +133,14 @@ func canonical(d *SessionDump) (*canonicalDump, error) {
 	}
 
 	out := &canonicalDump{
-		ID: d.Session.ID, Cwd: d.Session.Cwd, Title: d.Session.Title,
+		ID: d.Session.ID, Cwd: d.Session.Cwd, Title: ValidText(d.Session.Title),
 		CreatedAt: canonicalTime(d.Session.CreatedAt), UpdatedAt: canonicalTime(d.Session.UpdatedAt),
 		Metadata: canonicalJSON(d.Session.Metadata),
 	}
 	for _, m := range d.Messages {
 		cm := canonicalMessage{
-			Seq: m.Seq, Role: string(m.Role), Content: m.Content, Reasoning: m.Reasoning,
-			ToolCallID: m.ToolCallID, Status: string(m.Status), Parts: m.Parts, ToolCalls: m.ToolCalls,
+			Seq: m.Seq, Role: string(m.Role), Content: ValidText(m.Content), Reasoning: ValidText(m.Reasoning),
+			ToolCallID: ValidText(m.ToolCallID), Status: string(m.Status), Parts: m.Parts, ToolCalls: m.ToolCalls,
 			NilParts: m.Parts == nil, NilToolCalls: m.ToolCalls == nil,
 			Meta: canonicalJSON(m.Meta), Active: m.IsActive, TokenCount: m.TokenCount,
 			CreatedAt: canonicalTime(m.CreatedAt),
@@ -183,12 +184,13 @@ func canonicalTime(t time.Time) string {
 	return t.UTC().Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z")
 }
 
-// canonicalJSON keeps JSON as its exact bytes; nil for absent.
+// canonicalJSON keeps JSON as its exact bytes (as ValidText); nil for
+// absent.
 func canonicalJSON(v json.RawMessage) *string {
 	if len(v) == 0 {
 		return nil
 	}
-	s := string(v)
+	s := ValidText(string(v))
 	return &s
 }
 

@@ -143,7 +143,11 @@ type MessageFilter struct {
 // JSON; a nil slice may come back empty and vice versa. Whenever the store
 // bumps a session's UpdatedAt it makes it strictly later than before, even if
 // the clock has not moved. A write that returns an error has changed nothing,
-// neither in the store nor in the structs passed in.
+// neither in the store nor in the structs passed in. Free text (a session's
+// Title, a message's Content, Reasoning and ToolCallID) is always stored, even
+// when it holds NUL or bytes that are not UTF-8 (a tool's output may): a
+// store that cannot keep those replaces them as ValidText does and hands the
+// stored text back in the struct passed in.
 type Store interface {
 	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
 	// ErrConflict if the id exists.

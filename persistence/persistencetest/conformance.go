@@ -67,6 +67,7 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"ApplyCompactionErrors", testApplyCompactionErrors},
 		{"CanceledContext", testCanceledContext},
 		{"ImportSession", testImportSession},
+		{"OddText", testOddText},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 			INSERT INTO sessions (id, cwd, title, created_at, updated_at, metadata, last_seq)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.Cwd, sess.Title, stored(sess.CreatedAt), stored(sess.UpdatedAt), meta, d.LastSeq())
+			sess.ID, sess.Cwd, persistence.ValidText(sess.Title), stored(sess.CreatedAt), stored(sess.UpdatedAt), meta, d.LastSeq())
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 						tool_call_id, tool_calls, status, meta, is_active, token_count, created_at)
 					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 					RETURNING id`,
-					sess.ID, m.Seq, string(m.Role), m.Content, r.parts, m.Reasoning, m.ToolCallID,
+					sess.ID, m.Seq, string(m.Role), r.content, r.parts, r.reasoning, r.toolCallID,
 					r.toolCalls, string(m.Status), r.meta, m.IsActive, m.TokenCount, r.createdAt)
 			}
 			res := tx.SendBatch(ctx, b)
@@ -129,8 +129,10 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 	}
 	d.Renumber(msgIDs, compIDs)
 	d.Session.CreatedAt, d.Session.UpdatedAt = stored(sess.CreatedAt), stored(sess.UpdatedAt)
+	d.Session.Title = persistence.ValidText(sess.Title)
 	for i := range d.Messages {
-		d.Messages[i].CreatedAt = rows[i].createdAt
+		m := &d.Messages[i]
+		m.CreatedAt, m.Content, m.Reasoning, m.ToolCallID = rows[i].createdAt, rows[i].content, rows[i].reasoning, rows[i].toolCallID
 	}
 	for i := range d.Compactions {
 		d.Compactions[i].CreatedAt = stored(d.Compactions[i].CreatedAt)

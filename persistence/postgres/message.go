@@ -18,6 +18,8 @@ type messageRow struct {
 	m                      *persistence.Message
 	createdAt              time.Time
 	parts, toolCalls, meta any
+	// The free text as PostgreSQL can keep it (persistence.ValidText).
+	content, reasoning, toolCallID string
 }
 
 func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messageRow, error) {
@@ -38,6 +40,8 @@ func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messa
 	if r.meta, err = rawJSON("meta", m.Meta); err != nil {
 		return r, err
 	}
+	r.content, r.reasoning = persistence.ValidText(m.Content), persistence.ValidText(m.Reasoning)
+	r.toolCallID = persistence.ValidText(m.ToolCallID)
 	r.m, r.createdAt = m, stored(m.CreatedAt)
 	if m.CreatedAt.IsZero() {
 		r.createdAt = t
@@ -54,14 +58,15 @@ const insertMessage = `
 // queue adds r's INSERT, with the given seq, to b.
 func (r *messageRow) queue(b *pgx.Batch, sessionID string, seq int64) {
 	m := r.m
-	b.Queue(insertMessage, sessionID, seq, string(m.Role), m.Content, r.parts,
-		m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, r.createdAt)
+	b.Queue(insertMessage, sessionID, seq, string(m.Role), r.content, r.parts,
+		r.reasoning, r.toolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, r.createdAt)
 }
 
 // fill copies what the store assigned into the caller's message.
 func (r *messageRow) fill(sessionID string, id, seq int64) {
 	r.m.ID, r.m.SessionID, r.m.Seq = id, sessionID, seq
 	r.m.CreatedAt = r.createdAt
+	r.m.Content, r.m.Reasoning, r.m.ToolCallID = r.content, r.reasoning, r.toolCallID
 	r.m.IsActive, r.m.CompactedIntoID = true, nil
 }
 

@@ -38,20 +38,21 @@ func (s *Store) createSession(ctx context.Context, sess *persistence.Session) er
 	if sess.UpdatedAt.IsZero() {
 		updated = t
 	}
+	title := persistence.ValidText(sess.Title)
 	// ON CONFLICT DO NOTHING: a duplicate is an answer, not an aborted
 	// statement.
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO sessions (id, cwd, title, created_at, updated_at, metadata)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO NOTHING`,
-		sess.ID, sess.Cwd, sess.Title, created, updated, meta)
+		sess.ID, sess.Cwd, title, created, updated, meta)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("session %q: %w", sess.ID, persistence.ErrConflict)
 	}
-	sess.CreatedAt, sess.UpdatedAt = created, updated
+	sess.CreatedAt, sess.UpdatedAt, sess.Title = created, updated, title
 	return nil
 }
 
@@ -102,20 +103,21 @@ func (s *Store) updateSession(ctx context.Context, sess *persistence.Session) er
 		return err
 	}
 	var updated time.Time
+	title := persistence.ValidText(sess.Title)
 	err = s.pool.QueryRow(ctx, `
 		UPDATE sessions
 		SET cwd = $1, title = $2, metadata = $3,
 			updated_at = GREATEST(updated_at + interval '1 microsecond', $4)
 		WHERE id = $5
 		RETURNING updated_at`,
-		sess.Cwd, sess.Title, meta, now(), sess.ID).Scan(&updated)
+		sess.Cwd, title, meta, now(), sess.ID).Scan(&updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("session %q: %w", sess.ID, persistence.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
-	sess.UpdatedAt = updated.UTC()
+	sess.UpdatedAt, sess.Title = updated.UTC(), title
 	return nil
 }
 

@@ -161,7 +161,9 @@ func rawJSON(field string, v json.RawMessage) (any, error) {
 	if !json.Valid(v) {
 		return nil, fmt.Errorf("%s is not valid JSON", field)
 	}
-	return string(v), nil
+	// Bytes that are not UTF-8 can only sit inside JSON strings, where
+	// U+FFFD keeps the value valid.
+	return persistence.ValidText(string(v)), nil
 }
 
 // sliceJSON encodes a slice; nil is stored as NULL, empty as [].

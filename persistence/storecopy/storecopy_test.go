@@ -59,6 +59,14 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		t.Fatal(err)
 	}
 	ids = append(ids, "empty")
+	// Text PostgreSQL cannot keep as it is (a tool's binary output).
+	if err := src.CreateSession(ctx, &persistence.Session{ID: "odd", Title: "bin\x00\xff"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.AppendMessages(ctx, "odd", &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe"}); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, "odd")
 	// Copied by an earlier, interrupted run: skipped as identical.
 	d, err := persistence.Dump(ctx, src, "alpha")
 	if err != nil {
@@ -77,12 +85,12 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	if !errors.Is(err, ErrConflicts) {
 		t.Fatalf("Copy error = %v, want ErrConflicts for delta", err)
 	}
-	if want := []string{"alpha:identical", "beta:copied", "delta:conflict", "empty:copied", "gamma:copied"}; !slices.Equal(seen, want) {
+	if want := []string{"alpha:identical", "beta:copied", "delta:conflict", "empty:copied", "gamma:copied", "odd:copied"}; !slices.Equal(seen, want) {
 		t.Errorf("progress = %v, want %v", seen, want)
 	}
-	if report.Sessions != 5 || report.Copied != 3 || report.Identical != 1 || report.Messages != 27 ||
+	if report.Sessions != 6 || report.Copied != 4 || report.Identical != 1 || report.Messages != 28 ||
 		report.Compactions != 6 || !slices.Equal(report.Conflicts, []string{"delta"}) {
-		t.Errorf("report = %+v; want 5 sessions, 3 copied, 1 identical, 27 messages, 6 compactions, conflict delta", report)
+		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, 28 messages, 6 compactions, conflict delta", report)
 	}
 	for _, id := range ids {
 		a, err := persistence.Dump(ctx, src, id)
@@ -106,8 +114,8 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	// Run again: the appended sessions now differ, and are reported as
 	// conflicts, not overwritten.
 	report, err = Copy(ctx, dst, src, nil)
-	if !errors.Is(err, ErrConflicts) || len(report.Conflicts) != 5 {
-		t.Fatalf("second Copy = %+v, %v; want 5 conflicts and ErrConflicts", report, err)
+	if !errors.Is(err, ErrConflicts) || len(report.Conflicts) != 6 {
+		t.Fatalf("second Copy = %+v, %v; want 6 conflicts and ErrConflicts", report, err)
 	}
 	if msgs, _ := dst.Messages(ctx, "beta", persistence.MessageFilter{}); len(msgs) == 0 || msgs[len(msgs)-1].Content != "more" {
 		t.Error("a conflicting session was overwritten")
