@@ -35,6 +35,10 @@ type Config struct {
 	// ListPageSize is the number of sessions per session/list page; 0 =
 	// persistence.DefaultListLimit.
 	ListPageSize int
+	// ModelTitles: after the first turn the session's model names the
+	// session (one short extra request); otherwise the title is the start
+	// of the first prompt.
+	ModelTitles bool
 }
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.

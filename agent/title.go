@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"path"
 	"strings"
 	"unicode"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
 )
 
 // maxTitleRunes bounds a derived title; session lists show one line.
@@ -18,31 +20,97 @@ const maxTitleRunes = 60
 // titleAfterPrompt gives an untitled session a title taken from the prompt
 // (locally: no model call, no cost, no delay), stores it, and tells the
 // client with session_info_update. session/list shows it from then on.
-func (a *Agent) titleAfterPrompt(ctx context.Context, s *persistence.Session, parts []persistence.Part) {
+// It reports whether it titled the session.
+func (a *Agent) titleAfterPrompt(ctx context.Context, s *persistence.Session, parts []persistence.Part) bool {
 	if s.Title != "" {
-		return
+		return false
 	}
-	title := deriveTitle(parts)
-	if title == "" {
-		return
+	return a.setTitle(ctx, s, "", deriveTitle(parts))
+}
+
+// setTitle replaces the session's title old with title (unless someone
+// changed it meanwhile), stores it and sends session_info_update.
+func (a *Agent) setTitle(ctx context.Context, s *persistence.Session, old, title string) bool {
+	if title == "" || title == old {
+		return false
 	}
 	a.metaMu.Lock()
 	cur, err := a.store.GetSession(ctx, s.ID)
-	if err == nil && cur.Title == "" {
+	changed := err == nil && cur.Title == old
+	if changed {
 		cur.Title = title
 		err = a.store.UpdateSession(ctx, cur)
 	}
 	a.metaMu.Unlock()
 	if err != nil {
 		a.log.Warn("cannot store the session title", zap.String("session", s.ID), zap.Error(err))
-		return
+		return false
 	}
-	if cur.Title != title {
-		return // titled meanwhile
+	if !changed {
+		return false // titled meanwhile
 	}
 	s.Title = title
 	updated := isoTime(cur.UpdatedAt)
 	a.sendUpdate(ctx, s.ID, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
+	return true
+}
+
+// titlePrompt asks the model for a title; the first prompt follows it.
+const titlePrompt = `Name this coding conversation from its first request. Answer with the title only: at most 6 words, no quotes, no trailing punctuation.`
+
+// titleFromModel asks the session's model for a better title after the
+// first turn and replaces the local one with it. Any failure keeps the
+// local title: a title is never worth failing a turn for. The request's
+// cost is added to the session's; it is not the session's context, so it
+// sends no usage_update.
+func (a *Agent) titleFromModel(ctx, persistCtx context.Context, s *persistence.Session, request string) {
+	model := a.sessionModel(s)
+	if r := []rune(request); len(r) > 2000 {
+		request = string(r[:2000])
+	}
+	req := streaming.Request{
+		Model: model.Name,
+		Messages: []streaming.Message{
+			{Role: streaming.RoleSystem, Content: titlePrompt},
+			{Role: streaming.RoleUser, Content: request},
+		},
+		MaxTokens: 32,
+	}
+	res, err := a.model.Stream(ctx, req, func(streaming.Event) error { return nil })
+	if res != nil && res.Usage != nil && model.Priced() {
+		u := res.Usage
+		_, _ = a.updateMeta(persistCtx, s.ID, func(_ *persistence.Session, m *sessionMeta) {
+			if m.Cost == nil {
+				m.Cost = make(map[string]float64)
+			}
+			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+		})
+	}
+	if err != nil {
+		a.log.Debug("no title from the model; keeping the local one", zap.String("session", s.ID), zap.Error(err))
+		return
+	}
+	a.setTitle(persistCtx, s, s.Title, cleanModelTitle(res.Text))
+}
+
+// cleanModelTitle keeps the first line of a model's answer without quotes,
+// markdown, a "Title:" label or trailing punctuation.
+func cleanModelTitle(text string) string {
+	const decoration = "#*_`\"'“”‘’ \t"
+	for _, line := range strings.Split(text, "\n") {
+		for prev := ""; prev != line; {
+			prev = line
+			line = strings.Trim(line, decoration)
+			line = strings.TrimRight(line, ".!:;,")
+			if len(line) >= 6 && strings.EqualFold(line[:6], "title:") {
+				line = line[6:]
+			}
+		}
+		if line != "" {
+			return shorten(strings.Join(strings.Fields(line), " "), maxTitleRunes)
+		}
+	}
+	return ""
 }
 
 // deriveTitle is the first line of the prompt's text, whitespace collapsed

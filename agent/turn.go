@@ -62,7 +62,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
-	a.titleAfterPrompt(persistCtx, s, parts)
+	titled := a.titleAfterPrompt(persistCtx, s, parts)
 
 	stop, err := a.runTurn(turnCtx, persistCtx, s)
 	if turnCtx.Err() != nil {
@@ -71,6 +71,9 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
 		return nil, err
+	}
+	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
+		a.titleFromModel(turnCtx, persistCtx, s, modelText(parts))
 	}
 	return &acp.PromptResponse{StopReason: stop}, nil
 }

@@ -71,7 +71,8 @@ type config struct {
 	modelsFrom source
 	modelSpec  *modelSpec
 
-	listPageSize value[int] // sessions per session/list page
+	listPageSize value[int]    // sessions per session/list page
+	titles       value[string] // "local" or "model"
 
 	contextWindow value[int] // tokens; 0: not configured
 	outputReserve value[int] // tokens; 0: not configured
@@ -335,6 +336,7 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 	if cfg.listPageSize, err = r.int("", "CROW_LIST_PAGE_SIZE", nil, "", persistence.DefaultListLimit); err != nil {
 		return nil, err
 	}
+	cfg.titles = r.str("", "CROW_TITLES", nil, "", "local")
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -371,6 +373,9 @@ func (c *config) validate() error {
 	}
 	if c.contextWindow.V != 0 && c.contextWindow.V < 1024 {
 		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.contextWindow.V, c.contextWindow.From)
+	}
+	if t := c.titles.V; t != "local" && t != "model" {
+		return usagef("session titles %q: use local or model (from %s)", t, c.titles.From)
 	}
 	if n := c.listPageSize.V; n < 1 || n > persistence.MaxListLimit {
 		return usagef("session list page size %d: use 1 to %d (from %s)", n, persistence.MaxListLimit, c.listPageSize.From)
@@ -512,6 +517,7 @@ func (c *config) agentConfig() agent.Config {
 		Version:       version,
 		MaxModelCalls: c.maxModelCalls.V,
 		ListPageSize:  c.listPageSize.V,
+		ModelTitles:   c.titles.V == "model",
 	}
 }
 

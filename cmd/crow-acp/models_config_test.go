@@ -62,4 +62,10 @@ name = "file-b"
 	if _, err := load(map[string]string{"CROW_LIST_PAGE_SIZE": "0"}); err == nil {
 		t.Fatal("a page size of 0 was accepted")
 	}
+	if cfg, err := load(map[string]string{"CROW_TITLES": "model"}); err != nil || !cfg.agentConfig().ModelTitles {
+		t.Fatalf("CROW_TITLES=model: %v", err)
+	}
+	if _, err := load(map[string]string{"CROW_TITLES": "ai"}); err == nil {
+		t.Fatal("CROW_TITLES=ai was accepted")
+	}
 }
