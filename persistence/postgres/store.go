@@ -51,9 +51,11 @@ func Redact(dsn string) string {
 		return scheme + "://(unparseable URL)"
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

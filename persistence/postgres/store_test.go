@@ -74,10 +74,11 @@ func TestOpenErrorsHidePassword(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for dsn, want := range map[string]string{
-		"postgres://u:pw@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
-		"postgres://u@h/db?password=pw":             "postgres://u@h/db?password=xxxxx",
-		"postgresql://h/db":                         "postgresql://h/db",
-		"postgres://u:p w@h:x:y/%zz":                "postgres://(unparseable URL)",
+		"postgres://u:pw@h:5432/db?sslmode=disable":          "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db?password=pw":                      "postgres://u@h/db?password=xxxxx",
+		"postgres://h/db?sslpassword=pw&sslmode=verify-full": "postgres://h/db?sslmode=verify-full&sslpassword=xxxxx",
+		"postgresql://h/db":                                  "postgresql://h/db",
+		"postgres://u:p w@h:x:y/%zz":                         "postgres://(unparseable URL)",
 	} {
 		if got := Redact(dsn); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", dsn, got, want)
