@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -39,6 +40,9 @@ type Config struct {
 	// session (one short extra request); otherwise the title is the start
 	// of the first prompt.
 	ModelTitles bool
+	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
+	// The window and output reserve come from each session's Model.
+	Compaction *compaction.Settings
 }
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.
@@ -52,9 +56,12 @@ type Agent struct {
 	cfg    Config
 	log    *zap.Logger
 
+	compact    compaction.Settings           // thresholds; Window/OutputReserve per model
+	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	turns      map[string]*turn // running turns by session id
+	turns      map[string]*turn   // running turns by session id
+	budgets    map[string]*budget // compaction state by session id
 
 	metaMu sync.Mutex // serialises read-modify-write of session metadata
 }
@@ -81,13 +88,26 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 		cfg.SystemPrompt = DefaultSystemPrompt
 	}
 	cfg.Models, cfg.Model = normalizeModels(cfg.Models, cfg.Model)
+	settings := compaction.Defaults()
+	if cfg.Compaction != nil {
+		settings = *cfg.Compaction
+	}
+	for _, m := range cfg.Models {
+		if m.WindowAssumed && settings.Auto {
+			log.Warn("the context window of this model is unknown: automatic compaction is off for it until its window is configured (CROW_CONTEXT_WINDOW, or context_window in [[models]])",
+				zap.String("model", m.Name))
+		}
+	}
 	return &Agent{
-		client: client,
-		store:  store,
-		model:  model,
-		cfg:    cfg,
-		log:    log,
-		turns:  make(map[string]*turn),
+		client:   client,
+		store:    store,
+		model:    model,
+		cfg:      cfg,
+		log:      log,
+		compact:  settings,
+		counters: make(map[string]compaction.Counter),
+		turns:    make(map[string]*turn),
+		budgets:  make(map[string]*budget),
 	}
 }
 

@@ -21,7 +21,7 @@ type slashCommand struct {
 
 // slashCommands lists the registered commands, in the order advertised.
 func (a *Agent) slashCommands() []slashCommand {
-	return nil
+	return []slashCommand{compactCommand}
 }
 
 // parseSlashCommand finds a registered command at the start of the prompt.

@@ -2,18 +2,449 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
+// budget is a session's compaction state. It is only bookkeeping: losing it
+// (a restart) costs precision, never data.
+type budget struct {
+	failures  int   // consecutive failed automatic compactions (the breaker)
+	turn      *turn // the turn that already compacted automatically
+	sent      []int64
+	estimated int // our count of the last request
+	reported  int // the provider's prompt_tokens for it (0: not reported)
+}
+
+func (a *Agent) budgetOf(sessionID string) *budget {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.budgets[sessionID]
+	if b == nil {
+		b = &budget{}
+		a.budgets[sessionID] = b
+	}
+	return b
+}
+
 // prepareContext returns the messages for the next model request, rebuilt
 // from the store. It runs before every model request, including between
-// tool iterations of one turn, which is where compaction hooks in.
+// tool iterations of one turn: when the request would pass the compaction
+// threshold it compacts first, and when it cannot fit it fails with an
+// error that says why instead of sending a request the model would reject.
 func (a *Agent) prepareContext(ctx context.Context, s *persistence.Session) ([]streaming.Message, error) {
-	msgs, err := a.buildContext(ctx, s)
+	m := a.meterFor(s)
+	view, err := a.activeView(ctx, s.ID, m.counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	return msgs, nil
+	fixed := a.fixedTokens(s, m.counter)
+	if view, err = a.checkBudget(ctx, s, m, view, fixed); err != nil {
+		return nil, err
+	}
+	entries := contextMessages(m.counter, a.systemPrompt(s), view)
+	a.remember(s.ID, entries, fixed)
+	return messagesOf(entries), nil
+}
+
+// meter is what one session's requests are measured with: the session's
+// model, its tokenizer, and the compaction settings with its window.
+type meter struct {
+	model   Model
+	counter compaction.Counter
+	st      compaction.Settings
+}
+
+// meterFor returns the meter of the session's current model. A model whose
+// window is only assumed gets Window 0: no automatic compaction.
+func (a *Agent) meterFor(s *persistence.Session) meter {
+	model := a.sessionModel(s)
+	st := a.compact
+	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
+	if model.WindowAssumed {
+		st.Window, st.OutputReserve = 0, 0
+	}
+	return meter{model: model, counter: a.counterFor(model), st: st}
+}
+
+// counterFor returns the (cached) token counter of a model.
+func (a *Agent) counterFor(m Model) compaction.Counter {
+	key := m.Name + "\x00" + m.Tokenizer
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.counters[key]; c != nil {
+		return c
+	}
+	c, err := compaction.NewCounter(m.Name, m.Tokenizer)
+	if err != nil {
+		a.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
+		c = compaction.Estimator{}
+	}
+	a.counters[key] = c
+	return c
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas.
+func (a *Agent) fixedTokens(s *persistence.Session, c compaction.Counter) int {
+	return compaction.FixedTokens(c, a.systemPrompt(s), a.toolDefinitions(s))
+}
+
+// activeView reads the model's current view (active messages only: the
+// rebuild never reads compacted history) and fills in token counts that
+// are missing or were made with another tokenizer, caching them.
+func (a *Agent) activeView(ctx context.Context, sessionID string, c compaction.Counter) ([]persistence.Message, error) {
+	view, err := a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	enc := c.Name()
+	var counted map[int64]int
+	for i := range view {
+		m := &view[i]
+		if m.TokenEncoding == enc && m.TokenCount > 0 {
+			continue
+		}
+		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), enc
+		if counted == nil {
+			counted = make(map[int64]int)
+		}
+		counted[m.ID] = m.TokenCount
+	}
+	if len(counted) > 0 {
+		// A cache: a failed write costs a recount next time, nothing else.
+		if err := a.store.SetTokenCounts(context.WithoutCancel(ctx), sessionID, enc, counted); err != nil {
+			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+		}
+	}
+	return view, nil
+}
+
+// remember notes what the next request contains, so the provider's usage
+// report for it can be matched to it.
+func (a *Agent) remember(sessionID string, entries []contextEntry, fixed int) {
+	ids := make([]int64, 0, len(entries))
+	total := fixed
+	for _, e := range entries[1:] {
+		ids = append(ids, e.messageID)
+		total += e.tokens
+	}
+	b := a.budgetOf(sessionID)
+	a.mu.Lock()
+	b.sent, b.estimated, b.reported = ids, total, 0
+	a.mu.Unlock()
+}
+
+// observeUsage records the provider's prompt_tokens for the request just
+// made: it is the truth about what was sent.
+func (a *Agent) observeUsage(sessionID string, res *streaming.Result) {
+	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
+		return
+	}
+	b := a.budgetOf(sessionID)
+	a.mu.Lock()
+	b.reported = res.Usage.PromptTokens
+	a.mu.Unlock()
+}
+
+// measure returns the size of the next request: the provider's count of
+// the last request when the view still starts with what was sent, plus our
+// count of what is new; otherwise our count. ratio is reported/estimated of
+// the last request (1 without a report), used to scale the budget the
+// pipeline plans with.
+func (a *Agent) measure(sessionID string, entries []contextEntry, fixed int) (used int, ratio float64) {
+	est := fixed
+	for _, e := range entries[1:] {
+		est += e.tokens
+	}
+	a.mu.Lock()
+	b := a.budgets[sessionID]
+	var sent []int64
+	var estimated, reported int
+	if b != nil {
+		sent, estimated, reported = b.sent, b.estimated, b.reported
+	}
+	a.mu.Unlock()
+	if reported == 0 || estimated == 0 {
+		return est, 1
+	}
+	ratio = min(max(float64(reported)/float64(estimated), 0.5), 3)
+	if len(entries)-1 >= len(sent) {
+		prefix := true
+		for i, id := range sent {
+			if entries[i+1].messageID != id {
+				prefix = false
+				break
+			}
+		}
+		if prefix {
+			return reported + (est - estimated), ratio
+		}
+	}
+	return int(float64(est) * ratio), ratio
+}
+
+// overflow is the error for a request that cannot be sent.
+func (m meter) overflow(used int, why string) error {
+	e := acp.InternalError("context window exceeded: the next model request needs %d tokens, the window of %s is %d with %d reserved for the reply: %s",
+		used, m.model.Name, m.st.Window, m.st.Reserve(), why)
+	e.Data = map[string]any{"reason": "context_window_exceeded", "tokens": used,
+		"window": m.st.Window, "budget": m.st.Budget()}
+	return e
+}
+
+// checkBudget compacts the view when the request would pass the threshold,
+// with every guard: auto-compaction off → an error only when it does not
+// fit; at most one automatic compaction per turn; a breaker after
+// MaxFailures failures; the stall guard (in the pipeline).
+func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter, view []persistence.Message, fixed int) ([]persistence.Message, error) {
+	st := m.st
+	if st.Window <= 0 {
+		return view, nil // window unknown: nothing to measure against (warned at start)
+	}
+	if fixed > st.Budget() {
+		return nil, m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; raise CROW_CONTEXT_WINDOW or lower CROW_OUTPUT_RESERVE", fixed))
+	}
+	entries := contextMessages(m.counter, a.systemPrompt(s), view)
+	used, ratio := a.measure(s.ID, entries, fixed)
+	if used <= st.Trigger() {
+		return view, nil
+	}
+	fits := used <= st.Budget()
+	if !st.Auto {
+		if fits {
+			return view, nil
+		}
+		return nil, m.overflow(used, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session")
+	}
+	b := a.budgetOf(s.ID)
+	a.mu.Lock()
+	cur := a.turns[s.ID]
+	failures, sameTurn := b.failures, cur != nil && b.turn == cur
+	if !sameTurn && failures < st.MaxFailures {
+		b.turn = cur
+	}
+	a.mu.Unlock()
+	switch {
+	case failures >= st.MaxFailures:
+		if fits {
+			return view, nil
+		}
+		return nil, m.overflow(used, fmt.Sprintf("automatic compaction stopped after %d failed attempts; run /compact or start a new session", failures))
+	case sameTurn:
+		if fits {
+			return view, nil
+		}
+		return nil, m.overflow(used, "this turn already compacted once and its own messages no longer fit; send a new prompt to continue")
+	}
+
+	res, err := a.runCompaction(ctx, s, m, view, fixed, ratio, compactOpts{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a.mu.Lock()
+		b.failures++
+		a.mu.Unlock()
+		nv, verr := a.activeView(ctx, s.ID, m.counter)
+		if verr != nil {
+			return nil, storeError("build context", verr)
+		}
+		nentries := contextMessages(m.counter, a.systemPrompt(s), nv)
+		if after, _ := a.measure(s.ID, nentries, fixed); after <= st.Budget() {
+			return nv, nil // over the threshold but it fits: go on, the failure is reported
+		}
+		var oe *compaction.OverflowError
+		if errors.As(err, &oe) {
+			return nil, m.overflow(used, oe.Reason)
+		}
+		return nil, m.overflow(used, "compaction failed: "+err.Error())
+	}
+	a.mu.Lock()
+	b.failures = 0
+	a.mu.Unlock()
+	return res, nil
+}
+
+// compactOpts say how a compaction was asked for.
+type compactOpts struct {
+	manual  bool   // /compact
+	focus   string // /compact's input
+	noModel bool   // use the deterministic summary (session/load never waits for the model)
+}
+
+// runCompaction runs the pipeline on view, applies its plans, tells the
+// client, and returns the new view. ratio scales the budget to the
+// provider's reported counts.
+func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+	st := m.st
+	planned := st
+	if ratio != 1 && st.Window > 0 {
+		planned.Window = int(float64(st.Window) / ratio)
+		planned.OutputReserve = int(float64(st.Reserve()) / ratio)
+	}
+	ref := newID("cmp_")
+	if a.capabilities().SupportsCompaction() {
+		a.sendUpdate(ctx, s.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
+	}
+	persistCtx := context.WithoutCancel(ctx)
+	settings := settingsSnapshot(planned, m.counter.Name(), ref, o.manual, o.focus)
+	x := &compaction.Compactor{
+		Counter:   m.counter,
+		Settings:  planned,
+		Summarize: a.summarizer(m.model),
+		Apply: func(ctx context.Context, p *compaction.Plan) ([]persistence.Message, error) {
+			rec := &persistence.Compaction{SessionID: s.ID, Policy: p.Policy, CompactedIDs: p.Compacted, KeptIDs: p.Kept,
+				TokensBefore: p.TokensBefore, TokensAfter: p.TokensAfter,
+				MessagesBefore: p.MessagesBefore, MessagesAfter: p.MessagesAfter, Settings: settings(p)}
+			for _, added := range p.Added {
+				added.TokenEncoding = m.counter.Name()
+			}
+			if err := a.store.Compact(persistCtx, rec, p.Added); err != nil {
+				return nil, storeError("compact", err)
+			}
+			a.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
+				zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter), zap.String("note", p.Note))
+			return a.activeView(persistCtx, s.ID, m.counter)
+		},
+	}
+	if o.noModel {
+		x.Summarize = nil
+	}
+	res, err := x.Run(ctx, compaction.Request{View: view, Fixed: fixed, Manual: o.manual, Focus: o.focus})
+	a.reportCompaction(ctx, s, m, ref, res, ratio, err)
+	if err != nil {
+		return nil, err
+	}
+	return a.activeView(ctx, s.ID, m.counter)
+}
+
+// settingsSnapshot returns the Settings JSON stored with each record.
+func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool, focus string) func(*compaction.Plan) json.RawMessage {
+	return func(p *compaction.Plan) json.RawMessage {
+		b, _ := json.Marshal(struct {
+			compaction.Settings
+			Tokenizer string `json:"tokenizer"`
+			Ref       string `json:"ref"`
+			Manual    bool   `json:"manual"`
+			Focus     string `json:"focus,omitempty"`
+			Note      string `json:"note,omitempty"`
+		}{st, tokenizer, ref, manual, focus, p.Note})
+		return b
+	}
+}
+
+// summarizer asks the session's model for a summary, without tools and
+// without streaming it to the client.
+func (a *Agent) summarizer(model Model) compaction.Summarizer {
+	return func(ctx context.Context, req streaming.Request) (string, error) {
+		req.Model = model.Name
+		res, err := a.model.Stream(ctx, req, func(streaming.Event) error { return nil })
+		if err != nil {
+			return "", err
+		}
+		return res.Text, nil
+	}
+}
+
+func (a *Agent) capabilities() acp.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.clientCaps
+}
+
+// reportCompaction tells the client what happened: compaction_update for
+// clients that support it, otherwise one short agent message; then the new
+// context size as usage_update.
+func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m meter, ref string, res compaction.Result, ratio float64, err error) {
+	if ctx.Err() != nil {
+		if a.capabilities().SupportsCompaction() {
+			a.sendUpdate(context.WithoutCancel(ctx), s.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
+		}
+		return
+	}
+	caps := a.capabilities()
+	var text string
+	switch {
+	case err != nil && len(res.Plans) == 0:
+		text = "Context compaction failed: " + err.Error()
+	default:
+		last := res.Plans[len(res.Plans)-1]
+		compacted := 0
+		for _, p := range res.Plans {
+			compacted += len(p.Compacted)
+		}
+		text = fmt.Sprintf("Context compacted (%s): %d messages, %d → %d tokens.",
+			policyNames(res.Plans), compacted, res.Plans[0].TokensBefore, res.Tokens)
+		if last.Note != "" {
+			text += " " + last.Note + "."
+		}
+		if err != nil {
+			text += " It is still too large: " + err.Error()
+		}
+	}
+	if caps.SupportsCompaction() {
+		u := acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCompleted}
+		if err != nil {
+			msg := text
+			u.Status, u.Error = acp.CompactionFailed, &msg
+		} else {
+			summary := text
+			if p := res.Plans[len(res.Plans)-1]; p.Summary != "" {
+				summary += "\n\n" + p.Summary
+			}
+			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
+		}
+		a.sendUpdate(ctx, s.ID, u.Update())
+	} else {
+		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
+	}
+	if len(res.Plans) > 0 && m.st.Window > 0 {
+		// In the provider's units: our count scaled as its last report was.
+		used := int(float64(res.Tokens) * ratio)
+		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.st.Window}})
+	}
+}
+
+func policyNames(plans []*compaction.Plan) string {
+	out := ""
+	for i, p := range plans {
+		if i > 0 {
+			out += " + "
+		}
+		out += p.Policy
+	}
+	return out
+}
+
+// compactOnLoad runs on session/load: a stored context already over the
+// threshold is compacted right away, with the deterministic summary (load
+// never waits for the model).
+func (a *Agent) compactOnLoad(ctx context.Context, s *persistence.Session) {
+	m := a.meterFor(s)
+	st := m.st
+	if st.Window <= 0 || !st.Auto {
+		return
+	}
+	view, err := a.activeView(ctx, s.ID, m.counter)
+	if err != nil {
+		a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
+		return
+	}
+	fixed := a.fixedTokens(s, m.counter)
+	entries := contextMessages(m.counter, a.systemPrompt(s), view)
+	if used, _ := a.measure(s.ID, entries, fixed); used <= st.Trigger() || fixed > st.Budget() {
+		return
+	}
+	if _, err := a.runCompaction(ctx, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
+		a.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -13,67 +14,111 @@ import (
 const DefaultSystemPrompt = `You are crow, a coding agent working in the user's project through their editor.
 Be concise and precise. Prefer small, verifiable steps. When you are unsure, say so.`
 
-// interruptedResult answers a tool call whose result never reached the store
-// (the process died or the turn was cut). Model APIs reject a context with a
-// call and no result.
-const interruptedResult = "Error: this tool call was interrupted before it produced a result."
-
 // buildContext rebuilds the model's messages from the store: the system
-// prompt, then the session's active messages in seq order. Nothing about the
-// context is kept in memory between requests.
+// prompt, then the session's active messages (summaries first). Nothing
+// about the context is kept in memory between requests.
 func (a *Agent) buildContext(ctx context.Context, s *persistence.Session) ([]streaming.Message, error) {
-	stored, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{ActiveOnly: true})
+	c := a.meterFor(s).counter
+	view, err := a.activeView(ctx, s.ID, c)
 	if err != nil {
 		return nil, err
 	}
-	return contextMessages(a.systemPrompt(s), stored), nil
+	return messagesOf(contextMessages(c, a.systemPrompt(s), view)), nil
 }
 
 func (a *Agent) systemPrompt(s *persistence.Session) string {
 	return a.cfg.SystemPrompt + "\n\nThe project's root directory is " + s.Cwd + "."
 }
 
-// contextMessages is the pure part of buildContext.
-func contextMessages(system string, stored []persistence.Message) []streaming.Message {
-	out := make([]streaming.Message, 0, len(stored)+1)
-	out = append(out, streaming.Message{Role: streaming.RoleSystem, Content: system})
-	answered := make(map[string]bool)
-	for _, m := range stored {
+// contextEntry is one message of a model request with its token count and
+// the stored message it comes from (0: the system prompt or a synthetic
+// result).
+type contextEntry struct {
+	msg       streaming.Message
+	tokens    int
+	messageID int64
+}
+
+func messagesOf(entries []contextEntry) []streaming.Message {
+	out := make([]streaming.Message, len(entries))
+	for i, e := range entries {
+		out[i] = e.msg
+	}
+	return out
+}
+
+// contextMessages is the pure part of buildContext: the head (system
+// prompt), then the torso in compaction.Order (summaries as context, then
+// the active messages with every tool result right after its call). A call
+// whose result never reached the store is answered with a synthetic error
+// result, because model APIs reject a call without one.
+func contextMessages(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
+	ordered := compaction.Order(view)
+	out := make([]contextEntry, 0, len(ordered)+1)
+	out = append(out, contextEntry{msg: streaming.Message{Role: streaming.RoleSystem, Content: system}})
+	results := make(map[string]bool)
+	for _, m := range ordered {
 		if m.Role == persistence.RoleTool {
-			answered[m.ToolCallID] = true
+			results[m.ToolCallID] = true
 		}
 	}
-	for _, m := range stored {
+	for i, m := range ordered {
+		e := contextEntry{tokens: m.TokenCount, messageID: m.ID}
 		switch m.Role {
 		case persistence.RoleUser:
-			out = append(out, streaming.Message{Role: streaming.RoleUser, Content: m.Content, Parts: imageParts(m.Parts)})
+			e.msg = streaming.Message{Role: streaming.RoleUser, Content: m.Content, Parts: imageParts(m.Parts)}
 		case persistence.RoleSummary:
-			out = append(out, streaming.Message{Role: streaming.RoleUser,
-				Content: "Summary of the earlier conversation (older messages were compacted):\n\n" + m.Content})
+			e.msg = streaming.Message{Role: streaming.RoleUser, Content: compaction.SummaryPrefix + m.Content}
 		case persistence.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
 				continue // an empty partial reply carries nothing
 			}
-			msg := streaming.Message{Role: streaming.RoleAssistant, Content: m.Content}
-			for _, c := range m.ToolCalls {
-				msg.ToolCalls = append(msg.ToolCalls, streaming.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			out = append(out, msg)
-			for _, c := range m.ToolCalls {
-				if !answered[c.ID] {
-					out = append(out, streaming.Message{Role: streaming.RoleTool, ToolCallID: c.ID, Content: interruptedResult})
-				}
+			e.msg = streaming.Message{Role: streaming.RoleAssistant, Content: m.Content}
+			for _, tc := range m.ToolCalls {
+				e.msg.ToolCalls = append(e.msg.ToolCalls, streaming.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 			}
 		case persistence.RoleTool:
-			out = append(out, streaming.Message{Role: streaming.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content})
+			e.msg = streaming.Message{Role: streaming.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content}
+		default:
+			continue
+		}
+		out = append(out, e)
+		// Synthetic results go after the stored results of the same
+		// assistant message (Order put those right behind it).
+		if m.Role == persistence.RoleTool || m.Role == persistence.RoleAssistant {
+			if i+1 < len(ordered) && ordered[i+1].Role == persistence.RoleTool {
+				continue
+			}
+			if owner := ownerOf(ordered, i); owner != nil {
+				for _, tc := range owner.ToolCalls {
+					if !results[tc.ID] {
+						out = append(out, contextEntry{
+							msg:    streaming.Message{Role: streaming.RoleTool, ToolCallID: tc.ID, Content: compaction.InterruptedResult},
+							tokens: compaction.SyntheticTokens(c, tc.ID),
+						})
+					}
+				}
+			}
 		}
 	}
 	return out
 }
 
-// The synthetic results must sit right after their call; a stored result for
-// the same id later on would then be a duplicate. contextMessages only adds
-// one when no stored result exists, so the order rule holds.
+// ownerOf returns the assistant message whose results end at ordered[i]
+// (ordered[i] itself, or the assistant before a run of tool messages).
+func ownerOf(ordered []persistence.Message, i int) *persistence.Message {
+	for ; i >= 0; i-- {
+		switch ordered[i].Role {
+		case persistence.RoleAssistant:
+			return &ordered[i]
+		case persistence.RoleTool:
+			continue
+		default:
+			return nil
+		}
+	}
+	return nil
+}
 
 func imageParts(parts []persistence.Part) []streaming.ContentPart {
 	var out []streaming.ContentPart

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -25,6 +26,14 @@ type Model struct {
 	InputPrice  float64
 	OutputPrice float64
 	Currency    string // ISO 4217; "" = DefaultCurrency
+	// Tokenizer is the token encoding compaction counts with ("" = auto:
+	// the model's own encoding when known, else the estimator).
+	Tokenizer string
+	// WindowAssumed is set when no window was configured and the model is
+	// not in compaction's table: ContextWindow is then DefaultContextWindow,
+	// good for a context meter but not for compaction, which stays off for
+	// the model (and says so) rather than guess.
+	WindowAssumed bool
 }
 
 // Defaults for models configured without these attributes.
@@ -53,7 +62,11 @@ func (m Model) Cost(promptTokens, completionTokens int) float64 {
 // withDefaults fills unset attributes.
 func (m Model) withDefaults() Model {
 	if m.ContextWindow <= 0 {
-		m.ContextWindow = DefaultContextWindow
+		if w := compaction.DefaultWindow(m.Name); w > 0 {
+			m.ContextWindow = w
+		} else {
+			m.ContextWindow, m.WindowAssumed = DefaultContextWindow, true
+		}
 	}
 	if m.OutputReserve <= 0 {
 		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)

@@ -15,11 +15,15 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 	send := func(u acp.SessionUpdate) error {
 		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
 	}
+	mark, err := a.compactionReplay(ctx, sessionID, msgs)
+	if err != nil {
+		return err
+	}
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			return err // $/cancel_request on a long replay
 		}
-		for _, u := range replayUpdates(m) {
+		for _, u := range mark(m, replayUpdates(m)) {
 			if err := send(u); err != nil {
 				return err
 			}

@@ -94,6 +94,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err := a.replay(ctx, s.ID, msgs); err != nil {
 		return nil, err
 	}
+	a.compactOnLoad(ctx, s)
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
 	a.afterOpen(ctx, s)
 	return &acp.LoadSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil

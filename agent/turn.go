@@ -135,6 +135,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		res = &streaming.Result{}
 	}
 	a.afterModelRequest(ctx, s, req, res)
+	a.observeUsage(s.ID, res)
 	msg := &persistence.Message{
 		Role:      persistence.RoleAssistant,
 		Content:   res.Text,

@@ -97,6 +97,7 @@ type canonicalMessage struct {
 	Meta                      *string
 	Active                    bool
 	CompactedInto, TokenCount int // CompactedInto: 1-based position of the compaction, 0 for none
+	TokenEncoding             string
 	CreatedAt                 string
 	NilParts, NilToolCalls    bool
 }
@@ -106,7 +107,12 @@ type canonicalCompaction struct {
 	Compacted, Kept           []int64 // seqs
 	NilCompacted, NilKept     bool
 	TokensBefore, TokensAfter int
-	Summary                   int64 // seq; 0 for none
+	Summary                   int64   // seq; 0 for none
+	Added                     []int64 // seqs
+	NilAdded                  bool
+	MessagesBefore            int
+	MessagesAfter             int
+	Expanded                  bool
 	Settings                  *string
 	CreatedAt                 string
 }
@@ -143,7 +149,7 @@ func canonical(d *SessionDump) (*canonicalDump, error) {
 			ToolCallID: ValidText(m.ToolCallID), Status: string(m.Status), Parts: m.Parts, ToolCalls: m.ToolCalls,
 			NilParts: m.Parts == nil, NilToolCalls: m.ToolCalls == nil,
 			Meta: canonicalJSON(m.Meta), Active: m.IsActive, TokenCount: m.TokenCount,
-			CreatedAt: canonicalTime(m.CreatedAt),
+			TokenEncoding: m.TokenEncoding, CreatedAt: canonicalTime(m.CreatedAt),
 		}
 		if m.CompactedIntoID != nil {
 			pos, ok := posOf[*m.CompactedIntoID]
@@ -158,7 +164,8 @@ func canonical(d *SessionDump) (*canonicalDump, error) {
 	for i, c := range d.Compactions {
 		cc := canonicalCompaction{
 			Policy: c.Policy, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
-			NilCompacted: c.CompactedIDs == nil, NilKept: c.KeptIDs == nil,
+			NilCompacted: c.CompactedIDs == nil, NilKept: c.KeptIDs == nil, NilAdded: c.AddedIDs == nil,
+			MessagesBefore: c.MessagesBefore, MessagesAfter: c.MessagesAfter, Expanded: c.Expanded,
 			Settings: canonicalJSON(c.Settings), CreatedAt: canonicalTime(c.CreatedAt),
 		}
 		var err error
@@ -166,6 +173,9 @@ func canonical(d *SessionDump) (*canonicalDump, error) {
 			return nil, err
 		}
 		if cc.Kept, err = seqs(fmt.Sprintf("compaction %d", i+1), c.KeptIDs); err != nil {
+			return nil, err
+		}
+		if cc.Added, err = seqs(fmt.Sprintf("compaction %d", i+1), c.AddedIDs); err != nil {
 			return nil, err
 		}
 		if c.SummaryMessageID != nil {
@@ -196,7 +206,7 @@ func canonicalJSON(v json.RawMessage) *string {
 
 // Check reports what would stop d from being imported: an empty session id,
 // seqs that are not positive and strictly increasing, or a reference
-// (CompactedIDs, KeptIDs, SummaryMessageID, CompactedIntoID) to an id that is
+// (CompactedIDs, KeptIDs, AddedIDs, SummaryMessageID, CompactedIntoID) to an id that is
 // not in d.
 func (d *SessionDump) Check() error {
 	if d.Session.ID == "" {
@@ -216,7 +226,7 @@ func (d *SessionDump) Check() error {
 	}
 	compIDs := make(map[int64]bool, len(d.Compactions))
 	for i, c := range d.Compactions {
-		for _, ids := range [][]int64{c.CompactedIDs, c.KeptIDs} {
+		for _, ids := range [][]int64{c.CompactedIDs, c.KeptIDs, c.AddedIDs} {
 			for _, id := range ids {
 				if !msgIDs[id] {
 					return fmt.Errorf("compaction %d names message %d, which is not in the session", i, id)
@@ -280,6 +290,7 @@ func (d *SessionDump) Renumber(msgIDs, compIDs []int64) {
 		c.ID, c.SessionID = compIDs[i], d.Session.ID
 		c.CompactedIDs = Remap(c.CompactedIDs, newMsg)
 		c.KeptIDs = Remap(c.KeptIDs, newMsg)
+		c.AddedIDs = Remap(c.AddedIDs, newMsg)
 		if c.SummaryMessageID != nil {
 			id := newMsg[*c.SummaryMessageID]
 			c.SummaryMessageID = &id

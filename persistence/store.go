@@ -99,8 +99,12 @@ type Message struct {
 	Meta            json.RawMessage
 	IsActive        bool
 	CompactedIntoID *int64
-	TokenCount      int
-	CreatedAt       time.Time
+	// TokenCount is the cached token count of what the model reads for this
+	// message, valid only for the tokenizer named TokenEncoding ("" = not
+	// counted).
+	TokenCount    int
+	TokenEncoding string
+	CreatedAt     time.Time
 }
 
 // Compaction is the record of one applied compaction policy. The compacted
@@ -115,8 +119,16 @@ type Compaction struct {
 	TokensAfter  int
 	// SummaryMessageID is the summary message inserted by this compaction, if any.
 	SummaryMessageID *int64
-	Settings         json.RawMessage
-	CreatedAt        time.Time
+	// AddedIDs are all the messages this compaction inserted (the summary,
+	// markers of pruned tool output).
+	AddedIDs []int64
+	// Message counts of the model's context before and after.
+	MessagesBefore int
+	MessagesAfter  int
+	// Expanded is true while the compacted messages are re-activated.
+	Expanded  bool
+	Settings  json.RawMessage
+	CreatedAt time.Time
 }
 
 // ListSessionsOptions filters and pages ListSessions. Sessions come newest
@@ -187,7 +199,8 @@ type Store interface {
 	// ErrNotFound for an unknown session.
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
 
-	Importer // dump.go
+	Importer        // dump.go
+	CompactionStore // compaction.go
 
 	Close() error
 }

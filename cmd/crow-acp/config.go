@@ -80,6 +80,7 @@ type config struct {
 	compactAuto       value[bool]
 	compactThreshold  value[float64]
 	compactKeepRecent value[int]
+	compactExtra      compactionExtra
 	permissionMode    value[string]
 }
 
@@ -332,6 +333,9 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 	if cfg.compactKeepRecent, err = r.int("", "", fc.Compaction.KeepRecent, "compaction.keep_recent", defaultCompactKeepRecent); err != nil {
 		return nil, err
 	}
+	if err := cfg.resolveCompaction(r); err != nil {
+		return nil, err
+	}
 	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
 	if cfg.listPageSize, err = r.int("", "CROW_LIST_PAGE_SIZE", nil, "", persistence.DefaultListLimit); err != nil {
 		return nil, err
@@ -495,7 +499,8 @@ func (c *config) agentConfig() agent.Config {
 	models := make([]agent.Model, 0, len(c.models))
 	for _, m := range c.models {
 		am := agent.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
-			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency}
+			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
+			Tokenizer: m.Tokenizer}
 		if m.Name == c.model.V {
 			// CROW_CONTEXT_WINDOW and the resolved reserve apply to the
 			// selected model.
@@ -518,6 +523,7 @@ func (c *config) agentConfig() agent.Config {
 		MaxModelCalls: c.maxModelCalls.V,
 		ListPageSize:  c.listPageSize.V,
 		ModelTitles:   c.titles.V == "model",
+		Compaction:    c.compactionSettings(),
 	}
 }
 

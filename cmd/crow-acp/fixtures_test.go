@@ -26,9 +26,10 @@ func startModel(t *testing.T, f *fixture.Fixture) *fakemodel.Server {
 	return m
 }
 
-// fixtureEnv is the environment the agent runs with in every fixture.
-func fixtureEnv(env fixture.Env) map[string]string {
-	return map[string]string{
+// fixtureEnv is the environment the agent runs with in a fixture: the
+// common part, then the fixture's -- env -- section.
+func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
+	vars := map[string]string{
 		"OPENAI_BASE_URL": env.ModelURL,
 		"OPENAI_API_KEY":  "sk-fixture-secret",
 		"CROW_MODEL":      "fixture-model",
@@ -40,6 +41,10 @@ func fixtureEnv(env fixture.Env) map[string]string {
 		// No developer's config.toml may reach a test.
 		"XDG_CONFIG_HOME": env.Tmp,
 	}
+	for k, v := range f.Env {
+		vars[k] = v
+	}
+	return vars
 }
 
 // TestFixtures runs every scenario in-process, over pipes.
@@ -49,7 +54,7 @@ func TestFixtures(t *testing.T) {
 		env := fixture.NewEnv(t)
 		env.ModelURL = m.URL()
 		start := fixture.PipeAgent(func(ctx context.Context, env fixture.Env, in io.Reader, out io.Writer) error {
-			vars := fixtureEnv(env)
+			vars := fixtureEnv(f, env)
 			code := run(ctx, nil, stdio{in: in, out: out, err: io.Discard}, func(k string) string { return vars[k] })
 			if code != exitOK {
 				return fmt.Errorf("crow-acp exited with code %d", code)
@@ -72,7 +77,7 @@ func TestFixturesBinary(t *testing.T) {
 		env := fixture.NewEnv(t)
 		env.ModelURL = m.URL()
 		var vars []string
-		for k, v := range fixtureEnv(env) {
+		for k, v := range fixtureEnv(f, env) {
 			vars = append(vars, k+"="+v)
 		}
 		return env, fixture.ProcessAgent(bin, nil, vars), m

@@ -25,7 +25,7 @@ func TestFixturesPostgres(t *testing.T) {
 		env.ModelURL = m.URL()
 		env.DBPath = pgtest.URL(t)
 		var vars []string
-		for k, v := range fixtureEnv(env) {
+		for k, v := range fixtureEnv(f, env) {
 			vars = append(vars, k+"="+v)
 		}
 		return env, fixture.ProcessAgent(bin, nil, vars), m

@@ -69,6 +69,7 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"ImportSession", testImportSession},
 		{"OddText", testOddText},
 	}
+	tests = append(tests, compactionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))

@@ -68,11 +68,11 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 				m := r.m
 				b.Queue(`
 					INSERT INTO messages (session_id, seq, role, content, parts, reasoning,
-						tool_call_id, tool_calls, status, meta, is_active, token_count, created_at)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+						tool_call_id, tool_calls, status, meta, is_active, token_count, token_encoding, created_at)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 					RETURNING id`,
 					sess.ID, m.Seq, string(m.Role), r.content, r.parts, r.reasoning, r.toolCallID,
-					r.toolCalls, string(m.Status), r.meta, m.IsActive, m.TokenCount, r.createdAt)
+					r.toolCalls, string(m.Status), r.meta, m.IsActive, m.TokenCount, m.TokenEncoding, r.createdAt)
 			}
 			res := tx.SendBatch(ctx, b)
 			for i := start; i < end; i++ {
@@ -96,11 +96,13 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 			}
 			if err := tx.QueryRow(ctx, `
 				INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-					tokens_before, tokens_after, summary_message_id, settings, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+					tokens_before, tokens_after, summary_message_id, settings, created_at,
+					added_ids, messages_before, messages_after, expanded)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 				RETURNING id`,
 				sess.ID, c.Policy, persistence.Remap(c.CompactedIDs, newMsg), persistence.Remap(c.KeptIDs, newMsg),
-				c.TokensBefore, c.TokensAfter, summary, settings[i], stored(c.CreatedAt)).Scan(&compIDs[i]); err != nil {
+				c.TokensBefore, c.TokensAfter, summary, settings[i], stored(c.CreatedAt),
+				persistence.Remap(c.AddedIDs, newMsg), c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&compIDs[i]); err != nil {
 				return fmt.Errorf("compaction %d: %w", i, err)
 			}
 			newComp[c.ID] = compIDs[i]

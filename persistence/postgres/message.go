@@ -51,15 +51,15 @@ func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messa
 
 const insertMessage = `
 	INSERT INTO messages (session_id, seq, role, content, parts, reasoning,
-		tool_call_id, tool_calls, status, meta, is_active, token_count, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11, $12)
+		tool_call_id, tool_calls, status, meta, is_active, token_count, token_encoding, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11, $12, $13)
 	RETURNING id`
 
 // queue adds r's INSERT, with the given seq, to b.
 func (r *messageRow) queue(b *pgx.Batch, sessionID string, seq int64) {
 	m := r.m
 	b.Queue(insertMessage, sessionID, seq, string(m.Role), r.content, r.parts,
-		r.reasoning, r.toolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, r.createdAt)
+		r.reasoning, r.toolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, m.TokenEncoding, r.createdAt)
 }
 
 // fill copies what the store assigned into the caller's message.
@@ -135,7 +135,7 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 }
 
 const messageColumns = `id, seq, role, content, parts, reasoning, tool_call_id,
-	tool_calls, status, meta, is_active, compacted_into_id, token_count, created_at`
+	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at`
 
 // Messages returns a session's messages in seq order.
 func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
@@ -168,7 +168,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		)
 		if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &parts, &m.Reasoning,
 			&m.ToolCallID, &toolCalls, &status, &meta, &m.IsActive, &m.CompactedIntoID,
-			&tokens, &m.CreatedAt); err != nil {
+			&tokens, &m.TokenEncoding, &m.CreatedAt); err != nil {
 			return nil, err
 		}
 		m.SessionID = sessionID
@@ -204,82 +204,12 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 // ApplyCompaction atomically appends the summary message (if any), stores c
 // and marks c.CompactedIDs inactive, compacted into c.
 func (s *Store) ApplyCompaction(ctx context.Context, c *persistence.Compaction, summary *persistence.Message) error {
-	if err := s.applyCompaction(ctx, c, summary); err != nil {
-		return fmt.Errorf("postgres: apply compaction: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) applyCompaction(ctx context.Context, c *persistence.Compaction, summary *persistence.Message) error {
-	if c == nil {
-		return errors.New("nil compaction")
-	}
-	t := now()
-	createdAt := stored(c.CreatedAt)
-	if c.CreatedAt.IsZero() {
-		createdAt = t
-	}
-	settings, err := rawJSON("settings", c.Settings)
-	if err != nil {
-		return err
-	}
-	var row []messageRow
+	var added []*persistence.Message
 	if summary != nil {
-		r, err := encodeMessage(c.SessionID, summary, t)
-		if err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-		row = []messageRow{r}
+		added = []*persistence.Message{summary}
 	}
-	distinct := distinctIDs(c.CompactedIDs)
-
-	var compactionID int64
-	var summaryID *int64
-	var seq int64
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		last, err := bumpSession(ctx, tx, c.SessionID, len(row), t)
-		if err != nil {
-			return err
-		}
-		if row != nil {
-			seq = last
-			ids, err := insertRows(ctx, tx, c.SessionID, row, seq)
-			if err != nil {
-				return fmt.Errorf("summary: %w", err)
-			}
-			summaryID = &ids[0]
-		}
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-				tokens_before, tokens_after, summary_message_id, settings, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			RETURNING id`,
-			c.SessionID, c.Policy, c.CompactedIDs, c.KeptIDs, c.TokensBefore, c.TokensAfter,
-			summaryID, settings, createdAt).Scan(&compactionID); err != nil {
-			return err
-		}
-		if len(distinct) == 0 {
-			return nil
-		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE messages SET is_active = false, compacted_into_id = $1
-			WHERE session_id = $2 AND id = ANY($3)`,
-			compactionID, c.SessionID, distinct)
-		if err != nil {
-			return err
-		}
-		if changed := tag.RowsAffected(); changed != int64(len(distinct)) {
-			return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
-				int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	c.ID, c.CreatedAt, c.SummaryMessageID = compactionID, createdAt, summaryID
-	if row != nil {
-		row[0].fill(c.SessionID, *summaryID, seq)
+	if err := s.compact(ctx, c, added); err != nil {
+		return fmt.Errorf("postgres: apply compaction: %w", err)
 	}
 	return nil
 }
@@ -308,8 +238,7 @@ func (s *Store) Compactions(ctx context.Context, sessionID string) ([]persistenc
 
 func (s *Store) compactions(ctx context.Context, sessionID string) ([]persistence.Compaction, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, policy, compacted_ids, kept_ids, tokens_before, tokens_after,
-			summary_message_id, settings, created_at
+		SELECT `+compactionColumns+`
 		FROM compactions WHERE session_id = $1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, err
@@ -317,22 +246,11 @@ func (s *Store) compactions(ctx context.Context, sessionID string) ([]persistenc
 	defer rows.Close()
 	var list []persistence.Compaction
 	for rows.Next() {
-		var (
-			c             persistence.Compaction
-			settings      []byte
-			before, after int64
-		)
-		if err := rows.Scan(&c.ID, &c.Policy, &c.CompactedIDs, &c.KeptIDs, &before,
-			&after, &c.SummaryMessageID, &settings, &c.CreatedAt); err != nil {
+		c, err := scanCompaction(rows, sessionID)
+		if err != nil {
 			return nil, err
 		}
-		c.SessionID = sessionID
-		c.TokensBefore, c.TokensAfter = int(before), int(after)
-		if settings != nil {
-			c.Settings = json.RawMessage(settings)
-		}
-		c.CreatedAt = c.CreatedAt.UTC()
-		list = append(list, c)
+		list = append(list, *c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -53,10 +53,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir string) er
 	if current > known {
 		return fmt.Errorf("migrate: database schema version %d is newer than this binary supports (%d); upgrade crow-acp", current, known)
 	}
+	// Every missing version is applied, not only those above the current
+	// one: version numbers are reserved per feature and may land in any
+	// order. apply skips the recorded ones.
 	for _, f := range files {
-		if f.Version <= current {
-			continue
-		}
 		if err := apply(ctx, pool, f); err != nil {
 			return fmt.Errorf("migrate: %s: %w", f.Name, err)
 		}

@@ -79,8 +79,8 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		stmt, err := tx.PrepareContext(ctx, `
 			INSERT INTO messages (session_id, seq, role, content, parts, reasoning,
-				tool_call_id, tool_calls, status, meta, is_active, token_count, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+				tool_call_id, tool_calls, status, meta, is_active, token_count, token_encoding, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		for i, r := range rows {
 			m := r.m
 			res, err := stmt.ExecContext(ctx, sess.ID, m.Seq, string(m.Role), m.Content, r.parts,
-				m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, r.active, m.TokenCount, r.created)
+				m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, r.active, m.TokenCount, m.TokenEncoding, r.created)
 			if err != nil {
 				return fmt.Errorf("message %d: %w", i, err)
 			}
@@ -107,6 +107,10 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 			if err != nil {
 				return err
 			}
+			added, err := sliceJSON("added ids", persistence.Remap(c.AddedIDs, newMsg))
+			if err != nil {
+				return err
+			}
 			var summary *int64
 			if c.SummaryMessageID != nil {
 				id := newMsg[*c.SummaryMessageID]
@@ -114,10 +118,11 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 			}
 			res, err := tx.ExecContext(ctx, `
 				INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-					tokens_before, tokens_after, summary_message_id, settings, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					tokens_before, tokens_after, summary_message_id, settings, created_at,
+					added_ids, messages_before, messages_after, expanded)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				sess.ID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-				summary, comps[i].settings, comps[i].created)
+				summary, comps[i].settings, comps[i].created, added, c.MessagesBefore, c.MessagesAfter, c.Expanded)
 			if err != nil {
 				return fmt.Errorf("compaction %d: %w", i, err)
 			}

@@ -50,14 +50,14 @@ func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messa
 
 const insertMessage = `
 	INSERT INTO messages (session_id, seq, role, content, parts, reasoning,
-		tool_call_id, tool_calls, status, meta, is_active, token_count, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`
+		tool_call_id, tool_calls, status, meta, is_active, token_count, token_encoding, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`
 
 // insert writes r with the given seq and returns its id.
 func (r *messageRow) insert(ctx context.Context, stmt *sql.Stmt, sessionID string, seq int64) (int64, error) {
 	m := r.m
 	res, err := stmt.ExecContext(ctx, sessionID, seq, string(m.Role), m.Content, r.parts,
-		m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, r.created)
+		m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, m.TokenEncoding, r.created)
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +130,7 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 }
 
 const messageColumns = `id, seq, role, content, parts, reasoning, tool_call_id,
-	tool_calls, status, meta, is_active, compacted_into_id, token_count, created_at`
+	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at`
 
 // Messages returns a session's messages in seq order.
 func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
@@ -165,7 +165,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		)
 		if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &parts, &m.Reasoning,
 			&m.ToolCallID, &toolCalls, &status, &meta, &active, &into,
-			&m.TokenCount, &created); err != nil {
+			&m.TokenCount, &m.TokenEncoding, &created); err != nil {
 			return nil, err
 		}
 		m.SessionID = sessionID
@@ -204,123 +204,12 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 // ApplyCompaction atomically appends the summary message (if any), stores c
 // and marks c.CompactedIDs inactive, compacted into c.
 func (s *Store) ApplyCompaction(ctx context.Context, c *persistence.Compaction, summary *persistence.Message) error {
-	if err := s.applyCompaction(ctx, c, summary); err != nil {
-		return fmt.Errorf("sqlite: apply compaction: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) applyCompaction(ctx context.Context, c *persistence.Compaction, summary *persistence.Message) error {
-	if c == nil {
-		return errors.New("nil compaction")
-	}
-	t := now()
-	at, err := nanos(t)
-	if err != nil {
-		return err
-	}
-	createdAt := c.CreatedAt
-	if createdAt.IsZero() {
-		createdAt = t
-	}
-	created, err := nanos(createdAt)
-	if err != nil {
-		return err
-	}
-	compacted, err := sliceJSON("compacted ids", c.CompactedIDs)
-	if err != nil {
-		return err
-	}
-	kept, err := sliceJSON("kept ids", c.KeptIDs)
-	if err != nil {
-		return err
-	}
-	settings, err := rawJSON("settings", c.Settings)
-	if err != nil {
-		return err
-	}
-	var row *messageRow
+	var added []*persistence.Message
 	if summary != nil {
-		r, err := encodeMessage(c.SessionID, summary, t)
-		if err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-		row = &r
+		added = []*persistence.Message{summary}
 	}
-	// The distinct ids to mark, as a JSON array for json_each: one
-	// parameter whatever the count.
-	distinct := make(map[int64]struct{}, len(c.CompactedIDs))
-	for _, id := range c.CompactedIDs {
-		distinct[id] = struct{}{}
-	}
-	var idsJSON any = "[]"
-	if compacted != nil {
-		idsJSON = compacted
-	}
-
-	var compactionID int64
-	var summaryID *int64
-	var seq int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		n := 0
-		if row != nil {
-			n = 1
-		}
-		last, err := bumpSession(ctx, tx, c.SessionID, n, at)
-		if err != nil {
-			return err
-		}
-		if row != nil {
-			stmt, err := tx.PrepareContext(ctx, insertMessage)
-			if err != nil {
-				return err
-			}
-			defer stmt.Close()
-			seq = last
-			id, err := row.insert(ctx, stmt, c.SessionID, seq)
-			if err != nil {
-				return fmt.Errorf("summary: %w", err)
-			}
-			summaryID = &id
-		}
-		res, err := tx.ExecContext(ctx, `
-			INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-				tokens_before, tokens_after, summary_message_id, settings, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.SessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-			summaryID, settings, created)
-		if err != nil {
-			return err
-		}
-		if compactionID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		if len(distinct) == 0 {
-			return nil
-		}
-		res, err = tx.ExecContext(ctx, `
-			UPDATE messages SET is_active = 0, compacted_into_id = ?
-			WHERE session_id = ? AND id IN (SELECT value FROM json_each(?))`,
-			compactionID, c.SessionID, idsJSON)
-		if err != nil {
-			return err
-		}
-		changed, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if changed != int64(len(distinct)) {
-			return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
-				int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	c.ID, c.CreatedAt, c.SummaryMessageID = compactionID, createdAt, summaryID
-	if row != nil {
-		row.fill(c.SessionID, *summaryID, seq)
+	if err := s.compact(ctx, c, added); err != nil {
+		return fmt.Errorf("sqlite: apply compaction: %w", err)
 	}
 	return nil
 }
@@ -336,8 +225,7 @@ func (s *Store) Compactions(ctx context.Context, sessionID string) ([]persistenc
 
 func (s *Store) compactions(ctx context.Context, sessionID string) ([]persistence.Compaction, error) {
 	rows, err := s.rdb.QueryContext(ctx, `
-		SELECT id, policy, compacted_ids, kept_ids, tokens_before, tokens_after,
-			summary_message_id, settings, created_at
+		SELECT `+compactionColumns+`
 		FROM compactions WHERE session_id = ? ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, err
@@ -345,32 +233,11 @@ func (s *Store) compactions(ctx context.Context, sessionID string) ([]persistenc
 	defer rows.Close()
 	var list []persistence.Compaction
 	for rows.Next() {
-		var (
-			c               persistence.Compaction
-			compacted, kept []byte
-			settings        []byte
-			summary         sql.NullInt64
-			created         int64
-		)
-		if err := rows.Scan(&c.ID, &c.Policy, &compacted, &kept, &c.TokensBefore,
-			&c.TokensAfter, &summary, &settings, &created); err != nil {
+		c, err := scanCompaction(rows, sessionID)
+		if err != nil {
 			return nil, err
 		}
-		c.SessionID = sessionID
-		if c.CompactedIDs, err = decodeSlice[int64]("compacted ids", compacted); err != nil {
-			return nil, fmt.Errorf("compaction %d: %w", c.ID, err)
-		}
-		if c.KeptIDs, err = decodeSlice[int64]("kept ids", kept); err != nil {
-			return nil, fmt.Errorf("compaction %d: %w", c.ID, err)
-		}
-		if summary.Valid {
-			c.SummaryMessageID = &summary.Int64
-		}
-		if settings != nil {
-			c.Settings = json.RawMessage(settings)
-		}
-		c.CreatedAt = fromNanos(created)
-		list = append(list, c)
+		list = append(list, *c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/crow-acp/crow-acp/migrations"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 )
@@ -183,8 +184,8 @@ func TestMigrationsRecordedAndIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions := schemaVersions(t, s.db)
-	if !slices.Equal(versions, []int{1}) {
-		t.Fatalf("schema_migrations = %v, want [1]", versions)
+	if want := embeddedVersions(t); !slices.Equal(versions, want) {
+		t.Fatalf("schema_migrations = %v, want %v", versions, want)
 	}
 	s.Close()
 
@@ -210,7 +211,8 @@ func TestMigrationsRefuseNewerSchema(t *testing.T) {
 	if err == nil {
 		t.Fatal("Open of a database from a newer binary: no error")
 	}
-	for _, want := range []string{"newer", "999", "(1)"} {
+	all := embeddedVersions(t)
+	for _, want := range []string{"newer", "999", fmt.Sprintf("(%d)", all[len(all)-1])} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -254,6 +256,20 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 	}
 	if err := migrate(ctx, db, fsys, "m"); err != nil {
 		t.Errorf("migrate again: %v", err)
+	}
+
+	// Versions are reserved per feature and land in any order: a lower
+	// version that arrives after a higher one is still applied.
+	fsys["m/0005_e.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE e (x INTEGER);")}
+	if err := migrate(ctx, db, fsys, "m"); err != nil {
+		t.Fatal(err)
+	}
+	fsys["m/0004_d.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE d (x INTEGER);")}
+	if err := migrate(ctx, db, fsys, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if got := schemaVersions(t, db); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("schema_migrations = %v, want [1 2 3 4 5] (a late lower version applied)", got)
 	}
 }
 
@@ -611,4 +627,18 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("decodeCursor(%q) = %v, want ErrInvalidCursor", bad, err)
 		}
 	}
+}
+
+// embeddedVersions lists the versions of the embedded migration files.
+func embeddedVersions(t *testing.T) []int {
+	t.Helper()
+	files, err := migrations.Load(migrations.SQLite, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range files {
+		out = append(out, f.Version)
+	}
+	return out
 }

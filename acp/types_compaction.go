@@ -1,0 +1,37 @@
+package acp
+
+import "fmt"
+
+// Compaction statuses of CompactionUpdate.
+const (
+	CompactionInProgress = "in_progress"
+	CompactionCompleted  = "completed"
+	CompactionFailed     = "failed"
+	CompactionCancelled  = "cancelled"
+)
+
+// CompactionUpdate is the `compaction_update` session update of the ACP SDK
+// 2.4 schema (not in the stable schema). Agents send it only to clients
+// that advertised the `session.compaction` capability.
+type CompactionUpdate struct {
+	CompactionID string         `json:"compactionId"`
+	Status       string         `json:"status"`
+	Summary      []ContentBlock `json:"summary,omitempty"`
+	Error        *string        `json:"error,omitempty"`
+	Meta         Meta           `json:"_meta,omitempty"`
+}
+
+// Update wraps u as a SessionUpdate (carried in SessionUpdate.Other).
+func (u CompactionUpdate) Update() SessionUpdate {
+	tagged, err := marshalTagged("sessionUpdate", "compaction_update", u)
+	if err != nil { // plain strings and content blocks: cannot fail
+		panic(fmt.Sprintf("acp: tag compaction update: %v", err))
+	}
+	return SessionUpdate{Other: tagged}
+}
+
+// SupportsCompaction reports whether the client advertised
+// `session.compaction`.
+func (c ClientCapabilities) SupportsCompaction() bool {
+	return c.Session != nil && c.Session.Compaction != nil
+}

@@ -1,0 +1,236 @@
+// Package compaction keeps a session's model context inside the model's
+// window: exact token accounting, the policies that shrink a history
+// (prune old tool output, summarise, deterministic summary, drop oldest
+// turns), and the invariants every result must keep.
+//
+// It works on the store's domain types and the model interface; it never
+// sees the wire protocol. The agent decides when to run it (before every
+// model request) and applies the plans it returns to the store.
+package compaction
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Counter counts the tokens of a text for one encoding.
+type Counter interface {
+	// Name identifies the encoding ("o200k_base", "cl100k_base", "estimate").
+	// Cached counts are valid only for the name they were made with.
+	Name() string
+	// Count returns the number of tokens of text.
+	Count(text string) int
+}
+
+// Encoding names accepted by NewCounter besides tiktoken's own.
+const (
+	EncodingAuto     = "auto"     // the model's encoding when known, else the estimator
+	EncodingEstimate = "estimate" // the CJK-aware character estimator
+)
+
+// NewCounter returns the counter for a model. encoding "" or "auto" picks
+// the model's tiktoken encoding when the model is known and the estimator
+// otherwise (local models have tokenizers of their own that no offline
+// vocabulary matches; the estimator is deliberately generous). Any tiktoken
+// encoding name (o200k_base, cl100k_base, p50k_base, r50k_base) or
+// "estimate" forces that choice.
+func NewCounter(model, encoding string) (Counter, error) {
+	switch encoding {
+	case "", EncodingAuto:
+		if c, err := tokenizer.ForModel(tokenizer.Model(model)); err == nil {
+			return &tiktoken{codec: c}, nil
+		}
+		return Estimator{}, nil
+	case EncodingEstimate:
+		return Estimator{}, nil
+	}
+	c, err := tokenizer.Get(tokenizer.Encoding(encoding))
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %q: unknown encoding (use auto, estimate, o200k_base, cl100k_base, p50k_base or r50k_base)", encoding)
+	}
+	return &tiktoken{codec: c}, nil
+}
+
+// tiktoken counts with an offline BPE vocabulary.
+type tiktoken struct{ codec tokenizer.Codec }
+
+func (t *tiktoken) Name() string { return t.codec.GetName() }
+
+func (t *tiktoken) Count(text string) int {
+	if text == "" {
+		return 0
+	}
+	n, err := t.codec.Count(text)
+	if err != nil {
+		// Only ErrorModeStrict errors; the default mode never does. Stay
+		// safe rather than silent about an impossible case.
+		return Estimator{}.Count(text)
+	}
+	return n
+}
+
+// Estimator approximates BPE token counts from characters when no
+// vocabulary fits the model. It is calibrated to stay at or above what
+// o200k_base and cl100k_base count on English, code, JSON and CJK text
+// (tested against both), so a context it accepts is not over the window.
+type Estimator struct{}
+
+func (Estimator) Name() string { return EncodingEstimate }
+
+// Count walks the text once, classing runs of characters the way BPE
+// pre-tokenisers split them.
+func (Estimator) Count(text string) int {
+	var tenths int // tokens × 10, to keep fractional weights exact
+	i := 0
+	for i < len(text) {
+		if n := blobLen(text[i:]); n > 0 {
+			// Base64, hex, hashes: BPE finds few merges in random text;
+			// base64 runs at about 0.7 tokens per character.
+			tenths += n * 8
+			i += n
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case r < utf8.RuneSelf && (isASCIILetter(r)):
+			// A word: BPE words average ~4 letters per token in English
+			// and fewer in identifiers; count one token per 3 letters,
+			// at least one.
+			j := i
+			for j < len(text) && isASCIILetter(rune(text[j])) {
+				j++
+			}
+			tenths += wordTenths(j - i)
+			i = j
+			continue
+		case r >= '0' && r <= '9':
+			// Digits are split in groups of at most three.
+			j := i
+			for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+				j++
+			}
+			tenths += 10 * ((j - i + 2) / 3)
+			i = j
+			continue
+		case r == ' ' || r == '\t':
+			// A single space is glued to the next word; longer runs
+			// (indentation) take a token per 4.
+			j := i
+			for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+				j++
+			}
+			if n := j - i; n > 1 {
+				tenths += 10 * ((n + 6) / 8)
+			}
+			i = j
+			continue
+		case r == '\n' || r == '\r':
+			// A run of line breaks is one token.
+			j := i
+			for j < len(text) && (text[j] == '\n' || text[j] == '\r') {
+				j++
+			}
+			tenths += 10
+			i = j
+			continue
+		case r < utf8.RuneSelf:
+			// Punctuation merges in pairs ("()", "{\n", "\":"); count a
+			// run at 0.6 per character.
+			j := i
+			for j < len(text) && text[j] < utf8.RuneSelf && isPunct(text[j]) {
+				j++
+			}
+			tenths += 4 + 6*(j-i)
+			i = j
+			continue
+		case isCJK(r):
+			// Common ideographs and kana are one token, rarer ones two or
+			// three byte-level tokens.
+			tenths += 12
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			tenths += 10 // accented and other-script letters
+		default:
+			tenths += 20 // emoji and symbols: several byte tokens
+		}
+		i += size
+	}
+	return (tenths + 9) / 10
+}
+
+// wordTenths weighs an ASCII word: short words are one token, long ones
+// (identifiers) about one per 4 letters.
+func wordTenths(n int) int {
+	if n <= 4 {
+		return 10
+	}
+	return 10 + (n-4)*10/5
+}
+
+// blobLen returns the length of a random-looking run at the start of s
+// (at least 24 characters of letters, digits and base64 symbols, with
+// both letters and digits), or 0.
+func blobLen(s string) int {
+	const minBlob = 24
+	if len(s) < minBlob {
+		return 0
+	}
+	var letters, digits bool
+	n := 0
+scan:
+	for ; n < len(s); n++ {
+		switch b := s[n]; {
+		case b >= '0' && b <= '9':
+			digits = true
+		case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z':
+			letters = true
+		case b == '+' || b == '/' || b == '=' || b == '-' || b == '_':
+		default:
+			break scan
+		}
+	}
+	if n < minBlob || !letters || !digits {
+		return 0
+	}
+	return n
+}
+
+func isPunct(b byte) bool {
+	return b > ' ' && b < 0x7f && !isASCIILetter(rune(b)) && (b < '0' || b > '9')
+}
+
+func isASCIILetter(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_'
+}
+
+// isCJK reports ideographs, kana, hangul and CJK punctuation.
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) ||
+		(r >= 0x3000 && r <= 0x303f) || (r >= 0xff00 && r <= 0xffef)
+}
+
+// truncate cuts text to about max tokens, keeping the head and marking the
+// cut. It never returns more than max tokens by c's count (plus the marker).
+func truncate(c Counter, text string, max int) string {
+	if max <= 0 {
+		return ""
+	}
+	n := c.Count(text)
+	if n <= max {
+		return text
+	}
+	runes := []rune(text)
+	keep := len(runes) * max / n
+	for keep > 0 {
+		head := string(runes[:keep])
+		if c.Count(head) <= max {
+			return strings.TrimRight(head, " \n") + fmt.Sprintf(" …[%d more tokens cut]", n-c.Count(head))
+		}
+		keep = keep * 9 / 10
+	}
+	return ""
+}

@@ -1,0 +1,88 @@
+package compaction
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// estimatorSamples are real texts of each kind the estimator must not
+// undercount: code, JSON, English prose, CJK and a mix.
+func estimatorSamples(t testing.TB) map[string]string {
+	t.Helper()
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	samples := map[string]string{
+		"code: compaction/token.go": read("token.go"),
+		"code: persistence/sqlite":  read("../persistence/sqlite/message.go"),
+		"code: sql":                 read("../migrations/sqlite/0001_init.sql"),
+		"json: acp schema":          read("../testdata/acp/schema.json")[:200000],
+		"json: fixture":             read("../testdata/fixtures/two_turns.txtar"),
+		"english: README":           read("../README.md"),
+		"english: lessons":          proseSample,
+		"cjk: chinese":              read("testdata/cjk_zh.txt"),
+		"cjk: japanese":             read("testdata/cjk_ja.txt"),
+		"cjk: korean":               read("testdata/cjk_ko.txt"),
+		"mixed: code+cjk+emoji":     read("testdata/mixed.txt"),
+		"json: compact numbers":     `[1,22,333,4444,55555,666666,{"a":-1.5e10,"b":null,"c":[true,false]}]`,
+		"code: minified js":         `function f(a,b){return a.map(x=>x*b).filter(Boolean).reduce((s,v)=>s+v,0)}if(!window.x){window.x={}}`,
+		"english: short":            "Please fix the failing test in parser_test.go.",
+		"base64 blob":               base64.StdEncoding.EncodeToString(pseudoRandom(3000)),
+		"hex dump":                  hex.EncodeToString(pseudoRandom(2000)),
+		"path list":                 "/home/user/src/github.com/crow-acp/crow-acp/internal/fixture/run.go:123:45: undefined: foo",
+	}
+	matches, _ := filepath.Glob("../agent/*.go")
+	var all strings.Builder
+	for _, m := range matches {
+		all.WriteString(read(m))
+	}
+	samples["code: agent package"] = all.String()
+	return samples
+}
+
+const proseSample = `A session can run for days: before any model request would overflow the model's window, the agent compacts
+the history, the user keeps working in the same session, and nothing is ever lost: the original messages stay in
+the database and can be expanded back. Compaction fired too late or too early, and settings were ignored. Honour
+configuration exactly. Leave headroom, and make the summary request itself fit.`
+
+// TestEstimatorNeverUndercounts checks the fallback estimator against both
+// offline vocabularies: it may overcount, but never undercount by more than
+// 5%, on code, JSON, English and CJK.
+func TestEstimatorNeverUndercounts(t *testing.T) {
+	encs := []tokenizer.Encoding{tokenizer.O200kBase, tokenizer.Cl100kBase}
+	for name, text := range estimatorSamples(t) {
+		est := Estimator{}.Count(text)
+		for _, enc := range encs {
+			c, err := NewCounter("", string(enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			real := c.Count(text)
+			ratio := float64(est) / float64(real)
+			t.Logf("%-28s %-12s real %7d estimate %7d ratio %.2f", name, enc, real, est, ratio)
+			if ratio < 0.95 {
+				t.Errorf("%s (%s): estimate %d undercounts %d tokens by %.1f%%", name, enc, est, real, 100*(1-ratio))
+			}
+		}
+	}
+}
+
+func pseudoRandom(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
