@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -43,7 +44,29 @@ type Config struct {
 	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
 	// The window and output reserve come from each session's Model.
 	Compaction *compaction.Settings
+	// ConnectionID names this agent's connection: the owner of its session
+	// leases and the stream of its frame log. "" = a random id.
+	ConnectionID string
+	// LeaseTTL is how long a session stays locked to this process after its
+	// last heartbeat. 0 = DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// PartialSaveInterval is how often a streaming reply is saved while it
+	// grows; a crash loses at most this much of it. 0 = DefaultPartialSaveInterval.
+	PartialSaveInterval time.Duration
+	// Journal receives lifecycle events the frames cannot show (compaction);
+	// nil = none.
+	Journal Journal
 }
+
+// Journal records lifecycle events; journal.Journal implements it.
+type Journal interface {
+	// Record appends a lifecycle event to the session and commits it before
+	// returning.
+	Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any)
+}
+
+// DefaultPartialSaveInterval is how often a growing reply is saved.
+const DefaultPartialSaveInterval = 100 * time.Millisecond
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.
 const DefaultMaxModelCalls = 50
@@ -55,6 +78,7 @@ type Agent struct {
 	model  streaming.Client
 	cfg    Config
 	log    *zap.Logger
+	leases *leases
 
 	compact    compaction.Settings           // thresholds; Window/OutputReserve per model
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
@@ -98,16 +122,42 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 				zap.String("model", m.Name))
 		}
 	}
+	if cfg.ConnectionID == "" {
+		cfg.ConnectionID = newID("conn_")
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.PartialSaveInterval <= 0 {
+		cfg.PartialSaveInterval = DefaultPartialSaveInterval
+	}
 	return &Agent{
 		client:   client,
 		store:    store,
 		model:    model,
 		cfg:      cfg,
 		log:      log,
+		leases:   newLeases(store, cfg.ConnectionID, cfg.LeaseTTL, log),
 		compact:  settings,
 		counters: make(map[string]compaction.Counter),
 		turns:    make(map[string]*turn),
 		budgets:  make(map[string]*budget),
+	}
+}
+
+// ConnectionID is the agent's connection id (its lease owner).
+func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
+
+// Close releases the agent's session leases. Call it after the connection
+// stopped serving.
+func (a *Agent) Close() {
+	a.leases.close()
+}
+
+// record sends a lifecycle event to the journal, if there is one.
+func (a *Agent) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
+	if a.cfg.Journal != nil {
+		a.cfg.Journal.Record(ctx, sessionID, kind, data)
 	}
 }
 
@@ -146,6 +196,9 @@ func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*
 	return &acp.AuthenticateResponse{}, nil
 }
 
+// NewConnectionID returns a fresh connection id.
+func NewConnectionID() string { return newID("conn_") }
+
 // newID returns a random identifier with a prefix. Identity never comes from
 // a clock.
 func newID(prefix string) string {
@@ -166,6 +219,14 @@ func storeError(op string, err error) error {
 		return acp.ResourceNotFound("%s: %v", op, err)
 	case errors.Is(err, context.Canceled):
 		return err
+	case errors.Is(err, persistence.ErrStorageFull):
+		e := acp.InternalError("%s: the session database is full (no space left on its disk?); nothing was saved for this step: %v", op, err)
+		e.Data = map[string]any{"storage": "full"}
+		return e
+	case errors.Is(err, persistence.ErrStorageReadOnly):
+		e := acp.InternalError("%s: the session database is read-only (check the permissions of the file and its directory); nothing was saved for this step: %v", op, err)
+		e.Data = map[string]any{"storage": "read-only"}
+		return e
 	default:
 		return acp.InternalError("%s: storage error: %v", op, err)
 	}

@@ -75,6 +75,9 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 	if err := a.store.CreateSession(ctx, s); err != nil {
 		return nil, storeError("create session", err)
 	}
+	if err := a.leases.acquire(ctx, s.ID); err != nil {
+		return nil, storeError("create session", err)
+	}
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
 	a.afterOpen(ctx, s)
 	return &acp.NewSessionResponse{SessionID: s.ID, ConfigOptions: a.configOptions(meta)}, nil
@@ -102,19 +105,47 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 
 // reopen finds a stored session for load or resume and records the root
 // directories and MCP servers the client names afresh.
+//
+// It takes the session for writing first (repairing what a dead writer
+// left). If another live process has it, or the database cannot be written,
+// the session still opens: replaying only reads, and a prompt will say why
+// it cannot run.
 func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string) (*persistence.Session, error) {
+	notFound := func() error {
+		return acp.ResourceNotFound("unknown session %q: it was never created here or has been deleted", id)
+	}
+	if err := a.leases.acquire(ctx, id); err != nil {
+		var leased *leasedError
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			return nil, notFound()
+		case errors.As(err, &leased), storageFault(err):
+			a.log.Warn("session opened read-only", zap.String("session", id), zap.Error(err))
+		default:
+			return nil, storeError("open session", err)
+		}
+	}
 	s, err := a.updateMeta(ctx, id, func(s *persistence.Session, m *sessionMeta) {
 		s.Cwd = cwd
 		m.McpServers = mcp
 		m.AdditionalDirectories = dirs
 	})
+	if storageFault(err) {
+		a.log.Warn("open session: cannot save its new cwd", zap.String("session", id), zap.Error(err))
+		s, err = a.store.GetSession(ctx, id)
+	}
 	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, acp.ResourceNotFound("unknown session %q: it was never created here or has been deleted", id)
+		return nil, notFound()
 	}
 	if err != nil {
 		return nil, storeError("open session", err)
 	}
 	return s, nil
+}
+
+// storageFault reports whether err is a full or read-only database.
+func storageFault(err error) bool {
+	return errors.Is(err, persistence.ErrStorageFull) || errors.Is(err, persistence.ErrStorageReadOnly)
 }
 
 // afterOpen sends what a client needs once it knows the session (after the

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -44,6 +46,10 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 		a.markAnswered(s.ID)
 		acp.AfterResponse(ctx, func() { a.endTurn(s.ID) })
 	}()
+	// One writer per session: take (or renew) its lease first.
+	if err := a.leases.acquire(ctx, s.ID); err != nil {
+		return nil, storeError("prompt", err)
+	}
 
 	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
 		stop, err := cmd.run(turnCtx, a, s, input)
@@ -109,9 +115,11 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 	return acp.StopMaxTurnRequests, nil
 }
 
-// streamReply makes one model request from the stored context, forwards the
-// deltas, and commits the assistant message (marked cancelled or failed when
-// the stream did not finish).
+// streamReply makes one model request from the stored context and forwards
+// the deltas. The reply is stored when its first delta arrives (status
+// streaming), saved again at most every PartialSaveInterval while it grows,
+// and finalised when the stream ends (complete, cancelled or failed), so a
+// crash keeps what the user saw up to the last save.
 func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
 	msgs, err := a.prepareContext(ctx, s)
 	if err != nil {
@@ -121,14 +129,25 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
+	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s)}
 	res, streamErr := a.model.Stream(ctx, req, func(ev streaming.Event) error {
+		var u acp.SessionUpdate
 		switch ev.Kind {
 		case streaming.EventText:
-			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}})
+			reply.text.WriteString(ev.Text)
+			u.AgentMessageChunk = &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}
 		case streaming.EventReasoning:
-			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentThoughtChunk: &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}})
+			reply.reasoning.WriteString(ev.Text)
+			u.AgentThoughtChunk = &acp.ContentChunk{Content: acp.TextBlock(ev.Text)}
+		default:
+			return nil
 		}
+		// Saved before it is shown: what the client sees is stored.
+		if err := reply.save(); err != nil {
+			return err
+		}
+		a.sendUpdate(ctx, s.ID, u)
 		return nil
 	})
 	if res == nil {
@@ -136,13 +155,10 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	}
 	a.afterModelRequest(ctx, s, req, res)
 	a.observeUsage(s.ID, res)
-	msg := &persistence.Message{
-		Role:      persistence.RoleAssistant,
-		Content:   res.Text,
-		Reasoning: res.Reasoning,
-		Status:    persistence.StatusComplete,
-	}
+	msg := reply.final(res)
 	switch {
+	case reply.err != nil:
+		msg.Status = persistence.StatusFailed
 	case ctx.Err() != nil:
 		msg.Status = persistence.StatusCancelled
 	case streamErr != nil:
@@ -152,10 +168,11 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 			msg.ToolCalls = append(msg.ToolCalls, persistence.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
 	}
-	if msg.Content != "" || msg.Reasoning != "" || len(msg.ToolCalls) > 0 {
-		if err := a.store.AppendMessages(persistCtx, s.ID, msg); err != nil {
-			return nil, storeError("save reply", err)
-		}
+	if err := reply.finish(msg); err != nil {
+		return nil, storeError("save reply", err)
+	}
+	if reply.err != nil {
+		return nil, storeError("save reply", reply.err)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -164,6 +181,69 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		return nil, modelError(streamErr)
 	}
 	return res, nil
+}
+
+// partialReply is an assistant reply being streamed into the store.
+type partialReply struct {
+	a               *Agent
+	ctx             context.Context
+	sessionID       string
+	text, reasoning strings.Builder
+	msg             *persistence.Message // the stored row; nil until the first delta
+	saved           time.Time
+	err             error // the save that failed; the stream was abandoned
+}
+
+// save stores the reply when it starts and then at most every
+// PartialSaveInterval.
+func (r *partialReply) save() error {
+	if r.msg != nil && time.Since(r.saved) < r.a.cfg.PartialSaveInterval {
+		return nil
+	}
+	var err error
+	if r.msg == nil {
+		m := &persistence.Message{Role: persistence.RoleAssistant, Content: r.text.String(),
+			Reasoning: r.reasoning.String(), Status: persistence.StatusStreaming}
+		if err = r.a.store.AppendMessages(r.ctx, r.sessionID, m); err == nil {
+			r.msg = m
+		}
+	} else {
+		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
+		err = r.a.store.UpdateMessage(r.ctx, r.msg)
+	}
+	if err != nil {
+		r.err = err
+		return err
+	}
+	r.saved = time.Now()
+	return nil
+}
+
+// final is the reply as it ended: the client's accumulated text, or what
+// was streamed when the client returned none.
+func (r *partialReply) final(res *streaming.Result) *persistence.Message {
+	m := &persistence.Message{Role: persistence.RoleAssistant, Content: res.Text, Reasoning: res.Reasoning,
+		Status: persistence.StatusComplete}
+	if m.Content == "" {
+		m.Content = r.text.String()
+	}
+	if m.Reasoning == "" {
+		m.Reasoning = r.reasoning.String()
+	}
+	return m
+}
+
+// finish writes the final reply: an update of the stored row, or a new row
+// if nothing was stored yet and there is something to keep.
+func (r *partialReply) finish(m *persistence.Message) error {
+	if r.msg != nil {
+		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
+		return r.a.store.UpdateMessage(r.ctx, m)
+	}
+	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
+		return nil
+	}
+	return r.a.store.AppendMessages(r.ctx, r.sessionID, m)
 }
 
 func (a *Agent) sendUpdate(ctx context.Context, sessionID string, u acp.SessionUpdate) {

@@ -49,6 +49,12 @@ const (
 	StatusComplete  MessageStatus = "complete"
 	StatusCancelled MessageStatus = "cancelled"
 	StatusFailed    MessageStatus = "failed"
+	// StatusStreaming is an assistant reply still being streamed: it is
+	// stored when the stream starts and updated as it grows.
+	StatusStreaming MessageStatus = "streaming"
+	// StatusInterrupted is a reply whose stream was cut by the death of the
+	// process writing it; it holds what was saved before.
+	StatusInterrupted MessageStatus = "interrupted"
 )
 
 // Session is one ACP session. Its ID never changes, not even across
@@ -161,6 +167,10 @@ type MessageFilter struct {
 // store that cannot keep those replaces them as ValidText does and hands the
 // stored text back in the struct passed in.
 type Store interface {
+	EventLog       // persistence/events.go
+	MessageUpdater // persistence/events.go
+	Leases         // persistence/lease.go
+
 	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
 	// ErrConflict if the id exists.
 	CreateSession(ctx context.Context, s *Session) error

@@ -28,7 +28,7 @@ func commands() []command {
 	return []command{
 		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
 		{"exec", "run one prompt in the terminal and stream the answer", runExec},
-		{"sessions", "list, show, export or delete stored sessions", runSessions},
+		{"sessions", "list, show, export, delete, verify or rebuild stored sessions", runSessions},
 		{"doctor", "check the configuration, database and model endpoint", runDoctor},
 		{"config", "show the effective configuration and where each value came from", runConfig},
 		{"migrate", "copy every session from one store to another (SQLite, PostgreSQL) and verify it", runMigrate},
@@ -99,6 +99,7 @@ Environment:
   CROW_MAX_MODEL_CALLS    cap on model requests per prompt turn
   CROW_CONTEXT_WINDOW     the model's context window, in tokens
   CROW_COMPACT_THRESHOLD  compact when the context reaches this fraction of the window
+  CROW_LEASE_TTL          how long a session stays locked to a process after its last heartbeat
 
 Exit codes:
   0    success

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
@@ -82,6 +83,8 @@ type config struct {
 	compactKeepRecent value[int]
 	compactExtra      compactionExtra
 	permissionMode    value[string]
+
+	leaseTTL value[time.Duration] // env CROW_LEASE_TTL only
 }
 
 // modelSpec is what the configuration says about one model.
@@ -341,6 +344,14 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		return nil, err
 	}
 	cfg.titles = r.str("", "CROW_TITLES", nil, "", "local")
+	cfg.leaseTTL = value[time.Duration]{V: agent.DefaultLeaseTTL, From: fromDefault}
+	if v := r.str("", "CROW_LEASE_TTL", nil, "", ""); v.V != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v.V))
+		if err != nil || d < time.Second {
+			return nil, usagef("%s: %q is not a duration of at least 1s (such as 30s)", v.From, v.V)
+		}
+		cfg.leaseTTL = value[time.Duration]{V: d, From: v.From}
+	}
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -524,6 +535,7 @@ func (c *config) agentConfig() agent.Config {
 		ListPageSize:  c.listPageSize.V,
 		ModelTitles:   c.titles.V == "model",
 		Compaction:    c.compactionSettings(),
+		LeaseTTL:      c.leaseTTL.V,
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -102,12 +101,12 @@ func execTurn(ctx context.Context, e *env, cfg *config, opt execOptions, prompt 
 	// agent answers "cancelled" and stores what it has.
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
-	conn := acp.NewConn(agentIn, agentOut, acp.Options{Logger: log})
-	ag := agent.New(conn, store, cfg.modelClient(), cfg.agentConfig(), log)
+	conn, ag, closeAgent := connectAgent(ctx, cfg, store, agentIn, agentOut, log)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		_ = conn.Serve(context.Background(), ag)
+		closeAgent()
 		agentOut.Close()
 	}()
 	defer func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/journal"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 )
@@ -53,17 +54,46 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 	}
 	defer store.Close()
 
-	conn := acp.NewConn(std.in, std.out, acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log})
-	ag := agent.New(conn, store, cfg.modelClient(), cfg.agentConfig(), log)
+	conn, ag, closeAgent := connectAgent(ctx, cfg, store, std.in, std.out, log)
+	defer closeAgent()
+	connID := ag.ConnectionID()
 	log.Info("serving ACP on stdio", zap.String("model", cfg.model.V), zap.String("db", backend.Describe(cfg.dbPath.V)),
 		zap.String("config", cfg.file), zap.Bool("configFound", cfg.fileFound),
-		zap.Bool("apiKeySet", cfg.apiKey.V != ""))
+		zap.String("connection", connID), zap.Bool("apiKeySet", cfg.apiKey.V != ""))
 	if err := conn.Serve(ctx, ag); err != nil {
 		log.Error("serve", zap.Error(err))
 		return exitError
 	}
 	log.Info("client disconnected; exiting")
 	return exitOK
+}
+
+// connectAgent wires an agent to an ACP connection over in/out, with the
+// frame log recording every frame into store. closeAgent releases the
+// agent's session leases and commits the frame log; call it after the
+// connection stopped serving.
+func connectAgent(ctx context.Context, cfg *config, store persistence.Store, in io.Reader, out io.Writer, log *zap.Logger) (*acp.Conn, *agent.Agent, func()) {
+	agentCfg := cfg.agentConfig()
+	agentCfg.ConnectionID = agent.NewConnectionID()
+	agentStore := store
+	connOpts := acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log}
+	jr, err := journal.Open(ctx, store, journal.Options{ConnectionID: agentCfg.ConnectionID, Logger: log})
+	if err != nil {
+		// A read-only or full database still serves what it can.
+		log.Warn("frame log unavailable; serving without it", zap.Error(err))
+	} else {
+		connOpts.OnFrame = jr.OnFrame
+		agentStore = jr.Store(store)
+		agentCfg.Journal = jr
+	}
+	conn := acp.NewConn(in, out, connOpts)
+	ag := agent.New(conn, agentStore, cfg.modelClient(), agentCfg, log)
+	return conn, ag, func() {
+		ag.Close()
+		if jr != nil {
+			jr.Close()
+		}
+	}
 }
 
 // openStore opens the session database the configuration names: a SQLite

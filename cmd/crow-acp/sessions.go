@@ -21,11 +21,16 @@ const sessionsUsage = `Usage:
   crow-acp sessions show ID
   crow-acp sessions export ID [--format markdown|json] [--output FILE]
   crow-acp sessions delete ID
+  crow-acp sessions verify ID
+  crow-acp sessions rebuild ID
 
 Manages the sessions stored in the database (the same ones editors load).
 list prints the newest first; show prints one conversation as text; export
 writes it as Markdown or as JSON (every message, compacted ones included, and
-the compaction records); delete removes a session and everything it owns.
+the compaction records); delete removes a session and everything it owns;
+verify rebuilds a session's messages from its event log and reports every
+difference from the live tables (exit 1 if any); rebuild prints the rebuilt
+messages as JSON lines.
 A session id that does not exist exits with status 3.
 `
 
@@ -48,8 +53,12 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 		fn = sessionsExport
 	case "delete", "rm":
 		fn = sessionsDelete
+	case "verify":
+		fn = sessionsVerify // sessions_verify.go
+	case "rebuild":
+		fn = sessionsRebuild
 	default:
-		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export or delete", sub))
+		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, verify or rebuild", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)

@@ -70,6 +70,8 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"OddText", testOddText},
 	}
 	tests = append(tests, compactionTests...)
+	tests = append(tests, eventTests...) // events.go
+	tests = append(tests, leaseTests...) // lease.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))

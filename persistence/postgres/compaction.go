@@ -96,8 +96,11 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 			summaryID, settings, createdAt, addedIDs, c.MessagesBefore, c.MessagesAfter).Scan(&compactionID); err != nil {
 			return err
 		}
+		change := func() error {
+			return recordChange(ctx, tx, c.SessionID, append(append([]int64(nil), addedIDs...), c.CompactedIDs...), nil, compactionID, false, t)
+		}
 		if len(distinct) == 0 {
-			return nil
+			return change()
 		}
 		tag, err := tx.Exec(ctx, `
 			UPDATE messages SET is_active = false, compacted_into_id = $1
@@ -110,7 +113,7 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 			return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
 				int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
 		}
-		return nil
+		return change()
 	})
 	if err != nil {
 		return err
@@ -210,8 +213,10 @@ func (s *Store) ExpandCompaction(ctx context.Context, sessionID string, id int64
 		if err := setActive(ctx, tx, sessionID, c.AddedIDs, false, nil); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE compactions SET expanded = true WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = true WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, id, false, now())
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: expand compaction: %w", err)
@@ -242,8 +247,10 @@ func (s *Store) CollapseCompaction(ctx context.Context, sessionID string, id int
 		if err := setActive(ctx, tx, sessionID, c.AddedIDs, true, nil); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE compactions SET expanded = false WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = false WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, id, false, now())
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: collapse compaction: %w", err)
@@ -271,8 +278,10 @@ func (s *Store) DeleteCompaction(ctx context.Context, sessionID string, id int64
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM compactions WHERE id = $1`, id)
-		return err
+		if _, err := tx.Exec(ctx, `DELETE FROM compactions WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, c.CompactedIDs, c.AddedIDs, id, true, now())
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete compaction: %w", err)

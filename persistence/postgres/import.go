@@ -124,7 +124,14 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 				return err
 			}
 		}
-		return nil
+		// The projection starts from the imported state.
+		snap := persistence.ImportSnapshot(d, msgIDs, compIDs, stored)
+		ev, err := projectionEvent(ctx, sess.ID, persistence.EventSessionImported, snap, now())
+		if err != nil {
+			return err
+		}
+		_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, now())
+		return err
 	})
 	if err != nil {
 		return err

@@ -62,6 +62,14 @@ func (r *messageRow) queue(b *pgx.Batch, sessionID string, seq int64) {
 		r.reasoning, r.toolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, m.TokenEncoding, r.createdAt)
 }
 
+// record is the projection record of r as inserted.
+func (r *messageRow) record(sessionID string, id, seq int64) persistence.MessageRecord {
+	m := *r.m
+	m.ID, m.SessionID, m.Seq, m.CreatedAt = id, sessionID, seq, r.createdAt
+	m.IsActive, m.CompactedIntoID = true, nil
+	return persistence.RecordOf(&m)
+}
+
 // fill copies what the store assigned into the caller's message.
 func (r *messageRow) fill(sessionID string, id, seq int64) {
 	r.m.ID, r.m.SessionID, r.m.Seq = id, sessionID, seq
@@ -122,11 +130,21 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 			return err
 		}
 		first = last - int64(len(msgs)) + 1
-		ids, err = insertRows(ctx, tx, sessionID, rows, first)
+		if ids, err = insertRows(ctx, tx, sessionID, rows, first); err != nil {
+			return err
+		}
+		evs := make([]*persistence.Event, len(rows))
+		for i := range rows {
+			rec := rows[i].record(sessionID, ids[i], first+int64(i))
+			if evs[i], err = projectionEvent(ctx, sessionID, persistence.EventMessageAppended, rec, t); err != nil {
+				return err
+			}
+		}
+		_, err = appendEventsTx(ctx, tx, evs, t)
 		return err
 	})
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	for i := range rows {
 		rows[i].fill(sessionID, ids[i], first+int64(i))
@@ -156,8 +174,26 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 
+	msgs, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		ok, err := s.sessionExists(ctx, s.pool, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("session %q: %w", sessionID, persistence.ErrNotFound)
+		}
+	}
+	return msgs, nil
+}
+
+// scanMessages reads rows of messageColumns and closes rows.
+func scanMessages(rows pgx.Rows, sessionID string) ([]persistence.Message, error) {
+	defer rows.Close()
 	var msgs []persistence.Message
 	for rows.Next() {
 		var (
@@ -174,6 +210,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		m.SessionID = sessionID
 		m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
 		m.TokenCount = int(tokens)
+		var err error
 		if m.Parts, err = decodeSlice[persistence.Part]("parts", parts); err != nil {
 			return nil, fmt.Errorf("message %d: %w", m.ID, err)
 		}
@@ -186,19 +223,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		m.CreatedAt = m.CreatedAt.UTC()
 		msgs = append(msgs, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(msgs) == 0 {
-		ok, err := s.sessionExists(ctx, s.pool, sessionID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("session %q: %w", sessionID, persistence.ErrNotFound)
-		}
-	}
-	return msgs, nil
+	return msgs, rows.Err()
 }
 
 // ApplyCompaction atomically appends the summary message (if any), stores c

@@ -148,8 +148,11 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 		if compactionID, err = res.LastInsertId(); err != nil {
 			return err
 		}
+		change := func() error {
+			return recordChange(ctx, tx, c.SessionID, append(append([]int64(nil), addedIDs...), c.CompactedIDs...), nil, compactionID, false, t)
+		}
 		if len(distinct) == 0 {
-			return nil
+			return change()
 		}
 		res, err = tx.ExecContext(ctx, `
 			UPDATE messages SET is_active = 0, compacted_into_id = ?
@@ -166,7 +169,7 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 			return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
 				int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
 		}
-		return nil
+		return change()
 	})
 	if err != nil {
 		return err
@@ -253,8 +256,10 @@ func (s *Store) ExpandCompaction(ctx context.Context, sessionID string, id int64
 		if err := setActive(ctx, tx, sessionID, c.AddedIDs, false, nil); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE compactions SET expanded = 1 WHERE id = ?`, id)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE compactions SET expanded = 1 WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, id, false, now())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: expand compaction: %w", err)
@@ -305,8 +310,10 @@ func (s *Store) CollapseCompaction(ctx context.Context, sessionID string, id int
 		if err := setActive(ctx, tx, sessionID, c.AddedIDs, true, nil); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE compactions SET expanded = 0 WHERE id = ?`, id)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE compactions SET expanded = 0 WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, id, false, now())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: collapse compaction: %w", err)
@@ -336,8 +343,10 @@ func (s *Store) DeleteCompaction(ctx context.Context, sessionID string, id int64
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM compactions WHERE id = ?`, id)
-		return err
+		if _, err := tx.ExecContext(ctx, `DELETE FROM compactions WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, sessionID, c.CompactedIDs, c.AddedIDs, id, true, now())
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete compaction: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
 )
@@ -140,7 +141,14 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 				return fmt.Errorf("message %d: %w", i, err)
 			}
 		}
-		return nil
+		// The projection starts from the imported state.
+		snap := persistence.ImportSnapshot(d, msgIDs, compIDs, func(t time.Time) time.Time { return t })
+		ev, err := projectionEvent(ctx, sess.ID, persistence.EventSessionImported, snap, now())
+		if err != nil {
+			return err
+		}
+		_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, now())
+		return err
 	})
 	if err != nil {
 		return err

@@ -64,6 +64,14 @@ func (r *messageRow) insert(ctx context.Context, stmt *sql.Stmt, sessionID strin
 	return res.LastInsertId()
 }
 
+// record is the projection record of r as inserted.
+func (r *messageRow) record(sessionID string, id, seq int64) persistence.MessageRecord {
+	m := *r.m
+	m.ID, m.SessionID, m.Seq, m.CreatedAt = id, sessionID, seq, r.createdAt
+	m.IsActive, m.CompactedIntoID = true, nil
+	return persistence.RecordOf(&m)
+}
+
 // fill copies what the store assigned into the caller's message.
 func (r *messageRow) fill(sessionID string, id, seq int64) {
 	r.m.ID, r.m.SessionID, r.m.Seq = id, sessionID, seq
@@ -113,12 +121,18 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 			return err
 		}
 		defer stmt.Close()
+		evs := make([]*persistence.Event, len(rows))
 		for i := range rows {
 			if ids[i], err = rows[i].insert(ctx, stmt, sessionID, first+int64(i)); err != nil {
 				return fmt.Errorf("message %d: %w", i, err)
 			}
+			rec := rows[i].record(sessionID, ids[i], first+int64(i))
+			if evs[i], err = projectionEvent(ctx, sessionID, persistence.EventMessageAppended, rec, t); err != nil {
+				return err
+			}
 		}
-		return nil
+		_, err = appendEventsTx(ctx, tx, evs, t)
+		return err
 	})
 	if err != nil {
 		return err
@@ -155,35 +169,10 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 
 	var msgs []persistence.Message
 	for rows.Next() {
-		var (
-			m                      persistence.Message
-			role, status           string
-			parts, toolCalls, meta []byte
-			active                 int
-			into                   sql.NullInt64
-			created                int64
-		)
-		if err := rows.Scan(&m.ID, &m.Seq, &role, &m.Content, &parts, &m.Reasoning,
-			&m.ToolCallID, &toolCalls, &status, &meta, &active, &into,
-			&m.TokenCount, &m.TokenEncoding, &created); err != nil {
+		m, err := scanMessage(rows, sessionID)
+		if err != nil {
 			return nil, err
 		}
-		m.SessionID = sessionID
-		m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
-		if m.Parts, err = decodeSlice[persistence.Part]("parts", parts); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		if m.ToolCalls, err = decodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		if meta != nil {
-			m.Meta = json.RawMessage(meta)
-		}
-		m.IsActive = active == 1
-		if into.Valid {
-			m.CompactedIntoID = &into.Int64
-		}
-		m.CreatedAt = fromNanos(created)
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -199,6 +188,41 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		}
 	}
 	return msgs, nil
+}
+
+// scanMessage reads one row of messageColumns.
+func scanMessage(r scanner, sessionID string) (persistence.Message, error) {
+	var (
+		m                      persistence.Message
+		role, status           string
+		parts, toolCalls, meta []byte
+		active                 int
+		into                   sql.NullInt64
+		created                int64
+	)
+	if err := r.Scan(&m.ID, &m.Seq, &role, &m.Content, &parts, &m.Reasoning,
+		&m.ToolCallID, &toolCalls, &status, &meta, &active, &into,
+		&m.TokenCount, &m.TokenEncoding, &created); err != nil {
+		return m, err
+	}
+	m.SessionID = sessionID
+	m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
+	var err error
+	if m.Parts, err = decodeSlice[persistence.Part]("parts", parts); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	if m.ToolCalls, err = decodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	if meta != nil {
+		m.Meta = json.RawMessage(meta)
+	}
+	m.IsActive = active == 1
+	if into.Valid {
+		m.CompactedIntoID = &into.Int64
+	}
+	m.CreatedAt = fromNanos(created)
+	return m, nil
 }
 
 // ApplyCompaction atomically appends the summary message (if any), stores c

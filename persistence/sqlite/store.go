@@ -140,13 +140,13 @@ func (s *Store) Close() error {
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err)
 	}
-	return tx.Commit()
+	return classify(tx.Commit())
 }
 
 // now is the store's clock: UTC, without a monotonic reading, so values it

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/projection"
+)
+
+// sessionsVerify rebuilds a session's messages and compactions from its
+// event log and compares them with the live tables.
+func sessionsVerify(ctx context.Context, e *env, args []string) error {
+	store, id, err := oneSession(ctx, "verify", "Usage: crow-acp sessions verify ID\n\nRebuilds a session's messages from its event log and reports every\ndifference from the messages table. Exits 1 if there is any.\n", args, e, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := findSession(ctx, store, id); err != nil {
+		return err
+	}
+	r, err := projection.Verify(ctx, store, id)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", id, err)
+	}
+	if r.OK() {
+		fmt.Fprintf(e.std.out, "%s: ok: %d messages rebuilt from %d events (%d frames)\n", id, r.Messages, r.Events, r.Frames)
+		return nil
+	}
+	for _, d := range r.Differences {
+		fmt.Fprintf(e.std.out, "%s: %s\n", id, d)
+	}
+	return fmt.Errorf("%s: %d differences between the messages table and the event log", id, len(r.Differences))
+}
+
+// sessionsRebuild prints the messages rebuilt from a session's event log.
+func sessionsRebuild(ctx context.Context, e *env, args []string) error {
+	store, id, err := oneSession(ctx, "rebuild", "Usage: crow-acp sessions rebuild ID\n\nPrints the messages rebuilt from a session's event log, one JSON object\nper line (the live tables are not changed).\n", args, e, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := findSession(ctx, store, id); err != nil {
+		return err
+	}
+	st, _, err := projection.Load(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(e.std.out)
+	for _, m := range st.Messages {
+		if err := enc.Encode(persistence.RecordOf(&m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func findSession(ctx context.Context, store persistence.Store, id string) error {
+	_, err := store.GetSession(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return &notFoundError{id: id}
+	}
+	return err
+}

@@ -1,0 +1,447 @@
+// Package journal records a connection's JSON-RPC frames, byte for byte, in
+// the store's append-only event log, attributed to the session and the prompt
+// turn they belong to, and derives the normalised lifecycle events (session
+// created, loaded, closed; turn started, completed, cancelled, failed).
+//
+// acp.Options.OnFrame hands every frame to Journal.OnFrame. Frames are
+// buffered and committed in batches by a background writer (every
+// FlushInterval, or sooner when MaxBatch frames are waiting), with these
+// guarantees:
+//
+//   - A response reaches the client only after it, and every frame before
+//     it, is committed: OnFrame commits synchronously before a response is
+//     written.
+//   - The store wrapper returned by Store commits pending frames before every
+//     write to the messages table, so a session's seq order is causal order:
+//     the prompt frame comes before the user message it produced.
+//   - Notifications (streamed updates) may be lost in a crash if they were
+//     sent less than FlushInterval before it; what the model said is kept by
+//     the messages table (the reply is saved as it streams).
+//
+// If the store cannot be written (disk full, read-only), a batch is dropped
+// and logged; the operations that need storage fail on their own.
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// Defaults of Options.
+const (
+	DefaultFlushInterval = 20 * time.Millisecond
+	DefaultMaxBatch      = 512
+)
+
+// Options configure a Journal.
+type Options struct {
+	ConnectionID  string        // required: the stream of frames outside any session
+	FlushInterval time.Duration // 0: DefaultFlushInterval
+	MaxBatch      int           // 0: DefaultMaxBatch
+	Logger        *zap.Logger
+}
+
+// Journal records one connection. Its methods are safe for concurrent use.
+type Journal struct {
+	store persistence.Store
+	conn  string
+	opts  Options
+	log   *zap.Logger
+
+	mu       sync.Mutex
+	pending  []*persistence.Event
+	sessions map[string]*sessionState // sessions seen on this connection
+	requests map[string]request       // inbound requests awaiting our response, by id
+	calls    map[string]request       // our requests awaiting the client's response, by id
+
+	flushMu sync.Mutex // one batch at a time, in order
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	closed  bool
+}
+
+type sessionState struct {
+	lastTurn int64
+	active   int64 // the running turn; 0: none
+}
+
+// request is what the journal remembers about a request until its response.
+type request struct {
+	method  string
+	session string // "" if outside any session
+	turn    int64
+}
+
+// Open records the connection and starts the background writer.
+func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal, error) {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	host, _ := os.Hostname()
+	if err := store.CreateConnection(ctx, &persistence.Connection{ID: opts.ConnectionID, PID: os.Getpid(), Host: host}); err != nil {
+		return nil, err
+	}
+	j := &Journal{
+		store: store, conn: opts.ConnectionID, opts: opts, log: log,
+		sessions: make(map[string]*sessionState),
+		requests: make(map[string]request),
+		calls:    make(map[string]request),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go j.writer()
+	return j, nil
+}
+
+// ConnectionID is the connection's stream id.
+func (j *Journal) ConnectionID() string { return j.conn }
+
+func (j *Journal) writer() {
+	defer close(j.done)
+	t := time.NewTicker(j.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+		case <-j.kick:
+		}
+		j.Flush(context.Background())
+	}
+}
+
+// Close records session_closed for every session of the connection, commits
+// what is pending and stops the writer.
+func (j *Journal) Close() {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return
+	}
+	j.closed = true
+	for id := range j.sessions {
+		j.lifecycleLocked(id, 0, persistence.EventSessionClosed, map[string]any{"reason": "connection closed"})
+	}
+	j.mu.Unlock()
+	close(j.stop)
+	<-j.done
+	j.Flush(context.Background())
+}
+
+// Flush commits the pending events in one transaction. A batch the store
+// refuses is dropped and logged.
+func (j *Journal) Flush(ctx context.Context) {
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	j.mu.Lock()
+	batch := j.pending
+	j.pending = nil
+	j.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
+		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
+	}
+}
+
+// Record appends a lifecycle event to a session (in its running turn, if
+// any) and commits it before returning: use it for facts later steps depend
+// on, such as compaction_started.
+func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
+	j.mu.Lock()
+	turn := int64(0)
+	if st := j.sessions[sessionID]; st != nil {
+		turn = st.active
+	}
+	j.lifecycleLocked(sessionID, turn, kind, data)
+	j.mu.Unlock()
+	j.Flush(ctx)
+}
+
+// Source is the connection and running turn of a session, for the store's
+// projection events.
+func (j *Journal) Source(sessionID string) persistence.EventSource {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	src := persistence.EventSource{ConnectionID: j.conn}
+	if st := j.sessions[sessionID]; st != nil {
+		src.Turn = st.active
+	}
+	return src
+}
+
+// envelope is the part of a frame the journal reads to attribute it.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+type sessionParams struct {
+	SessionID string          `json:"sessionId"`
+	RequestID json.RawMessage `json:"requestId"` // $/cancel_request
+}
+
+// OnFrame records one frame; it is acp.Options.OnFrame. It must be fast: it
+// runs on the read loop and under the writer's lock.
+func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
+	ev := &persistence.Event{
+		ConnectionID: j.conn,
+		At:           time.Now().UTC(),
+		Body:         bytes.Clone(raw),
+		Direction:    persistence.DirIn,
+	}
+	if dir == acp.Outbound {
+		ev.Direction = persistence.DirOut
+	}
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
+		j.add(ev)
+		return
+	}
+	var p sessionParams
+	if len(env.Params) > 0 && env.Params[0] == '{' {
+		_ = json.Unmarshal(env.Params, &p)
+	}
+	hasID := len(env.ID) > 0
+	switch {
+	case env.Method != "" && hasID:
+		ev.Kind, ev.Method = persistence.EventRequest, env.Method
+		if dir == acp.Inbound {
+			j.inboundRequest(ev, env.ID, p.SessionID)
+		} else {
+			j.outboundRequest(ev, idKey(env.ID), p.SessionID)
+		}
+	case env.Method != "":
+		ev.Kind, ev.Method = persistence.EventNotification, env.Method
+		j.notification(ev, p)
+	case hasID && (len(env.Result) > 0 || len(env.Error) > 0):
+		ev.Kind = persistence.EventResponse
+		if len(env.Error) > 0 {
+			ev.Kind = persistence.EventErrorReply
+		}
+		if dir == acp.Inbound {
+			j.inboundResponse(ev, idKey(env.ID))
+		} else {
+			j.outboundResponse(ev, idKey(env.ID), env.Result, env.Error)
+		}
+	default:
+		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
+		j.add(ev)
+	}
+}
+
+// idKey normalises an id so that 1 and 1.0 are one key (jsonrpc2 echoes
+// ours as it parsed them; the client's are echoed byte for byte anyway).
+func idKey(id json.RawMessage) string {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return string(id)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, sid string) {
+	// Knowing whether a session exists may take a read; do it before
+	// locking.
+	known := j.known(sid, ev.Method == "session/load" || ev.Method == "session/prompt")
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	req := request{method: ev.Method}
+	if known {
+		st := j.sessions[sid]
+		req.session = sid
+		if ev.Method == "session/prompt" {
+			st.lastTurn++
+			req.turn = st.lastTurn
+			if st.active == 0 {
+				st.active = req.turn
+			}
+			j.lifecycleLocked(sid, req.turn, persistence.EventTurnStarted, map[string]any{"requestId": rawID})
+		} else {
+			req.turn = st.active
+		}
+	}
+	j.requests[idKey(rawID)] = req
+	ev.Stream, ev.Turn = j.streamOf(req.session), req.turn
+	j.addLocked(ev)
+}
+
+func (j *Journal) outboundRequest(ev *persistence.Event, id, sid string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	req := request{method: ev.Method}
+	if st := j.sessions[sid]; st != nil {
+		req.session, req.turn = sid, st.active
+	}
+	j.calls[id] = req
+	ev.Stream, ev.Turn = j.streamOf(req.session), req.turn
+	j.addLocked(ev)
+}
+
+func (j *Journal) notification(ev *persistence.Event, p sessionParams) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	sid := p.SessionID
+	if ev.Method == "$/cancel_request" && len(p.RequestID) > 0 {
+		if r, ok := j.requests[idKey(p.RequestID)]; ok {
+			sid = r.session
+		} else if r, ok := j.calls[idKey(p.RequestID)]; ok {
+			sid = r.session
+		}
+	}
+	if st := j.sessions[sid]; st != nil {
+		ev.Stream, ev.Turn = sid, st.active
+	} else {
+		ev.Stream = j.conn
+	}
+	j.addLocked(ev)
+}
+
+func (j *Journal) inboundResponse(ev *persistence.Event, id string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.calls[id]
+	delete(j.calls, id)
+	ev.Method = r.method
+	ev.Stream, ev.Turn = j.streamOf(r.session), r.turn
+	j.addLocked(ev)
+}
+
+type resultFields struct {
+	SessionID  string `json:"sessionId"`
+	StopReason string `json:"stopReason"`
+}
+
+// outboundResponse records our answer and commits everything pending before
+// it is written.
+func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, errObj json.RawMessage) {
+	var res resultFields
+	if len(result) > 0 && result[0] == '{' {
+		_ = json.Unmarshal(result, &res)
+	}
+	j.mu.Lock()
+	r, ok := j.requests[id]
+	delete(j.requests, id)
+	ev.Method = r.method
+	ok = ok && len(errObj) == 0
+	switch {
+	case r.method == "session/new" && ok && res.SessionID != "":
+		j.sessions[res.SessionID] = &sessionState{}
+		r.session = res.SessionID
+		j.lifecycleLocked(r.session, 0, persistence.EventSessionCreated, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
+	case r.method == "session/prompt" && r.session != "":
+		if st := j.sessions[r.session]; st != nil && st.active == r.turn {
+			st.active = 0
+		}
+	}
+	ev.Stream, ev.Turn = j.streamOf(r.session), r.turn
+	j.addLocked(ev)
+	switch {
+	case r.method == "session/load" && r.session != "" && ok:
+		j.lifecycleLocked(r.session, 0, persistence.EventSessionLoaded, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
+	case r.method == "session/prompt" && r.session != "":
+		switch {
+		case len(errObj) > 0:
+			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnFailed, map[string]any{"error": errObj})
+		case res.StopReason == "cancelled":
+			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCancelled, map[string]any{"stopReason": res.StopReason})
+		default:
+			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCompleted, map[string]any{"stopReason": res.StopReason})
+		}
+	}
+	j.mu.Unlock()
+	j.Flush(context.Background())
+}
+
+// known reports whether sid is a session, asking the store (and then
+// remembering it) when load says so.
+func (j *Journal) known(sid string, ask bool) bool {
+	if sid == "" {
+		return false
+	}
+	j.mu.Lock()
+	_, ok := j.sessions[sid]
+	j.mu.Unlock()
+	if ok || !ask {
+		return ok
+	}
+	ctx := context.Background()
+	if _, err := j.store.GetSession(ctx, sid); err != nil {
+		return false
+	}
+	last, err := j.store.LastTurn(ctx, sid)
+	if err != nil {
+		j.log.Warn("frame log: last turn", zap.String("session", sid), zap.Error(err))
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, ok := j.sessions[sid]; !ok {
+		j.sessions[sid] = &sessionState{lastTurn: last}
+	}
+	return true
+}
+
+func (j *Journal) streamOf(session string) string {
+	if session == "" {
+		return j.conn
+	}
+	return session
+}
+
+func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.EventKind, data any) {
+	j.addLocked(&persistence.Event{
+		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
+	})
+}
+
+func (j *Journal) add(ev *persistence.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.addLocked(ev)
+}
+
+func (j *Journal) addLocked(ev *persistence.Event) {
+	j.pending = append(j.pending, ev)
+	if len(j.pending) >= j.opts.MaxBatch {
+		select {
+		case j.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	if v == nil {
+		return []byte("{}")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,157 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// EventKind says what an event records. Frame kinds hold one JSON-RPC frame
+// exactly as it crossed the wire; lifecycle kinds are normalised facts about
+// sessions and turns; projection kinds are the changes the messages and
+// compactions tables are rebuilt from.
+type EventKind string
+
+// Frame kinds.
+const (
+	EventRequest      EventKind = "request"      // has method and id
+	EventNotification EventKind = "notification" // has method, no id
+	EventResponse     EventKind = "response"     // has result
+	EventErrorReply   EventKind = "error"        // has error
+	EventInvalid      EventKind = "invalid"      // a line that is not a JSON-RPC message
+)
+
+// Lifecycle kinds.
+const (
+	EventSessionCreated      EventKind = "session_created"
+	EventSessionLoaded       EventKind = "session_loaded"
+	EventSessionClosed       EventKind = "session_closed"
+	EventTurnStarted         EventKind = "turn_started"
+	EventTurnCompleted       EventKind = "turn_completed"
+	EventTurnCancelled       EventKind = "turn_cancelled"
+	EventTurnFailed          EventKind = "turn_failed"
+	EventCompactionStarted   EventKind = "compaction_started"
+	EventCompactionCompleted EventKind = "compaction_completed"
+)
+
+// Projection kinds, written by the store in the same transaction as the
+// change they describe (also EventMessagesChanged and EventSessionImported
+// in projection.go). Their bodies are JSON records (projection.go).
+const (
+	EventMessageAppended EventKind = "message_appended"
+	EventMessageUpdated  EventKind = "message_updated"
+)
+
+// IsFrame reports whether k is a raw frame kind.
+func (k EventKind) IsFrame() bool {
+	switch k {
+	case EventRequest, EventNotification, EventResponse, EventErrorReply, EventInvalid:
+		return true
+	}
+	return false
+}
+
+// Direction of a frame event; empty for lifecycle and projection events.
+type Direction string
+
+const (
+	DirIn  Direction = "in"  // client → agent
+	DirOut Direction = "out" // agent → client
+)
+
+// Event is one entry of the append-only event log. A stream is a session id,
+// or a connection id for frames that belong to no session (initialize,
+// session/new before it answers, malformed lines...).
+type Event struct {
+	ID     int64
+	Stream string
+	// Seq is assigned by the store: 1, 2, 3... per stream, gap-free, never
+	// reused, in commit order.
+	Seq          int64
+	ConnectionID string // the connection that produced it; "" when unknown
+	At           time.Time
+	Direction    Direction
+	Turn         int64 // the prompt turn it belongs to; 0 = none
+	Kind         EventKind
+	Method       string // the JSON-RPC method, for frames that have one (and responses: the request's)
+	// Body is the frame's bytes exactly as read or written (without the
+	// newline), or the event's JSON for lifecycle and projection kinds.
+	Body []byte
+}
+
+// Connection is the record of one ACP connection (one crow-acp process
+// serving one client).
+type Connection struct {
+	ID        string
+	PID       int
+	Host      string
+	StartedAt time.Time
+}
+
+// EventFilter selects events of one stream.
+type EventFilter struct {
+	AfterSeq int64 // only events with Seq > AfterSeq
+	Limit    int   // 0 = all
+}
+
+// EventSource is the connection and turn the store stamps on the projection
+// events it writes, carried by the context of the write.
+type EventSource struct {
+	ConnectionID string
+	Turn         int64
+}
+
+type eventSourceKey struct{}
+
+// WithEventSource returns ctx carrying src for the store's projection events.
+func WithEventSource(ctx context.Context, src EventSource) context.Context {
+	return context.WithValue(ctx, eventSourceKey{}, src)
+}
+
+// EventSourceFrom returns the EventSource carried by ctx (zero if none).
+func EventSourceFrom(ctx context.Context) EventSource {
+	src, _ := ctx.Value(eventSourceKey{}).(EventSource)
+	return src
+}
+
+// EventLog is the append-only event log. Normal operation never updates or
+// deletes an event: only DeleteSession (explicit) and PruneEvents (the
+// documented retention option) remove any.
+type EventLog interface {
+	// CreateConnection records a connection; StartedAt is set when zero.
+	// ErrConflict if the id exists.
+	CreateConnection(ctx context.Context, c *Connection) error
+	// AppendEvents commits evs atomically and in order, assigning ID, Seq
+	// (per Stream) and At when zero. Streams need not exist as sessions.
+	AppendEvents(ctx context.Context, evs ...*Event) error
+	// Events returns a stream's events in Seq order; none for an unknown
+	// stream.
+	Events(ctx context.Context, stream string, f EventFilter) ([]Event, error)
+	// LastTurn is the highest Turn recorded on stream (0 if none).
+	LastTurn(ctx context.Context, stream string) (int64, error)
+	// PruneEvents deletes frame events (never lifecycle or projection
+	// events, which the messages are rebuilt from) recorded before t, and
+	// returns how many it deleted. Seqs are never reused.
+	PruneEvents(ctx context.Context, before time.Time) (int64, error)
+}
+
+// MessageUpdater rewrites a message in place: the assistant reply is stored
+// when its stream starts and updated as it grows, so a crash keeps the part
+// the user saw.
+type MessageUpdater interface {
+	// UpdateMessage writes m.Content, Reasoning, ToolCalls, Status, Meta and
+	// TokenCount to the message with m.ID in session m.SessionID and records
+	// a message_updated event. ErrNotFound if there is no such message.
+	UpdateMessage(ctx context.Context, m *Message) error
+	// InterruptStreaming marks every StatusStreaming message of the session
+	// StatusInterrupted (a repair after the writing process died) and
+	// returns how many it marked.
+	InterruptStreaming(ctx context.Context, sessionID string) (int, error)
+}
+
+// Storage faults. Backends wrap these (together with the driver's error)
+// so that the agent can tell the user what is wrong with the disk.
+var (
+	ErrStorageFull     = errors.New("storage full")
+	ErrStorageReadOnly = errors.New("storage is read-only")
+)

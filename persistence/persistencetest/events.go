@@ -1,0 +1,307 @@
+package persistencetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/projection"
+)
+
+// eventTests are the EventLog and MessageUpdater contract.
+var eventTests = []struct {
+	name string
+	fn   func(t *testing.T, s persistence.Store)
+}{
+	{"EventsAppendOrder", testEventsAppendOrder},
+	{"EventsByteExact", testEventsByteExact},
+	{"EventsProjection", testEventsProjection},
+	{"EventsPrune", testEventsPrune},
+	{"EventsDeleteSession", testEventsDeleteSession},
+	{"UpdateMessage", testUpdateMessage},
+	{"InterruptStreaming", testInterruptStreaming},
+	{"EventsImport", testEventsImport},
+}
+
+// testEventsImport: an imported session's messages rebuild from its log.
+func testEventsImport(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "orig"})
+	u, a := userMsg("q"), &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusComplete}
+	mustAppend(t, s, "orig", u, a)
+	c := &persistence.Compaction{SessionID: "orig", Policy: "p", CompactedIDs: []int64{u.ID}, KeptIDs: []int64{a.ID}}
+	if err := s.ApplyCompaction(ctx, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := persistence.Dump(ctx, s, "orig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Session.ID = "copy"
+	for i := range d.Messages {
+		d.Messages[i].SessionID = "copy"
+	}
+	for i := range d.Compactions {
+		d.Compactions[i].SessionID = "copy"
+	}
+	if err := s.ImportSession(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "copy", userMsg("after import"))
+	r, err := projection.Verify(ctx, s, "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || r.Messages != 4 {
+		t.Errorf("imported session: %d messages, differences %q", r.Messages, r.Differences)
+	}
+}
+
+func testEventsAppendOrder(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}); !errors.Is(err, persistence.ErrConflict) {
+		t.Errorf("duplicate connection: %v, want ErrConflict", err)
+	}
+	mk := func(stream string, turn int64) *persistence.Event {
+		return &persistence.Event{Stream: stream, ConnectionID: "conn_1", Direction: persistence.DirIn,
+			Turn: turn, Kind: persistence.EventNotification, Method: "m", Body: []byte(`{}`)}
+	}
+	batch := []*persistence.Event{mk("a", 1), mk("b", 0), mk("a", 2), mk("a", 2)}
+	if err := s.AppendEvents(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvents(ctx, mk("b", 0), mk("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Events(ctx, "a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 4 {
+		t.Fatalf("%d events on a, want 4", len(a))
+	}
+	for i, e := range a {
+		if e.Seq != int64(i+1) || e.Stream != "a" || e.ConnectionID != "conn_1" || e.Kind != persistence.EventNotification {
+			t.Errorf("event %d = %+v", i, e)
+		}
+		if e.At.IsZero() || time.Since(e.At) > time.Minute {
+			t.Errorf("event %d: At %v not set by the store", i, e.At)
+		}
+	}
+	if batch[2].Seq != 2 || batch[1].Seq != 1 || batch[2].ID == 0 {
+		t.Errorf("seqs/ids not filled: %+v", batch)
+	}
+	if turn, err := s.LastTurn(ctx, "a"); err != nil || turn != 2 {
+		t.Errorf("LastTurn(a) = %d, %v; want 2", turn, err)
+	}
+	if turn, err := s.LastTurn(ctx, "nope"); err != nil || turn != 0 {
+		t.Errorf("LastTurn(nope) = %d, %v; want 0", turn, err)
+	}
+	page, err := s.Events(ctx, "a", persistence.EventFilter{AfterSeq: 1, Limit: 2})
+	if err != nil || len(page) != 2 || page[0].Seq != 2 || page[1].Seq != 3 {
+		t.Errorf("AfterSeq 1, Limit 2: %+v, %v", page, err)
+	}
+	if none, err := s.Events(ctx, "nope", persistence.EventFilter{}); err != nil || len(none) != 0 {
+		t.Errorf("unknown stream: %d events, %v", len(none), err)
+	}
+	if err := s.AppendEvents(ctx, mk("a", 0), &persistence.Event{Stream: "a"}); err == nil {
+		t.Error("an event without a kind was accepted")
+	}
+	if after, _ := s.Events(ctx, "a", persistence.EventFilter{}); len(after) != 4 {
+		t.Errorf("a failed batch left %d events, want 4", len(after))
+	}
+}
+
+// testEventsByteExact: frames come back byte for byte, including what a
+// JSON round trip would change and lines that are not JSON at all.
+func testEventsByteExact(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	bodies := [][]byte{
+		[]byte(`{"jsonrpc":"2.0","id":"x-1","method":"_vendor/thing","params":{"_meta":{"a":[1,2.50,1e3]},"unknown":null}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1.0e0,  "result":{"z":1,"a":2}}`),
+		[]byte("{not json \xff\x00"),
+		{},
+	}
+	var evs []*persistence.Event
+	for _, b := range bodies {
+		evs = append(evs, &persistence.Event{Stream: "conn_x", Direction: persistence.DirOut, Kind: persistence.EventInvalid, Body: b})
+	}
+	if err := s.AppendEvents(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(ctx, "conn_x", persistence.EventFilter{})
+	if err != nil || len(got) != len(bodies) {
+		t.Fatalf("%d events, %v", len(got), err)
+	}
+	for i, e := range got {
+		if !bytes.Equal(e.Body, bodies[i]) {
+			t.Errorf("body %d = %q, want %q", i, e.Body, bodies[i])
+		}
+		if e.Direction != persistence.DirOut {
+			t.Errorf("direction %q", e.Direction)
+		}
+	}
+}
+
+// testEventsProjection: every change to the messages and compactions tables
+// is recorded in the same transaction, with the source from the context.
+func testEventsProjection(t *testing.T, s persistence.Store) {
+	ctx := persistence.WithEventSource(t.Context(), persistence.EventSource{ConnectionID: "conn_p", Turn: 7})
+	mustCreate(t, s, &persistence.Session{ID: "p"})
+	u := userMsg("hello")
+	u.Parts = []persistence.Part{{Type: "text", Text: "hello"}}
+	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "hi", Status: persistence.StatusComplete,
+		ToolCalls: []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: `{"p":1}`}}, Meta: json.RawMessage(`{"k":"v"}`)}
+	if err := s.AppendMessages(ctx, "p", u, a); err != nil {
+		t.Fatal(err)
+	}
+	c := &persistence.Compaction{SessionID: "p", Policy: "summarise", CompactedIDs: []int64{u.ID}}
+	sum := &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}
+	if err := s.ApplyCompaction(ctx, c, sum); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, "p", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []persistence.EventKind{persistence.EventMessageAppended, persistence.EventMessageAppended, persistence.EventMessagesChanged}
+	if len(evs) != len(kinds) {
+		t.Fatalf("%d events, want %d", len(evs), len(kinds))
+	}
+	for i, e := range evs {
+		if e.Kind != kinds[i] || e.Direction != "" {
+			t.Errorf("event %d: kind %q direction %q, want %q", i, e.Kind, e.Direction, kinds[i])
+		}
+		if e.ConnectionID != "conn_p" || e.Turn != 7 {
+			t.Errorf("event %d: source %q/%d, want conn_p/7", i, e.ConnectionID, e.Turn)
+		}
+	}
+	for i, want := range []*persistence.Message{u, a} {
+		var rec persistence.MessageRecord
+		if err := json.Unmarshal(evs[i].Body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		checkMessage(t, "recorded message", *want, rec.Message("p"))
+	}
+	var cr persistence.ChangeRecord
+	if err := json.Unmarshal(evs[2].Body, &cr); err != nil {
+		t.Fatal(err)
+	}
+	if cr.Compaction == nil || cr.Compaction.ID != c.ID || len(cr.Messages) != 2 ||
+		cr.Messages[0].ID != u.ID || cr.Messages[0].IsActive || cr.Messages[1].ID != sum.ID || !cr.Messages[1].IsActive {
+		t.Errorf("change record %+v, want compaction %d, %d inactive and summary %d", cr, c.ID, u.ID, sum.ID)
+	}
+}
+
+func testEventsPrune(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "q"})
+	old := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Microsecond)
+	if err := s.AppendEvents(ctx,
+		&persistence.Event{Stream: "q", At: old, Direction: persistence.DirIn, Kind: persistence.EventRequest, Body: []byte(`{}`)},
+		&persistence.Event{Stream: "q", At: old, Kind: persistence.EventTurnStarted, Body: []byte(`{}`)},
+		&persistence.Event{Stream: "q", Direction: persistence.DirOut, Kind: persistence.EventResponse, Body: []byte(`{}`)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "q", userMsg("kept"))
+	n, err := s.PruneEvents(ctx, time.Now().Add(-time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("PruneEvents = %d, %v; want 1", n, err)
+	}
+	evs, _ := s.Events(ctx, "q", persistence.EventFilter{})
+	if len(evs) != 3 || evs[0].Seq != 2 || evs[0].Kind != persistence.EventTurnStarted {
+		t.Fatalf("after prune: %+v", evs)
+	}
+	e := &persistence.Event{Stream: "q", Kind: persistence.EventTurnCompleted, Body: []byte(`{}`)}
+	if err := s.AppendEvents(ctx, e); err != nil || e.Seq != 5 {
+		t.Errorf("seq after prune = %d, %v; want 5 (never reused)", e.Seq, err)
+	}
+}
+
+func testEventsDeleteSession(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "d"})
+	mustCreate(t, s, &persistence.Session{ID: "k"})
+	mustAppend(t, s, "d", userMsg("x"))
+	mustAppend(t, s, "k", userMsg("y"))
+	if err := s.DeleteSession(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Events(ctx, "d", persistence.EventFilter{}); err != nil || len(evs) != 0 {
+		t.Errorf("deleted session keeps %d events (%v)", len(evs), err)
+	}
+	if evs, _ := s.Events(ctx, "k", persistence.EventFilter{}); len(evs) != 1 {
+		t.Errorf("other session has %d events, want 1", len(evs))
+	}
+}
+
+func testUpdateMessage(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "u"})
+	m := &persistence.Message{Role: persistence.RoleAssistant, Status: persistence.StatusStreaming}
+	mustAppend(t, s, "u", m)
+	before := mustGet(t, s, "u").UpdatedAt
+	m.Content, m.Reasoning, m.Status = "partial reply", "thought", persistence.StatusComplete
+	m.ToolCalls = []persistence.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}
+	m.Meta, m.TokenCount = json.RawMessage(`{"x":1}`), 12
+	if err := s.UpdateMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	got := mustMessages(t, s, "u", persistence.MessageFilter{})
+	if len(got) != 1 {
+		t.Fatalf("%d messages", len(got))
+	}
+	checkMessage(t, "updated", *m, got[0])
+	if after := mustGet(t, s, "u").UpdatedAt; !after.After(before) {
+		t.Errorf("UpdatedAt %v not after %v", after, before)
+	}
+	evs, _ := s.Events(ctx, "u", persistence.EventFilter{})
+	if len(evs) != 2 || evs[1].Kind != persistence.EventMessageUpdated {
+		t.Fatalf("events %+v, want appended then updated", evs)
+	}
+	var rec persistence.MessageRecord
+	if err := json.Unmarshal(evs[1].Body, &rec); err != nil || rec.Content != "partial reply" || rec.Seq != m.Seq {
+		t.Errorf("update record %+v, %v", rec, err)
+	}
+	for _, bad := range []*persistence.Message{
+		{ID: m.ID + 100, SessionID: "u"},
+		{ID: m.ID, SessionID: "other"},
+	} {
+		if err := s.UpdateMessage(ctx, bad); !errors.Is(err, persistence.ErrNotFound) {
+			t.Errorf("UpdateMessage(%d, %q) = %v, want ErrNotFound", bad.ID, bad.SessionID, err)
+		}
+	}
+	if evs, _ := s.Events(ctx, "u", persistence.EventFilter{}); len(evs) != 2 {
+		t.Errorf("failed updates recorded events: %d", len(evs))
+	}
+}
+
+func testInterruptStreaming(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "i"})
+	streaming := &persistence.Message{Role: persistence.RoleAssistant, Content: "half", Status: persistence.StatusStreaming}
+	done := &persistence.Message{Role: persistence.RoleAssistant, Content: "whole", Status: persistence.StatusComplete}
+	mustAppend(t, s, "i", done, streaming)
+	n, err := s.InterruptStreaming(ctx, "i")
+	if err != nil || n != 1 {
+		t.Fatalf("InterruptStreaming = %d, %v; want 1", n, err)
+	}
+	got := mustMessages(t, s, "i", persistence.MessageFilter{})
+	if got[0].Status != persistence.StatusComplete || got[1].Status != persistence.StatusInterrupted || got[1].Content != "half" {
+		t.Errorf("statuses %q %q (%q)", got[0].Status, got[1].Status, got[1].Content)
+	}
+	if n, err := s.InterruptStreaming(ctx, "i"); err != nil || n != 0 {
+		t.Errorf("second InterruptStreaming = %d, %v; want 0", n, err)
+	}
+	evs, _ := s.Events(ctx, "i", persistence.EventFilter{})
+	if len(evs) != 3 || evs[2].Kind != persistence.EventMessageUpdated {
+		t.Errorf("events %+v", evs)
+	}
+}

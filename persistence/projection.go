@@ -1,0 +1,90 @@
+package persistence
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// MessageRecord is the body of message_appended and message_updated events:
+// a message as the store wrote it. Every backend writes the same JSON, so a
+// session's messages can be rebuilt from its events anywhere.
+type MessageRecord struct {
+	ID              int64           `json:"id"`
+	Seq             int64           `json:"seq"`
+	Role            Role            `json:"role"`
+	Content         string          `json:"content"`
+	Parts           []Part          `json:"parts,omitempty"`
+	Reasoning       string          `json:"reasoning,omitempty"`
+	ToolCallID      string          `json:"toolCallId,omitempty"`
+	ToolCalls       []ToolCall      `json:"toolCalls,omitempty"`
+	Status          MessageStatus   `json:"status"`
+	Meta            json.RawMessage `json:"meta,omitempty"`
+	TokenCount      int             `json:"tokenCount,omitempty"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	IsActive        bool            `json:"isActive"`
+	CompactedIntoID *int64          `json:"compactedIntoId,omitempty"`
+}
+
+// RecordOf is the record of m.
+func RecordOf(m *Message) MessageRecord {
+	return MessageRecord{
+		ID: m.ID, Seq: m.Seq, Role: m.Role, Content: m.Content, Parts: m.Parts,
+		Reasoning: m.Reasoning, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls,
+		Status: m.Status, Meta: m.Meta, TokenCount: m.TokenCount, CreatedAt: m.CreatedAt,
+		IsActive: m.IsActive, CompactedIntoID: m.CompactedIntoID,
+	}
+}
+
+// Message is the message r describes, in session sessionID.
+func (r MessageRecord) Message(sessionID string) Message {
+	return Message{
+		ID: r.ID, SessionID: sessionID, Seq: r.Seq, Role: r.Role, Content: r.Content,
+		Parts: r.Parts, Reasoning: r.Reasoning, ToolCallID: r.ToolCallID, ToolCalls: r.ToolCalls,
+		Status: r.Status, Meta: r.Meta, IsActive: r.IsActive, CompactedIntoID: r.CompactedIntoID,
+		TokenCount: r.TokenCount, CreatedAt: r.CreatedAt,
+	}
+}
+
+// EventMessagesChanged is a projection kind: the body (a ChangeRecord) is
+// the state, after the change, of every row a compaction operation touched
+// (compact, expand, collapse, delete).
+const EventMessagesChanged EventKind = "messages_changed"
+
+// ChangeRecord is the body of a messages_changed event.
+type ChangeRecord struct {
+	Messages          []MessageRecord `json:"messages,omitempty"`        // rows as they are after the change
+	DeletedMessages   []int64         `json:"deletedMessages,omitempty"` // rows the change deleted
+	Compaction        *Compaction     `json:"compaction,omitempty"`      // the record after the change
+	DeletedCompaction int64           `json:"deletedCompaction,omitempty"`
+}
+
+// EventSessionImported is a projection kind: the body (an ImportRecord) is
+// the whole session as an import stored it; a rebuild starts from it.
+const EventSessionImported EventKind = "session_imported"
+
+// ImportRecord is the body of a session_imported event.
+type ImportRecord struct {
+	Messages    []MessageRecord `json:"messages"`
+	Compactions []Compaction    `json:"compactions"`
+}
+
+// ImportSnapshot is the record of d as a store imported it: with the ids it
+// assigned (see SessionDump.Renumber) and times as it keeps them (at, e.g.
+// truncation to the microsecond). d is not changed.
+func ImportSnapshot(d *SessionDump, msgIDs, compIDs []int64, at func(time.Time) time.Time) ImportRecord {
+	c := *d
+	c.Messages = append([]Message(nil), d.Messages...)
+	c.Compactions = append([]Compaction(nil), d.Compactions...)
+	c.Renumber(msgIDs, compIDs)
+	rec := ImportRecord{Messages: []MessageRecord{}, Compactions: []Compaction{}}
+	for i := range c.Messages {
+		m := c.Messages[i]
+		m.CreatedAt = at(m.CreatedAt)
+		rec.Messages = append(rec.Messages, RecordOf(&m))
+	}
+	for _, x := range c.Compactions {
+		x.CreatedAt = at(x.CreatedAt)
+		rec.Compactions = append(rec.Compactions, x)
+	}
+	return rec
+}
