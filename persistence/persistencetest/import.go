@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/persistence"
@@ -11,7 +12,8 @@ import (
 
 // RichSession fills session id of s with what a long session has: every
 // message field, compactions with and without a summary, a message
-// compacted twice, updated metadata.
+// compacted twice, an expanded compaction, a deleted one (a gap in the
+// seqs), cached token counts, an updated title.
 func RichSession(t *testing.T, s persistence.Store, id string) {
 	t.Helper()
 	ctx := t.Context()
@@ -45,11 +47,41 @@ func RichSession(t *testing.T, s persistence.Store, id string) {
 	if err := s.ApplyCompaction(ctx, c2, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Compacted with an added marker, then expanded: the originals active
+	// again, the marker hidden, the record Expanded.
+	c3 := &persistence.Compaction{SessionID: id, Policy: "prune-tool-output", CompactedIDs: []int64{msgs[6].ID}}
+	marker := &persistence.Message{Role: persistence.RoleTool, Content: "[output pruned]", ToolCallID: "c5"}
+	if err := s.Compact(ctx, c3, []*persistence.Message{marker}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExpandCompaction(ctx, id, c3.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Compacted and then deleted for good: its summary is gone, leaving a
+	// gap in the seqs.
+	c4 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[7].ID}}
+	if err := s.Compact(ctx, c4, []*persistence.Message{{Role: persistence.RoleSummary, Content: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCompaction(ctx, id, c4.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, id, userMsg("tail"))
+	if err := s.SetTokenCounts(ctx, id, "o200k_base", map[int64]int{msgs[2].ID: 7, msgs[4].ID: 11}); err != nil {
+		t.Fatal(err)
+	}
 	sess.Title = "rich, updated"
 	if err := s.UpdateSession(ctx, sess); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// RichSessionMessages and RichSessionCompactions are what RichSession
+// leaves in the store.
+const (
+	RichSessionMessages    = 11
+	RichSessionCompactions = 3
+)
 
 func testImportSession(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
@@ -58,8 +90,9 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(src.Messages) != 9 || len(src.Compactions) != 2 {
-		t.Fatalf("dump has %d messages, %d compactions; want 9, 2", len(src.Messages), len(src.Compactions))
+	if len(src.Messages) != RichSessionMessages || len(src.Compactions) != RichSessionCompactions {
+		t.Fatalf("dump has %d messages, %d compactions; want %d, %d", len(src.Messages), len(src.Compactions),
+			RichSessionMessages, RichSessionCompactions)
 	}
 
 	// The same content under another id, as another store would receive it.
@@ -115,27 +148,37 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, d2); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("ImportSession(existing id) error = %v, want ErrConflict", err)
 	}
-	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != 9 {
-		t.Errorf("after the conflict the session has %d messages, want 9", n)
+	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != RichSessionMessages {
+		t.Errorf("after the conflict the session has %d messages, want %d", n, RichSessionMessages)
 	}
 
 	// A dangling reference stores nothing.
 	bad, _ := persistence.Dump(ctx, s, "src")
 	bad.Session.ID = "bad"
+	for i := range bad.Messages {
+		bad.Messages[i].SessionID = ""
+	}
 	bad.Compactions[0].KeptIDs = append(bad.Compactions[0].KeptIDs, 1<<50)
-	if err := s.ImportSession(ctx, bad); err == nil {
-		t.Error("ImportSession with a dangling reference: no error")
+	if err := s.ImportSession(ctx, bad); err == nil || !strings.Contains(err.Error(), "not in the session") {
+		t.Errorf("ImportSession with a dangling reference: error %v, want one about it", err)
 	}
 	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("a failed import left the session behind: %v", err)
 	}
 	// Seqs out of order are refused.
 	bad.Compactions = nil
-	bad.Messages[0].CompactedIntoID, bad.Messages[1].CompactedIntoID = nil, nil
-	bad.Messages[3].CompactedIntoID = nil
+	for i := range bad.Messages {
+		bad.Messages[i].CompactedIntoID = nil
+	}
+	if err := bad.Check(); err != nil {
+		t.Fatalf("setting up: %v", err)
+	}
 	bad.Messages[2].Seq = bad.Messages[1].Seq
 	if err := s.ImportSession(ctx, bad); err == nil {
 		t.Error("ImportSession with a repeated seq: no error")
+	}
+	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("a failed import left the session behind: %v", err)
 	}
 
 	// An empty session imports too.

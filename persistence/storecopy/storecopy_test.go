@@ -88,9 +88,12 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	if want := []string{"alpha:identical", "beta:copied", "delta:conflict", "empty:copied", "gamma:copied", "odd:copied"}; !slices.Equal(seen, want) {
 		t.Errorf("progress = %v, want %v", seen, want)
 	}
-	if report.Sessions != 6 || report.Copied != 4 || report.Identical != 1 || report.Messages != 28 ||
-		report.Compactions != 6 || !slices.Equal(report.Conflicts, []string{"delta"}) {
-		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, 28 messages, 6 compactions, conflict delta", report)
+	// alpha, beta and gamma are rich sessions, odd has one message.
+	msgs, comps := 3*persistencetest.RichSessionMessages+1, 3*persistencetest.RichSessionCompactions
+	if report.Sessions != 6 || report.Copied != 4 || report.Identical != 1 || report.Messages != msgs ||
+		report.Compactions != comps || !slices.Equal(report.Conflicts, []string{"delta"}) {
+		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, %d messages, %d compactions, conflict delta",
+			report, msgs, comps)
 	}
 	for _, id := range ids {
 		a, err := persistence.Dump(ctx, src, id)
