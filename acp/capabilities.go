@@ -51,3 +51,22 @@ func (c *Conn) ClientCapabilities() ClientCapabilities {
 	}
 	return ClientCapabilities{}
 }
+
+// checkUpdateKind gates session update kinds outside the stable v1 schema
+// (those carried in SessionUpdate.Other) on the client capability that
+// announces them: the SDK 2.4 `notice` needs session.notices, the
+// compaction updates need session.compaction. Anything else is refused.
+func (c *Conn) checkUpdateKind(kind string) error {
+	caps := c.ClientCapabilities()
+	var ok bool
+	switch kind {
+	case "notice":
+		ok = caps.Session != nil && caps.Session.Notices != nil && string(*caps.Session.Notices) != "null"
+	case "compaction_update", "compaction_summary_chunk":
+		ok = caps.Session != nil && caps.Session.Compaction != nil && string(*caps.Session.Compaction) != "null"
+	}
+	if !ok {
+		return newError(CodeMethodNotFound, "acp: the client did not advertise support for %q session updates", kind)
+	}
+	return nil
+}

@@ -329,6 +329,11 @@ func compactJSON(raw json.RawMessage) string {
 
 // SessionUpdate sends a session/update notification.
 func (c *Conn) SessionUpdate(_ context.Context, n *SessionNotification) error {
+	if n.Update.Other != nil {
+		if err := c.checkUpdateKind(n.Update.Kind()); err != nil {
+			return err
+		}
+	}
 	if frame := textChunkFrame(n); frame != nil {
 		return c.stream.writeFrame(frame)
 	}

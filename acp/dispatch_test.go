@@ -3,8 +3,10 @@ package acp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,5 +127,31 @@ func TestUnadvertisedClientMethodsAreNeverCalled(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
 	if m := c.recv(); string(m["method"]) != `"fs/read_text_file"` {
 		t.Fatalf("want an fs/read_text_file request, got %v", m)
+	}
+}
+
+func TestUnstableUpdateKindsNeedTheClientCapability(t *testing.T) {
+	var conn *Conn
+	c, _ := startWith(t, func(cn *Conn) Agent {
+		conn = cn
+		return &fakeAgent{client: cn, cancelled: make(chan string, 1)}
+	})
+	notice := &SessionNotification{SessionID: "s1", Update: SessionUpdate{
+		Other: json.RawMessage(`{"sessionUpdate":"compaction_update","status":"started"}`)}}
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	c.recv()
+	if err := conn.SessionUpdate(context.Background(), notice); err == nil {
+		t.Fatal("compaction_update sent to a client that did not advertise session.compaction")
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{}}}}}`)
+	c.recv()
+	errc := make(chan error, 1)
+	go func() { errc <- conn.SessionUpdate(context.Background(), notice) }() // the pipe needs a reader
+	m := c.recv()
+	if err := <-errc; err != nil {
+		t.Fatalf("advertised: %v", err)
+	}
+	if !strings.Contains(string(m["params"]), "compaction_update") {
+		t.Fatalf("want the update on the wire, got %v", m)
 	}
 }
