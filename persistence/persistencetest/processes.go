@@ -17,6 +17,8 @@ var processTests = []struct {
 }{
 	{"TwoStoresDifferentSessions", testTwoStoresDifferentSessions},
 	{"TwoStoresOneSession", testTwoStoresOneSession},
+	{"TwoStoresLease", testTwoStoresLease},
+	{"TwoStoresEvents", testTwoStoresEvents},
 }
 
 // SameDatabase memoises name per test: it returns a function that calls name
