@@ -56,6 +56,9 @@ type Config struct {
 	// Journal receives lifecycle events the frames cannot show (compaction);
 	// nil = none.
 	Journal Journal
+	// Retry is the policy for failed model requests (zero value:
+	// DefaultRetryPolicy).
+	Retry RetryPolicy
 }
 
 // Journal records lifecycle events; journal.Journal implements it.

@@ -56,12 +56,6 @@ func contextMessages(c compaction.Counter, system string, view []persistence.Mes
 	ordered := compaction.Order(view)
 	out := make([]contextEntry, 0, len(ordered)+1)
 	out = append(out, contextEntry{msg: streaming.Message{Role: streaming.RoleSystem, Content: system}})
-	results := make(map[string]bool)
-	for _, m := range ordered {
-		if m.Role == persistence.RoleTool {
-			results[m.ToolCallID] = true
-		}
-	}
 	for i, m := range ordered {
 		e := contextEntry{tokens: m.TokenCount, messageID: m.ID}
 		switch m.Role {
@@ -89,9 +83,9 @@ func contextMessages(c compaction.Counter, system string, view []persistence.Mes
 			if i+1 < len(ordered) && ordered[i+1].Role == persistence.RoleTool {
 				continue
 			}
-			if owner := ownerOf(ordered, i); owner != nil {
+			if owner, answered := ownerOf(ordered, i); owner != nil {
 				for _, tc := range owner.ToolCalls {
-					if !results[tc.ID] {
+					if !answered[tc.ID] {
 						out = append(out, contextEntry{
 							msg:    streaming.Message{Role: streaming.RoleTool, ToolCallID: tc.ID, Content: compaction.InterruptedResult},
 							tokens: compaction.SyntheticTokens(c, tc.ID),
@@ -105,19 +99,21 @@ func contextMessages(c compaction.Counter, system string, view []persistence.Mes
 }
 
 // ownerOf returns the assistant message whose results end at ordered[i]
-// (ordered[i] itself, or the assistant before a run of tool messages).
-func ownerOf(ordered []persistence.Message, i int) *persistence.Message {
+// (ordered[i] itself, or the assistant before a run of tool messages), and
+// the calls those results answer.
+func ownerOf(ordered []persistence.Message, i int) (*persistence.Message, map[string]bool) {
+	answered := make(map[string]bool)
 	for ; i >= 0; i-- {
 		switch ordered[i].Role {
 		case persistence.RoleAssistant:
-			return &ordered[i]
+			return &ordered[i], answered
 		case persistence.RoleTool:
-			continue
+			answered[ordered[i].ToolCallID] = true
 		default:
-			return nil
+			return nil, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func imageParts(parts []persistence.Part) []streaming.ContentPart {

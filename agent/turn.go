@@ -131,7 +131,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	}
 	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s)}
-	res, streamErr := a.model.Stream(ctx, req, func(ev streaming.Event) error {
+	res, attempts, streamErr := a.streamWithRetry(ctx, s.ID, req, func(ev streaming.Event) error {
 		var u acp.SessionUpdate
 		switch ev.Kind {
 		case streaming.EventText:
@@ -178,7 +178,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		return nil, ctx.Err()
 	}
 	if streamErr != nil {
-		return nil, modelError(streamErr)
+		return nil, modelError(streamErr, attempts)
 	}
 	return res, nil
 }
@@ -265,12 +265,24 @@ func stopReason(f streaming.FinishReason) acp.StopReason {
 
 // modelError is what the client sees when the model endpoint fails. The
 // message says what happened; the partial reply is already stored.
-func modelError(err error) error {
+// error.data tells a client what it may want to act on: the HTTP status,
+// whether trying again later may help, how many requests were made, and
+// whether part of the reply was shown (and kept) before the failure.
+func modelError(err error, st retryState) error {
 	e := acp.InternalError("model request failed: %v", err)
+	data := map[string]any{"retryable": retryable(err), "attempts": st.attempts}
 	var api *streaming.APIError
 	if errors.As(err, &api) {
-		e.Data = map[string]any{"httpStatus": api.StatusCode, "retryable": api.Retryable()}
+		data["httpStatus"] = api.StatusCode
+		if api.RetryAfter != "" {
+			data["retryAfter"] = api.RetryAfter
+		}
 	}
+	if st.forwarded {
+		data["partial"] = true
+		e.Message += " (the partial reply is kept in the session)"
+	}
+	e.Data = data
 	return e
 }
 

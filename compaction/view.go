@@ -27,35 +27,45 @@ const (
 // Order returns the active messages in the order the model reads them:
 // summaries first (the torso's context), then the other messages in seq
 // order, each tool result right after the assistant message that made the
-// call. Results whose call is not in the view are dropped (an API rejects
-// them), and of two results for one call the later wins. msgs must be in seq
-// order; the result shares no slice with it.
+// call. A result belongs to the nearest assistant message before it that
+// has a call with its id (some servers number calls call_0, call_1... afresh
+// in every reply, so ids repeat across a session; a pruned result, stored
+// later, still finds its call). Results that answer no call are dropped (an
+// API rejects them), and of two results for one call the later wins. Calls
+// without an id, or repeating one within a message, are dropped too: no
+// result could be matched to them. msgs must be in seq order; the result
+// shares no slice with it.
 func Order(msgs []persistence.Message) []persistence.Message {
 	out := make([]persistence.Message, 0, len(msgs))
-	calls := make(map[string]bool)
-	results := make(map[string]int) // call id -> index in msgs of its latest result
+	owner := make(map[string]int)           // call id -> index of the latest assistant message making it
+	results := make(map[int]map[string]int) // assistant index -> call id -> index of its latest result
 	for i, m := range msgs {
 		switch m.Role {
 		case persistence.RoleSummary:
 			out = append(out, m)
 		case persistence.RoleAssistant:
 			for _, c := range m.ToolCalls {
-				calls[c.ID] = true
+				owner[c.ID] = i
 			}
 		case persistence.RoleTool:
-			results[m.ToolCallID] = i
+			if a, ok := owner[m.ToolCallID]; ok {
+				if results[a] == nil {
+					results[a] = make(map[string]int)
+				}
+				results[a][m.ToolCallID] = i
+			}
 		}
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		switch m.Role {
 		case persistence.RoleSummary, persistence.RoleTool:
 			continue
 		case persistence.RoleAssistant:
+			m.ToolCalls = answerableCalls(m.ToolCalls)
 			out = append(out, m)
 			for _, c := range m.ToolCalls {
-				if i, ok := results[c.ID]; ok {
-					out = append(out, msgs[i])
-					delete(results, c.ID) // a repeated call id is answered once
+				if j, ok := results[i][c.ID]; ok {
+					out = append(out, msgs[j])
 				}
 			}
 		default:
@@ -63,6 +73,27 @@ func Order(msgs []persistence.Message) []persistence.Message {
 		}
 	}
 	return out
+}
+
+// answerableCalls drops calls without an id and repeats of an id.
+func answerableCalls(calls []persistence.ToolCall) []persistence.ToolCall {
+	seen := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		if c.ID != "" && !seen[c.ID] {
+			seen[c.ID] = true
+			continue
+		}
+		// Rare: copy so the caller's message is left alone.
+		kept := append([]persistence.ToolCall(nil), calls[:i]...)
+		for _, c := range calls[i+1:] {
+			if c.ID != "" && !seen[c.ID] {
+				seen[c.ID] = true
+				kept = append(kept, c)
+			}
+		}
+		return kept
+	}
+	return calls
 }
 
 // MessageTokens counts what the model reads for one stored message.

@@ -23,7 +23,7 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // DefaultIdleTimeout is used when OpenAIConfig.IdleTimeout is zero.
 const DefaultIdleTimeout = 120 * time.Second
 
-// Errors a Stream can wrap, for the caller's retry policy. All three leave
+// Errors a Stream can wrap, for the caller's retry policy. All of them leave
 // the partial Result in place.
 var (
 	// ErrIdleTimeout: the endpoint sent no bytes for the idle timeout.
@@ -33,6 +33,9 @@ var (
 	ErrIncompleteStream = errors.New("model stream ended before the completion finished")
 	// ErrMalformedChunk: a chunk was not valid chat-completion JSON.
 	ErrMalformedChunk = errors.New("malformed chunk from model endpoint")
+	// ErrUnreachable: the request got no response at all (connection
+	// refused or reset, DNS, TLS).
+	ErrUnreachable = errors.New("could not reach the model endpoint")
 )
 
 // OpenAIConfig configures an OpenAIClient. Only what is set here is used:
@@ -197,7 +200,7 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	}
 	if !w.gotResponse() {
 		// Connection refused, DNS, TLS...: the request never got an answer.
-		return c.redacted(fmt.Errorf("streaming: send request: %w", err))
+		return c.redacted(fmt.Errorf("streaming: %w: %w", ErrUnreachable, err))
 	}
 	if rerr := w.readError(); rerr != nil {
 		return c.redacted(fmt.Errorf("streaming: %w: reading the body after %d chunks: %w", ErrIncompleteStream, chunks, rerr))

@@ -218,10 +218,16 @@ func (p *Parser) Finish() *Result {
 	if !p.finished {
 		p.finished = true
 		sort.SliceStable(p.calls, func(i, j int) bool { return p.calls[i].index < p.calls[j].index })
+		// Ids must be unique within a reply: the results are matched to the
+		// calls by id, and endpoints reject a history with duplicates. Some
+		// servers send the same id at two indexes; the later call gets a
+		// fresh one.
+		seen := make(map[string]bool, len(p.calls))
 		for _, c := range p.calls {
-			if c.id == "" {
+			if c.id == "" || seen[c.id] {
 				c.id = newCallID(c.index)
 			}
+			seen[c.id] = true
 		}
 	}
 	if len(p.calls) > 0 {
