@@ -1,10 +1,19 @@
-# crow-acp: `make test` runs every test; `make demo` shows a session offline;
+# crow-acp: `make test` runs every test (and each fuzz target briefly);
+# `make fuzz` fuzzes longer; `make demo` shows a session offline;
 # `make bench` measures. cgo is required (SQLite).
 export CGO_ENABLED := 1
 GO ?= go
 BIN := bin
 
-.PHONY: all build test race bench demo fuzz clean
+# Fuzz targets as package:Target. Budgets are execution counts, not durations:
+# a -fuzztime duration can fail spuriously with "context deadline exceeded"
+# when it expires mid-run (golang/go#75804, unfixed in Go 1.26).
+FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./streaming:FuzzParser \
+	./streaming:FuzzStream ./agent:FuzzContextMessages
+FUZZ_SHORT ?= 10000x
+FUZZ_LONG ?= 1000000x
+
+.PHONY: all build test race bench demo fuzz fuzz-run clean
 
 all: build
 
@@ -17,6 +26,19 @@ test:
 	@if [ -z "$$CROW_TEST_POSTGRES_URL" ]; then \
 		echo "NOTE: CROW_TEST_POSTGRES_URL is not set: the PostgreSQL tests are skipped (see README, PostgreSQL)"; fi
 	$(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_BUDGET=$(FUZZ_SHORT)
+
+# Longer fuzzing; a crash is written to PKG/testdata/fuzz/TARGET/ and must
+# become a regression test.
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_BUDGET=$(FUZZ_LONG)
+
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg, $(FUZZ_BUDGET))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZ_BUDGET) $$pkg; \
+	done
 
 race:
 	$(GO) test -race -count=1 ./...

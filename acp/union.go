@@ -125,10 +125,29 @@ func (c ContentBlock) MarshalJSON() ([]byte, error) {
 	return nil, fmt.Errorf("acp: empty ContentBlock")
 }
 
+// contentRequired are the fields the schema requires of each content block
+// type: a block without them is refused rather than read as empty.
+var contentRequired = map[string][]string{
+	"text":          {"text"},
+	"image":         {"data", "mimeType"},
+	"audio":         {"data", "mimeType"},
+	"resource_link": {"uri", "name"},
+	"resource":      {"resource"},
+}
+
 func (c *ContentBlock) UnmarshalJSON(data []byte) error {
-	tag, err := readTag(data, "type")
-	if err != nil {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return fmt.Errorf("content block: %w", err)
+	}
+	var tag string
+	if raw, ok := fields["type"]; ok && json.Unmarshal(raw, &tag) != nil {
+		return fmt.Errorf("content block: \"type\" must be a string")
+	}
+	for _, f := range contentRequired[tag] {
+		if _, ok := fields[f]; !ok {
+			return fmt.Errorf("content block: a %q block needs %q", tag, f)
+		}
 	}
 	*c = ContentBlock{}
 	var v any

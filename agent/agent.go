@@ -59,6 +59,12 @@ type Config struct {
 	// Retry is the policy for failed model requests (zero value:
 	// DefaultRetryPolicy).
 	Retry RetryPolicy
+	// MaxPromptBytes caps one prompt (text, embedded resources, images);
+	// a larger one is refused with -32602. 0 = DefaultMaxPromptBytes.
+	MaxPromptBytes int
+	// MaxConcurrentTurns caps the sessions running a prompt at once; one
+	// more is refused with -32600. 0 = DefaultMaxConcurrentTurns.
+	MaxConcurrentTurns int
 }
 
 // Journal records lifecycle events; journal.Journal implements it.
@@ -113,6 +119,12 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultSystemPrompt
+	}
+	if cfg.MaxPromptBytes <= 0 {
+		cfg.MaxPromptBytes = DefaultMaxPromptBytes
+	}
+	if cfg.MaxConcurrentTurns <= 0 {
+		cfg.MaxConcurrentTurns = DefaultMaxConcurrentTurns
 	}
 	cfg.Models, cfg.Model = normalizeModels(cfg.Models, cfg.Model)
 	settings := compaction.Defaults()

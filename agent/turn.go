@@ -36,6 +36,9 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, err
 	}
+	if err := a.checkPromptSize(parts); err != nil {
+		return nil, err
+	}
 	turnCtx, err := a.beginTurn(ctx, s.ID)
 	if err != nil {
 		return nil, err
@@ -294,6 +297,10 @@ func (a *Agent) beginTurn(ctx context.Context, sessionID string) (context.Contex
 		a.mu.Lock()
 		t := a.turns[sessionID]
 		if t == nil {
+			if a.runningTurnsLocked() >= a.cfg.MaxConcurrentTurns {
+				a.mu.Unlock()
+				return nil, a.tooManyTurns()
+			}
 			turnCtx, cancel := context.WithCancel(ctx)
 			a.turns[sessionID] = &turn{cancel: cancel, done: make(chan struct{})}
 			a.mu.Unlock()

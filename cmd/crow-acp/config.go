@@ -85,6 +85,7 @@ type config struct {
 	permissionMode    value[string]
 
 	leaseTTL value[time.Duration] // env CROW_LEASE_TTL only
+	limits limitsConfig // [limits] and [requests]
 }
 
 // modelSpec is what the configuration says about one model.
@@ -352,6 +353,9 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		}
 		cfg.leaseTTL = value[time.Duration]{V: d, From: v.From}
 	}
+	if cfg.limits, err = loadLimits(r, fc.Limits, fc.Requests); err != nil {
+		return nil, err
+	}
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -394,6 +398,9 @@ func (c *config) validate() error {
 	}
 	if n := c.listPageSize.V; n < 1 || n > persistence.MaxListLimit {
 		return usagef("session list page size %d: use 1 to %d (from %s)", n, persistence.MaxListLimit, c.listPageSize.From)
+	}
+	if err := c.limits.validate(); err != nil {
+		return err
 	}
 	if c.dbPath.V == "" {
 		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
@@ -527,7 +534,7 @@ func (c *config) agentConfig() agent.Config {
 	if c.modelSpec == nil && (c.contextWindow.V > 0 || c.outputReserve.V > 0) {
 		models = append(models, agent.Model{Name: c.model.V, ContextWindow: c.contextWindow.V, OutputReserve: c.outputReserve.V})
 	}
-	return agent.Config{
+	ac := agent.Config{
 		Models:        models,
 		Model:         c.model.V,
 		Version:       version,
@@ -537,9 +544,12 @@ func (c *config) agentConfig() agent.Config {
 		Compaction:    c.compactionSettings(),
 		LeaseTTL:      c.leaseTTL.V,
 	}
+	c.limits.apply(&ac)
+	return ac
 }
 
 // modelClient is the model endpoint client for the configuration.
 func (c *config) modelClient() streaming.Client {
-	return streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: c.baseURL.V, APIKey: c.apiKey.V, Headers: c.headers.V})
+	return streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: c.baseURL.V, APIKey: c.apiKey.V, Headers: c.headers.V,
+		IdleTimeout: c.limits.idleTimeout.V})
 }

@@ -125,7 +125,7 @@ func (c *config) rows() []row {
 	if provider.V == "" {
 		provider.V = "(built-in)"
 	}
-	return []row{
+	return append([]row{
 		str("model", c.model, ""),
 		str("provider", provider, ""),
 		str("base_url", c.baseURL, ""),
@@ -143,7 +143,7 @@ func (c *config) rows() []row {
 		{"compaction.threshold", strconv.FormatFloat(c.compactThreshold.V, 'g', -1, 64), c.compactThreshold.From},
 		num("compaction.keep_recent", c.compactKeepRecent, ""),
 		str("permissions.mode", c.permissionMode, ""),
-	}
+	}, c.limits.rows()...)
 }
 
 // maskSecret shows that a secret is set without showing it: the last four

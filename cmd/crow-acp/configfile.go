@@ -28,6 +28,8 @@ type fileConfig struct {
 	Log        logFile                 `toml:"log"`
 	Compaction compactionFile          `toml:"compaction"`
 	Permission permissionFile          `toml:"permissions"`
+	Limits     limitsFile              `toml:"limits"`
+	Requests   requestsFile            `toml:"requests"`
 }
 
 type providerFile struct {
@@ -347,6 +349,9 @@ func (f *loadedFile) validate() error {
 	}
 	if m := c.Permission.Mode; m != nil && !knownMode(*m) {
 		return f.errorAt("permissions.mode", "unknown mode %q: use one of %s", *m, strings.Join(permissionModes, ", "))
+	}
+	if err := c.Limits.validateFile(f, c.Requests); err != nil {
+		return err
 	}
 	return nil
 }

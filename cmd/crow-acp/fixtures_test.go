@@ -38,6 +38,8 @@ func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
 		"CROW_LIST_PAGE_SIZE": "2",
 		"CROW_DB":             env.DBPath,
 		"CROW_LOG_LEVEL":      "debug",
+		// Retries of failed model requests wait 1-2ms, not seconds.
+		"CROW_MODEL_RETRY_DELAY": "1ms",
 		// No developer's config.toml may reach a test.
 		"XDG_CONFIG_HOME": env.Tmp,
 	}

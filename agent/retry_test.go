@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+func testPolicy(rnd float64) RetryPolicy {
+	return RetryPolicy{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond,
+		MaxRetryAfter: 10 * time.Second, Rand: func() float64 { return rnd },
+		Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}.withDefaults()
+}
+
+func TestRetryDelayBackoffAndJitter(t *testing.T) {
+	err503 := &streaming.APIError{StatusCode: 503}
+	low, high := testPolicy(0), testPolicy(0.999999)
+	// Backoff 100ms, 200ms, then capped at 300ms; jitter keeps each wait
+	// between half and all of it.
+	for attempt, full := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 300 * time.Millisecond} {
+		dl, ok := low.delay(attempt, err503)
+		dh, _ := high.delay(attempt, err503)
+		if !ok || dl != full/2 || dh < full*99/100 || dh > full {
+			t.Errorf("attempt %d: waits %s..%s (ok %v), want %s..%s", attempt, dl, dh, ok, full/2, full)
+		}
+	}
+	if _, ok := low.delay(4, err503); ok {
+		t.Error("retried after MaxAttempts")
+	}
+}
+
+func TestRetryDelayWhatIsRetryable(t *testing.T) {
+	p := testPolicy(0)
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{&streaming.APIError{StatusCode: 429}, true},
+		{&streaming.APIError{StatusCode: 500}, true},
+		{&streaming.APIError{StatusCode: 502}, true},
+		{&streaming.APIError{StatusCode: 400}, false},
+		{&streaming.APIError{StatusCode: 401}, false},
+		{&streaming.APIError{StatusCode: 404}, false},
+		{fmt.Errorf("x: %w", streaming.ErrIdleTimeout), true},
+		{fmt.Errorf("x: %w", streaming.ErrIncompleteStream), true},
+		{fmt.Errorf("x: %w", streaming.ErrUnreachable), true},
+		{fmt.Errorf("x: %w", streaming.ErrMalformedChunk), false},
+		{errors.New("anything else"), false},
+	}
+	for _, c := range cases {
+		if _, got := p.delay(1, c.err); got != c.want {
+			t.Errorf("%v: retry %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestRetryDelayHonoursRetryAfter(t *testing.T) {
+	p := testPolicy(0)
+	now := p.Now()
+	cases := []struct {
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{"2", 2 * time.Second, true},
+		{"0", 50 * time.Millisecond, true}, // never below the backoff
+		{"10", 10 * time.Second, true},
+		{"11", 0, false}, // beyond MaxRetryAfter: the client hears at once
+		{now.Add(5 * time.Second).Format(http.TimeFormat), 5 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 50 * time.Millisecond, true},
+		{"soon", 50 * time.Millisecond, true}, // unreadable: plain backoff
+	}
+	for _, c := range cases {
+		d, ok := p.delay(1, &streaming.APIError{StatusCode: 429, RetryAfter: c.header})
+		if ok != c.ok || (ok && d != c.want) {
+			t.Errorf("Retry-After %q: %s %v, want %s %v", c.header, d, ok, c.want, c.ok)
+		}
+	}
+}
+
+// scriptedModel fails or answers each request in turn.
+type scriptedModel struct {
+	steps []func(onEvent func(streaming.Event) error) (*streaming.Result, error)
+	calls int
+}
+
+func (m *scriptedModel) Stream(ctx context.Context, _ streaming.Request, onEvent func(streaming.Event) error) (*streaming.Result, error) {
+	step := m.steps[m.calls]
+	m.calls++
+	return step(onEvent)
+}
+
+func fail(err error) func(func(streaming.Event) error) (*streaming.Result, error) {
+	return func(func(streaming.Event) error) (*streaming.Result, error) { return &streaming.Result{}, err }
+}
+
+func answer(text string) func(func(streaming.Event) error) (*streaming.Result, error) {
+	return func(on func(streaming.Event) error) (*streaming.Result, error) {
+		_ = on(streaming.Event{Kind: streaming.EventText, Text: text})
+		return &streaming.Result{Text: text, FinishReason: streaming.FinishStop}, nil
+	}
+}
+
+func retryAgent(m streaming.Client, sleeps *[]time.Duration) *Agent {
+	p := testPolicy(0)
+	p.Sleep = func(ctx context.Context, d time.Duration) error {
+		*sleeps = append(*sleeps, d)
+		return ctx.Err()
+	}
+	return New(nil, nil, m, Config{Model: "m", Retry: p}, nil)
+}
+
+func TestStreamWithRetryRecovers(t *testing.T) {
+	m := &scriptedModel{steps: [](func(func(streaming.Event) error) (*streaming.Result, error)){
+		fail(&streaming.APIError{StatusCode: 503}),
+		fail(fmt.Errorf("cut: %w", streaming.ErrIncompleteStream)),
+		answer("hello"),
+	}}
+	var sleeps []time.Duration
+	a := retryAgent(m, &sleeps)
+	var seen []string
+	res, st, err := a.streamWithRetry(context.Background(), "s", streaming.Request{}, func(ev streaming.Event) error {
+		seen = append(seen, ev.Text)
+		return nil
+	})
+	if err != nil || res.Text != "hello" || st.attempts != 3 || m.calls != 3 {
+		t.Fatalf("res %+v, state %+v, calls %d, err %v", res, st, m.calls, err)
+	}
+	if fmt.Sprint(sleeps) != "[50ms 100ms]" {
+		t.Errorf("waits %v, want [50ms 100ms]", sleeps)
+	}
+	if len(seen) != 1 {
+		t.Errorf("client saw %q, want the text once", seen)
+	}
+}
+
+func TestStreamWithRetryNeverRepeatsShownText(t *testing.T) {
+	partial := func(on func(streaming.Event) error) (*streaming.Result, error) {
+		_ = on(streaming.Event{Kind: streaming.EventText, Text: "half"})
+		return &streaming.Result{Text: "half"}, fmt.Errorf("cut: %w", streaming.ErrIncompleteStream)
+	}
+	m := &scriptedModel{steps: [](func(func(streaming.Event) error) (*streaming.Result, error)){partial, answer("x")}}
+	var sleeps []time.Duration
+	res, st, err := retryAgent(m, &sleeps).streamWithRetry(context.Background(), "s", streaming.Request{}, func(streaming.Event) error { return nil })
+	if err == nil || m.calls != 1 || len(sleeps) != 0 {
+		t.Fatalf("retried after text reached the client: calls %d, err %v", m.calls, err)
+	}
+	if !st.forwarded || res.Text != "half" {
+		t.Fatalf("partial reply lost: %+v %+v", st, res)
+	}
+	var e *acp.Error
+	if !errors.As(modelError(err, st), &e) || e.Data.(map[string]any)["partial"] != true {
+		t.Fatalf("the client is not told the reply is partial: %+v", e)
+	}
+}
+
+func TestStreamWithRetryStopsWhenCancelled(t *testing.T) {
+	m := &scriptedModel{steps: [](func(func(streaming.Event) error) (*streaming.Result, error)){
+		fail(&streaming.APIError{StatusCode: 503}), answer("late")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := testPolicy(0)
+	p.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
+	a := New(nil, nil, m, Config{Model: "m", Retry: p}, nil)
+	_, _, err := a.streamWithRetry(ctx, "s", streaming.Request{}, func(streaming.Event) error { return nil })
+	if err == nil || m.calls != 1 {
+		t.Fatalf("a cancelled wait still retried: calls %d, err %v", m.calls, err)
+	}
+}
+
+func TestStreamWithRetryGivesUp(t *testing.T) {
+	e := &streaming.APIError{StatusCode: 500}
+	m := &scriptedModel{steps: [](func(func(streaming.Event) error) (*streaming.Result, error)){fail(e), fail(e), fail(e), fail(e), answer("never")}}
+	var sleeps []time.Duration
+	_, st, err := retryAgent(m, &sleeps).streamWithRetry(context.Background(), "s", streaming.Request{}, func(streaming.Event) error { return nil })
+	if err == nil || m.calls != 4 || st.attempts != 4 || len(sleeps) != 3 {
+		t.Fatalf("calls %d, attempts %d, waits %v, err %v: want 4 attempts and 3 waits", m.calls, st.attempts, sleeps, err)
+	}
+}

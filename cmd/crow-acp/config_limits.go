@@ -1,0 +1,130 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+// limitsFile is the [limits] table: caps that keep one client or one model
+// from exhausting the process.
+type limitsFile struct {
+	PromptBytes        *int `toml:"prompt_bytes"`
+	ConcurrentSessions *int `toml:"concurrent_sessions"`
+}
+
+// requestsFile is the [requests] table: how model requests are retried and
+// when a silent endpoint is given up on.
+type requestsFile struct {
+	Retries     *int    `toml:"retries"`
+	RetryDelay  *string `toml:"retry_delay"`
+	IdleTimeout *string `toml:"idle_timeout"`
+}
+
+// limitsConfig is the resolved [limits] and [requests] settings.
+type limitsConfig struct {
+	promptBytes        value[int]
+	concurrentSessions value[int]
+	retries            value[int]
+	retryDelay         value[time.Duration]
+	idleTimeout        value[time.Duration]
+}
+
+func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) {
+	var c limitsConfig
+	var err error
+	if c.promptBytes, err = r.int("", "CROW_MAX_PROMPT_BYTES", l.PromptBytes, "limits.prompt_bytes", agent.DefaultMaxPromptBytes); err != nil {
+		return c, err
+	}
+	if c.concurrentSessions, err = r.int("", "CROW_MAX_CONCURRENT_SESSIONS", l.ConcurrentSessions, "limits.concurrent_sessions", agent.DefaultMaxConcurrentTurns); err != nil {
+		return c, err
+	}
+	if c.retries, err = r.int("", "CROW_MODEL_RETRIES", q.Retries, "requests.retries", agent.DefaultRetryPolicy.MaxAttempts-1); err != nil {
+		return c, err
+	}
+	if c.retryDelay, err = r.duration("CROW_MODEL_RETRY_DELAY", q.RetryDelay, "requests.retry_delay", agent.DefaultRetryPolicy.BaseDelay); err != nil {
+		return c, err
+	}
+	if c.idleTimeout, err = r.duration("CROW_MODEL_IDLE_TIMEOUT", q.IdleTimeout, "requests.idle_timeout", streaming.DefaultIdleTimeout); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c limitsConfig) validate() error {
+	if c.promptBytes.V < 1024 {
+		return usagef("prompt size limit %d bytes is too small: at least 1024 (from %s)", c.promptBytes.V, c.promptBytes.From)
+	}
+	if c.concurrentSessions.V < 1 {
+		return usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.concurrentSessions.V, c.concurrentSessions.From)
+	}
+	if n := c.retries.V; n < 0 || n > 10 {
+		return usagef("model retries %d: use 0 to 10 (from %s)", n, c.retries.From)
+	}
+	if d := c.retryDelay.V; d < time.Millisecond || d > time.Minute {
+		return usagef("model retry delay %s: use 1ms to 1m (from %s)", d, c.retryDelay.From)
+	}
+	if d := c.idleTimeout.V; d < 100*time.Millisecond {
+		return usagef("model idle timeout %s is too short: at least 100ms (from %s)", d, c.idleTimeout.From)
+	}
+	return nil
+}
+
+// validateFile checks the file's values, naming their lines.
+func (l limitsFile) validateFile(f *loadedFile, q requestsFile) error {
+	if v := l.PromptBytes; v != nil && *v < 1024 {
+		return f.errorAt("limits.prompt_bytes", "%d is too small (at least 1024)", *v)
+	}
+	if v := l.ConcurrentSessions; v != nil && *v < 1 {
+		return f.errorAt("limits.concurrent_sessions", "must be at least 1")
+	}
+	if v := q.Retries; v != nil && (*v < 0 || *v > 10) {
+		return f.errorAt("requests.retries", "%d is out of range: 0 to 10", *v)
+	}
+	for _, d := range []struct {
+		key string
+		v   *string
+	}{{"requests.retry_delay", q.RetryDelay}, {"requests.idle_timeout", q.IdleTimeout}} {
+		if d.v == nil {
+			continue
+		}
+		if _, err := time.ParseDuration(*d.v); err != nil {
+			return f.errorAt(d.key, "%q is not a duration (e.g. \"500ms\", \"2m\")", *d.v)
+		}
+	}
+	return nil
+}
+
+// duration resolves a duration setting written like "500ms" or "2m".
+func (r resolver) duration(envName string, file *string, fileKey string, def time.Duration) (value[time.Duration], error) {
+	s := r.str("", envName, file, fileKey, "")
+	if s.From.kind == "default" {
+		return value[time.Duration]{V: def, From: fromDefault}, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s.V))
+	if err != nil {
+		return value[time.Duration]{}, usagef("%s: %q is not a duration (e.g. 500ms, 2m)", s.From, s.V)
+	}
+	return value[time.Duration]{V: d, From: s.From}, nil
+}
+
+func (c limitsConfig) rows() []row {
+	return []row{
+		{"limits.prompt_bytes", strconv.Itoa(c.promptBytes.V), c.promptBytes.From},
+		{"limits.concurrent_sessions", strconv.Itoa(c.concurrentSessions.V), c.concurrentSessions.From},
+		{"requests.retries", strconv.Itoa(c.retries.V), c.retries.From},
+		{"requests.retry_delay", c.retryDelay.V.String(), c.retryDelay.From},
+		{"requests.idle_timeout", c.idleTimeout.V.String(), c.idleTimeout.From},
+	}
+}
+
+// apply copies the settings into the agent's configuration.
+func (c limitsConfig) apply(ac *agent.Config) {
+	ac.MaxPromptBytes = c.promptBytes.V
+	ac.MaxConcurrentTurns = c.concurrentSessions.V
+	ac.Retry.MaxAttempts = c.retries.V + 1
+	ac.Retry.BaseDelay = c.retryDelay.V
+}
