@@ -45,7 +45,7 @@ func (a *Agent) runningTurnsLocked() int {
 // tooManyTurns is the error for a prompt over the concurrency cap.
 func (a *Agent) tooManyTurns() error {
 	limit := a.cfg.MaxConcurrentTurns
-	e := acp.InvalidRequest("too many sessions are running a prompt: the limit is %d at once (setting limits.concurrent_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it", limit)
+	e := acp.InvalidRequest("too many sessions are running a prompt: the limit is %d at once (setting limits.active_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it", limit)
 	e.Data = map[string]any{"limit": limit}
 	return e
 }

@@ -85,7 +85,7 @@ type config struct {
 	permissionMode    value[string]
 
 	leaseTTL value[time.Duration] // env CROW_LEASE_TTL only
-	limits limitsConfig // [limits] and [requests]
+	limits   limitsConfig         // [limits] and [requests]
 }
 
 // modelSpec is what the configuration says about one model.

@@ -12,8 +12,8 @@ import (
 // limitsFile is the [limits] table: caps that keep one client or one model
 // from exhausting the process.
 type limitsFile struct {
-	PromptBytes        *int `toml:"prompt_bytes"`
-	ConcurrentSessions *int `toml:"concurrent_sessions"`
+	PromptBytes    *int `toml:"prompt_bytes"`
+	ActiveSessions *int `toml:"active_sessions"`
 }
 
 // requestsFile is the [requests] table: how model requests are retried and
@@ -26,11 +26,11 @@ type requestsFile struct {
 
 // limitsConfig is the resolved [limits] and [requests] settings.
 type limitsConfig struct {
-	promptBytes        value[int]
-	concurrentSessions value[int]
-	retries            value[int]
-	retryDelay         value[time.Duration]
-	idleTimeout        value[time.Duration]
+	promptBytes    value[int]
+	activeSessions value[int]
+	retries        value[int]
+	retryDelay     value[time.Duration]
+	idleTimeout    value[time.Duration]
 }
 
 func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) {
@@ -39,7 +39,7 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 	if c.promptBytes, err = r.int("", "CROW_MAX_PROMPT_BYTES", l.PromptBytes, "limits.prompt_bytes", agent.DefaultMaxPromptBytes); err != nil {
 		return c, err
 	}
-	if c.concurrentSessions, err = r.int("", "CROW_MAX_CONCURRENT_SESSIONS", l.ConcurrentSessions, "limits.concurrent_sessions", agent.DefaultMaxConcurrentTurns); err != nil {
+	if c.activeSessions, err = r.int("", "CROW_MAX_CONCURRENT_SESSIONS", l.ActiveSessions, "limits.active_sessions", agent.DefaultMaxConcurrentTurns); err != nil {
 		return c, err
 	}
 	if c.retries, err = r.int("", "CROW_MODEL_RETRIES", q.Retries, "requests.retries", agent.DefaultRetryPolicy.MaxAttempts-1); err != nil {
@@ -58,8 +58,8 @@ func (c limitsConfig) validate() error {
 	if c.promptBytes.V < 1024 {
 		return usagef("prompt size limit %d bytes is too small: at least 1024 (from %s)", c.promptBytes.V, c.promptBytes.From)
 	}
-	if c.concurrentSessions.V < 1 {
-		return usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.concurrentSessions.V, c.concurrentSessions.From)
+	if c.activeSessions.V < 1 {
+		return usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.activeSessions.V, c.activeSessions.From)
 	}
 	if n := c.retries.V; n < 0 || n > 10 {
 		return usagef("model retries %d: use 0 to 10 (from %s)", n, c.retries.From)
@@ -78,8 +78,8 @@ func (l limitsFile) validateFile(f *loadedFile, q requestsFile) error {
 	if v := l.PromptBytes; v != nil && *v < 1024 {
 		return f.errorAt("limits.prompt_bytes", "%d is too small (at least 1024)", *v)
 	}
-	if v := l.ConcurrentSessions; v != nil && *v < 1 {
-		return f.errorAt("limits.concurrent_sessions", "must be at least 1")
+	if v := l.ActiveSessions; v != nil && *v < 1 {
+		return f.errorAt("limits.active_sessions", "must be at least 1")
 	}
 	if v := q.Retries; v != nil && (*v < 0 || *v > 10) {
 		return f.errorAt("requests.retries", "%d is out of range: 0 to 10", *v)
@@ -114,7 +114,7 @@ func (r resolver) duration(envName string, file *string, fileKey string, def tim
 func (c limitsConfig) rows() []row {
 	return []row{
 		{"limits.prompt_bytes", strconv.Itoa(c.promptBytes.V), c.promptBytes.From},
-		{"limits.concurrent_sessions", strconv.Itoa(c.concurrentSessions.V), c.concurrentSessions.From},
+		{"limits.active_sessions", strconv.Itoa(c.activeSessions.V), c.activeSessions.From},
 		{"requests.retries", strconv.Itoa(c.retries.V), c.retries.From},
 		{"requests.retry_delay", c.retryDelay.V.String(), c.retryDelay.From},
 		{"requests.idle_timeout", c.idleTimeout.V.String(), c.idleTimeout.From},
@@ -124,7 +124,7 @@ func (c limitsConfig) rows() []row {
 // apply copies the settings into the agent's configuration.
 func (c limitsConfig) apply(ac *agent.Config) {
 	ac.MaxPromptBytes = c.promptBytes.V
-	ac.MaxConcurrentTurns = c.concurrentSessions.V
+	ac.MaxConcurrentTurns = c.activeSessions.V
 	ac.Retry.MaxAttempts = c.retries.V + 1
 	ac.Retry.BaseDelay = c.retryDelay.V
 }
