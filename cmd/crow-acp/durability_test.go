@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +194,164 @@ func TestFrameLogFidelity(t *testing.T) {
 	want := []string{"session_created@0", "turn_started@1", "message_appended@1", "message_appended@1", "message_updated@1", "turn_completed@1", "session_closed@0"}
 	if !slices.Equal(lifecycle, want) {
 		t.Errorf("lifecycle %v, want %v", lifecycle, want)
+	}
+}
+
+// leaseClient drives one crow-acp process for the lease tests.
+type leaseClient struct {
+	t  *testing.T
+	p  *agentProc
+	id int
+}
+
+func newLeaseClient(t *testing.T, bin string, env map[string]string) *leaseClient {
+	c := &leaseClient{t: t, p: startProc(t, bin, env)}
+	c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	return c
+}
+
+// call sends a request and returns its response frame.
+func (c *leaseClient) call(method, params string) string {
+	c.t.Helper()
+	c.id++
+	id := strconv.Itoa(c.id)
+	c.p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	frames := c.p.until(id, 10*time.Second)
+	return string(frames[len(frames)-1])
+}
+
+func (c *leaseClient) prompt(sid, text string) string {
+	return c.call("session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"`+text+`"}]}`)
+}
+
+func (c *leaseClient) load(sid, cwd string) string {
+	return c.call("session/load", `{"sessionId":"`+sid+`","cwd":`+strconv.Quote(cwd)+`,"mcpServers":[]}`)
+}
+
+// TestLeaseSecondWriter: two processes on one database. The second may load
+// the session (the replay only reads) but its prompt is refused with a clear
+// error naming the holder; once the first process exits, it prompts.
+func TestLeaseSecondWriter(t *testing.T) {
+	bin := testBinary(t)
+	model := fakemodel.Start()
+	t.Cleanup(model.Close)
+	env := map[string]string{"OPENAI_BASE_URL": model.URL(), "CROW_DB": filepath.Join(t.TempDir(), "crow.db")}
+	cwd := t.TempDir()
+
+	a := newLeaseClient(t, bin, env)
+	res := a.call("session/new", `{"cwd":`+strconv.Quote(cwd)+`,"mcpServers":[]}`)
+	var created struct {
+		Result struct{ SessionID string } `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(res), &created); err != nil || created.Result.SessionID == "" {
+		t.Fatalf("session/new: %s", res)
+	}
+	sid := created.Result.SessionID
+	if res := a.prompt(sid, "hello"); !strings.Contains(res, `"end_turn"`) {
+		t.Fatalf("first writer: %s", res)
+	}
+
+	b := newLeaseClient(t, bin, env)
+	if res := b.load(sid, cwd); !strings.Contains(res, `"result"`) {
+		t.Fatalf("second process load: %s", res)
+	}
+	res = b.prompt(sid, "me too")
+	var refused struct {
+		Error struct {
+			Code    int
+			Message string
+		}
+	}
+	_ = json.Unmarshal([]byte(res), &refused)
+	pid := strconv.Itoa(a.p.cmd.Process.Pid)
+	if refused.Error.Code != -32600 || !strings.Contains(refused.Error.Message, "another crow-acp process (pid "+pid) {
+		t.Fatalf("second writer's prompt: %s; want -32600 naming pid %s", res, pid)
+	}
+	// The first writer goes on; the refused prompt left nothing behind.
+	if res := a.prompt(sid, "still mine"); !strings.Contains(res, `"end_turn"`) {
+		t.Fatalf("first writer after the refusal: %s", res)
+	}
+	a.p.close() // releases the lease
+	if res := b.prompt(sid, "my turn now"); !strings.Contains(res, `"end_turn"`) {
+		t.Fatalf("second process after the first exited: %s", res)
+	}
+	b.p.close()
+
+	s, err := sqlite.Open(context.Background(), env["CROW_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs, _ := s.Messages(context.Background(), sid, persistence.MessageFilter{})
+	var users []string
+	for _, m := range msgs {
+		if m.Role == persistence.RoleUser {
+			users = append(users, m.Content)
+		}
+	}
+	if want := []string{"hello", "still mine", "my turn now"}; !slices.Equal(users, want) {
+		t.Errorf("stored prompts %q, want %q", users, want)
+	}
+}
+
+// TestLeaseStaleTakenOver: the lease of a process killed with SIGKILL is
+// taken over at once (same host, dead pid); a lease of another host is
+// taken over once it has expired, and refused before.
+func TestLeaseStaleTakenOver(t *testing.T) {
+	bin := testBinary(t)
+	model := fakemodel.Start()
+	t.Cleanup(model.Close)
+	db := filepath.Join(t.TempDir(), "crow.db")
+	env := map[string]string{"OPENAI_BASE_URL": model.URL(), "CROW_DB": db}
+	cwd := t.TempDir()
+
+	a := newLeaseClient(t, bin, env)
+	res := a.call("session/new", `{"cwd":`+strconv.Quote(cwd)+`,"mcpServers":[]}`)
+	var created struct {
+		Result struct{ SessionID string } `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(res), &created); err != nil {
+		t.Fatal(err)
+	}
+	sid := created.Result.SessionID
+	a.p.kill() // no chance to release the lease
+
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if l, err := s.GetLease(ctx, sid); err != nil || l.PID != a.p.cmd.Process.Pid {
+		t.Fatalf("the killed process's lease: %+v, %v", l, err)
+	}
+
+	b := newLeaseClient(t, bin, env)
+	b.load(sid, cwd)
+	if res := b.prompt(sid, "after the crash"); !strings.Contains(res, `"end_turn"`) {
+		t.Fatalf("dead process's lease not taken over: %s", res)
+	}
+	b.p.close()
+
+	// A live lease of another host, then the same lease expired.
+	other := &persistence.Lease{SessionID: sid, Owner: "conn_elsewhere", PID: 1, Host: "elsewhere.example"}
+	if err := s.AcquireLease(ctx, other, time.Hour, ""); err != nil {
+		t.Fatal(err)
+	}
+	c := newLeaseClient(t, bin, env)
+	c.load(sid, cwd)
+	if res := c.prompt(sid, "refused"); !strings.Contains(res, "elsewhere.example") || !strings.Contains(res, `-32600`) {
+		t.Fatalf("live lease of another host: %s", res)
+	}
+	if err := s.AcquireLease(ctx, other, time.Millisecond, ""); err != nil { // renewal with a tiny TTL
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if res := c.prompt(sid, "taken over"); !strings.Contains(res, `"end_turn"`) {
+		t.Fatalf("expired lease of another host not taken over: %s", res)
+	}
+	c.p.close()
+	if _, err := s.GetLease(ctx, sid); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("lease after a clean exit: %v, want none", err)
 	}
 }

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/projection"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+// crashTurns is how many prompt turns TestCrashRecovery plays (CI: 200;
+// make bench sets CROW_CRASH_TURNS higher).
+func crashTurns(t *testing.T) int {
+	if v := os.Getenv("CROW_CRASH_TURNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CROW_CRASH_TURNS=%q", v)
+		}
+		return n
+	}
+	return 200
+}
+
+// promptOutcome is what the client saw of one prompt.
+type promptOutcome struct {
+	text     string // the prompt, unique per turn
+	updates  int    // session/update frames of the turn received
+	chunks   string // agent_message_chunk text received
+	answered bool   // the response arrived
+}
+
+// TestCrashRecovery runs the real binary against the fake model on
+// 127.0.0.1 and kills it with SIGKILL at random points (mid-stream, between
+// turns, around tool calls) until crashTurns prompts were sent. After every
+// kill it checks, on the database file: integrity_check passes; every
+// answered prompt is fully stored; every prompt whose first update reached
+// the client has its user message; a cut reply is kept (and is marked
+// interrupted once the session is reopened); the messages table equals its
+// rebuild from the event log. The next process must load the session, and
+// at the end every model request the fake model received must be valid: no
+// tool call without its result.
+func TestCrashRecovery(t *testing.T) {
+	bin := testBinary(t)
+	turns := crashTurns(t)
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CROW_CRASH_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (CROW_CRASH_SEED=%d reproduces it), %d turns", seed, seed, turns)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	model := fakemodel.Start()
+	t.Cleanup(model.Close)
+	words := strings.TrimSpace(strings.Repeat("lorem ipsum dolor sit amet ", 3))
+	model.SetFallback(fakemodel.Reply{Text: words, DelayMS: 1})
+	var script []fakemodel.Reply
+	for i := range turns * 3 {
+		if i%3 == 0 {
+			// A tool the agent does not have: it stores an error result
+			// and calls the model again.
+			script = append(script, fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: fmt.Sprint("call_", i), Name: "no_such_tool", Arguments: `{"n":1}`}}, DelayMS: 1})
+		} else {
+			script = append(script, fakemodel.Reply{Text: words, DelayMS: 1})
+		}
+	}
+	model.Enqueue(script...)
+
+	dir := t.TempDir()
+	db := filepath.Join(dir, "crow.db")
+	cwd := t.TempDir()
+	env := map[string]string{"OPENAI_BASE_URL": model.URL(), "CROW_DB": db, "CROW_LOG_LEVEL": "warn"}
+	deadline := time.Now().Add(4 * time.Minute)
+
+	var sid string
+	var all []promptOutcome
+	kills := 0
+	for sent := 0; sent < turns; {
+		if time.Now().After(deadline) {
+			t.Fatalf("bounded run: stopped after %d turns and %d kills", sent, kills)
+		}
+		p := startProc(t, bin, env)
+		p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+		p.until("0", 10*time.Second)
+		if sid == "" {
+			p.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
+			frames := p.until("1", 10*time.Second)
+			var r struct {
+				Result struct{ SessionID string } `json:"result"`
+			}
+			if err := json.Unmarshal(frames[len(frames)-1], &r); err != nil || r.Result.SessionID == "" {
+				t.Fatalf("session/new: %s", frames[len(frames)-1])
+			}
+			sid = r.Result.SessionID
+		} else {
+			// The session must load after any crash.
+			p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
+			frames := p.until("1", 10*time.Second)
+			if last := frames[len(frames)-1]; !strings.Contains(string(last), `"result"`) {
+				t.Fatalf("session/load after kill %d: %s", kills, last)
+			}
+			checkRepaired(t, db, sid, all)
+		}
+		// Play turns until the kill point: a random turn, after a random
+		// number of its frames, plus a random sub-millisecond delay.
+		killTurn := rng.IntN(4)
+		killAfter := rng.IntN(14)
+		for k := 0; sent < turns; k++ {
+			out := promptOutcome{text: fmt.Sprintf("turn %d", sent)}
+			id := strconv.Itoa(100 + k)
+			p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + out.text + `"}]}}`)
+			sent++
+			killing := k == killTurn
+			for n := 0; ; n++ {
+				if killing && n == killAfter {
+					break
+				}
+				f := p.recv(10 * time.Second)
+				var fr struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+					Params struct {
+						Update struct {
+							SessionUpdate string `json:"sessionUpdate"`
+							Content       struct {
+								Text string `json:"text"`
+							} `json:"content"`
+						} `json:"update"`
+					} `json:"params"`
+					Error json.RawMessage `json:"error"`
+				}
+				if err := json.Unmarshal(f, &fr); err != nil {
+					t.Fatalf("bad frame %q", f)
+				}
+				if fr.Method == "session/update" {
+					// Updates of the turn; others (available commands,
+					// usage after a load) may arrive meanwhile.
+					switch fr.Params.Update.SessionUpdate {
+					case "agent_message_chunk":
+						out.updates++
+						out.chunks += fr.Params.Update.Content.Text
+					case "agent_thought_chunk", "tool_call", "tool_call_update", "plan":
+						out.updates++
+					}
+					continue
+				}
+				if string(fr.ID) == id {
+					if fr.Error != nil {
+						t.Fatalf("turn %q failed: %s", out.text, f)
+					}
+					out.answered = true
+					break
+				}
+			}
+			all = append(all, out)
+			if killing {
+				break
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+		p.kill()
+		kills++
+		checkAfterKill(t, db, sid, all)
+	}
+
+	// A last process loads the session and runs one more turn: the context
+	// rebuilt after all those crashes is accepted.
+	p := startProc(t, bin, env)
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	p.until("0", 10*time.Second)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
+	p.until("1", 10*time.Second)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"final"}]}}`)
+	if last := p.until("2", 10*time.Second); !strings.Contains(string(last[len(last)-1]), `"stopReason"`) {
+		t.Fatalf("final turn: %s", last[len(last)-1])
+	}
+	p.close()
+	checkRepaired(t, db, sid, all)
+	checkModelRequests(t, model.Requests())
+	t.Logf("%d turns, %d kills, %d model requests", len(all), kills, len(model.Requests()))
+}
+
+// checkAfterKill checks the database after a SIGKILL.
+func checkAfterKill(t *testing.T, db, sid string, all []promptOutcome) {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok string
+	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check after kill: %q, %v", ok, err)
+	}
+	raw.Close()
+
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatalf("open after kill: %v", err)
+	}
+	defer s.Close()
+	msgs, err := s.Messages(ctx, sid, persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]int{}
+	for _, m := range msgs {
+		if m.Role == persistence.RoleUser {
+			users[m.Content]++
+		}
+	}
+	for _, o := range all {
+		switch n := users[o.text]; {
+		case n > 1:
+			t.Fatalf("%q stored %d times", o.text, n)
+		case n == 0 && (o.answered || o.updates > 0):
+			t.Fatalf("%q: the client saw %d updates (answered %v) but the user message is not stored", o.text, o.updates, o.answered)
+		}
+		if !o.answered {
+			continue
+		}
+		turn := turnMessages(msgs, o.text)
+		last := turn[len(turn)-1]
+		if last.Role != persistence.RoleAssistant || last.Status != persistence.StatusComplete || len(last.ToolCalls) > 0 {
+			t.Fatalf("answered %q: the turn ends with %s/%s, want a complete reply", o.text, last.Role, last.Status)
+		}
+		for i, m := range turn {
+			for _, c := range m.ToolCalls {
+				if i+1 >= len(turn) || turn[i+1].ToolCallID != c.ID {
+					t.Fatalf("answered %q: tool call %s has no stored result", o.text, c.ID)
+				}
+			}
+		}
+	}
+	// The cut reply: what was saved and what the client saw agree.
+	if o := all[len(all)-1]; !o.answered && o.chunks != "" {
+		var saved string
+		for _, m := range turnMessages(msgs, o.text) {
+			if m.Role == persistence.RoleAssistant && len(m.ToolCalls) == 0 {
+				saved = m.Content
+			}
+		}
+		if saved == "" || !(strings.HasPrefix(o.chunks, saved) || strings.HasPrefix(saved, o.chunks)) {
+			t.Fatalf("cut reply of %q: saved %q, client saw %q", o.text, saved, o.chunks)
+		}
+	}
+	r, err := projection.Verify(ctx, s, sid)
+	if err != nil || !r.OK() {
+		t.Fatalf("rebuild after kill: %v %q", err, r.Differences)
+	}
+}
+
+// checkRepaired checks, after a process reopened the session, that no reply
+// is left marked streaming.
+func checkRepaired(t *testing.T, db, sid string, all []promptOutcome) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs, err := s.Messages(ctx, sid, persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Status == persistence.StatusStreaming {
+			t.Fatalf("message seq %d still marked streaming after the session was reopened", m.Seq)
+		}
+	}
+}
+
+// turnMessages are the messages from the user message text up to the next
+// user message.
+func turnMessages(msgs []persistence.Message, text string) []persistence.Message {
+	for i, m := range msgs {
+		if m.Role == persistence.RoleUser && m.Content == text {
+			j := i + 1
+			for j < len(msgs) && msgs[j].Role != persistence.RoleUser {
+				j++
+			}
+			return msgs[i:j]
+		}
+	}
+	return nil
+}
+
+// checkModelRequests: in every request, each assistant tool call is answered
+// by a tool message before the next assistant or user message.
+func checkModelRequests(t *testing.T, reqs []json.RawMessage) {
+	t.Helper()
+	for n, body := range reqs {
+		var req struct {
+			Messages []struct {
+				Role       string `json:"role"`
+				ToolCallID string `json:"tool_call_id"`
+				ToolCalls  []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("request %d: %v", n+1, err)
+		}
+		pending := map[string]bool{}
+		for _, m := range req.Messages {
+			switch m.Role {
+			case "tool":
+				if !pending[m.ToolCallID] {
+					t.Fatalf("request %d: tool result %s without its call", n+1, m.ToolCallID)
+				}
+				delete(pending, m.ToolCallID)
+			default:
+				if len(pending) > 0 {
+					t.Fatalf("request %d: tool calls %v without results before a %s message", n+1, pending, m.Role)
+				}
+				for _, c := range m.ToolCalls {
+					pending[c.ID] = true
+				}
+			}
+		}
+		if len(pending) > 0 {
+			t.Fatalf("request %d ends with unanswered tool calls %v", n+1, pending)
+		}
+	}
+}
