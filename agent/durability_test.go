@@ -162,4 +162,3 @@ func checkStorageError(t *testing.T, err error, want string) {
 		t.Fatalf("error %v, want -32603 saying %q", err, want)
 	}
 }
-
