@@ -52,6 +52,9 @@ func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []p
 	}
 	caps := a.capabilities()
 	return func(m persistence.Message, ups []acp.SessionUpdate) []acp.SessionUpdate {
+		if compaction.IsPruneMarker(&m) {
+			return nil // the original tool output is replayed instead
+		}
 		if m.Role == persistence.RoleSummary {
 			c, ok := bySummary[m.ID]
 			var meta compactedMeta

@@ -83,7 +83,7 @@ func Prune(c Counter, fixed int, view []persistence.Message, s Settings) *Plan {
 		}
 		seen += m.TokenCount
 		name := toolName[m.ToolCallID]
-		if seen <= s.PruneProtectTokens || slices.Contains(s.ProtectedTools, name) || isPruneMarker(m) {
+		if seen <= s.PruneProtectTokens || slices.Contains(s.ProtectedTools, name) || IsPruneMarker(m) {
 			continue
 		}
 		if name == "" {
@@ -122,7 +122,8 @@ func Prune(c Counter, fixed int, view []persistence.Message, s Settings) *Plan {
 	return p
 }
 
-func isPruneMarker(m *persistence.Message) bool {
+// IsPruneMarker reports whether m replaces pruned tool output.
+func IsPruneMarker(m *persistence.Message) bool {
 	if len(m.Meta) == 0 {
 		return false
 	}
