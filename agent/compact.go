@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -374,6 +375,8 @@ func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m 
 	caps := a.capabilities()
 	var text string
 	switch {
+	case errors.Is(err, compaction.ErrNothingToCompact) && len(res.Plans) == 0:
+		text = "Nothing to compact" + strings.TrimPrefix(err.Error(), compaction.ErrNothingToCompact.Error())
 	case err != nil && len(res.Plans) == 0:
 		text = "Context compaction failed: " + err.Error()
 	default:

@@ -202,9 +202,15 @@ func (a *Agent) extCompaction(ctx context.Context, raw json.RawMessage) (*compac
 // changeCompaction runs one undo operation when no turn is running.
 func changeCompaction(op string, fn func(s persistence.Store, ctx context.Context, sessionID string, id int64) error) extHandler {
 	return func(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-		p, _, err := a.extCompaction(ctx, raw)
+		p, c, err := a.extCompaction(ctx, raw)
 		if err != nil {
 			return nil, err
+		}
+		switch {
+		case op == "expand" && c.Expanded:
+			return nil, acp.InvalidRequest("cannot expand compaction %d: it is already expanded", c.ID)
+		case op == "collapse" && !c.Expanded:
+			return nil, acp.InvalidRequest("cannot collapse compaction %d: it is not expanded", c.ID)
 		}
 		a.mu.Lock()
 		_, busy := a.turns[p.SessionID]
@@ -214,7 +220,7 @@ func changeCompaction(op string, fn func(s persistence.Store, ctx context.Contex
 		}
 		if err := fn(a.store, ctx, p.SessionID, p.CompactionID); err != nil {
 			if errors.Is(err, persistence.ErrConflict) {
-				return nil, acp.InvalidRequest("cannot %s compaction %d: %v", op, p.CompactionID, err)
+				return nil, acp.InvalidRequest("cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first", op, p.CompactionID)
 			}
 			return nil, storeError(op+" compaction", err)
 		}

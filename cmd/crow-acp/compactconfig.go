@@ -29,6 +29,13 @@ func (c *config) resolveCompaction(r resolver) error {
 		}
 		c.compactAuto = value[bool]{V: b, From: source{kind: "env", detail: "CROW_AUTO_COMPACT"}}
 	}
+	if v := r.getenv("CROW_COMPACT_KEEP_RECENT"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return usagef("CROW_COMPACT_KEEP_RECENT=%q: want a non-negative integer", v)
+		}
+		c.compactKeepRecent = value[int]{V: n, From: source{kind: "env", detail: "CROW_COMPACT_KEEP_RECENT"}}
+	}
 	d := compaction.Defaults()
 	var err error
 	x := &c.compactExtra
