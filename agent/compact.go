@@ -293,6 +293,7 @@ func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m met
 		planned.OutputReserve = int(float64(st.Reserve()) / ratio)
 	}
 	ref := newID("cmp_")
+	a.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.model.Name})
 	if a.capabilities().SupportsCompaction() {
 		a.sendUpdate(ctx, s.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
@@ -321,6 +322,11 @@ func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m met
 		x.Summarize = nil
 	}
 	res, err := x.Run(ctx, compaction.Request{View: view, Fixed: fixed, Manual: o.manual, Focus: o.focus})
+	done := map[string]any{"ref": ref, "tokens": res.Tokens, "policies": policyNames(res.Plans)}
+	if err != nil {
+		done["error"] = err.Error()
+	}
+	a.record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
 	a.reportCompaction(ctx, s, m, ref, res, ratio, err)
 	if err != nil {
 		return nil, err

@@ -202,7 +202,9 @@ func TestCompactOnLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The same store, now served with a 4,096-token model.
+	// The same store, now served with a 4,096-token model by a new agent
+	// (as after a restart).
+	big.Close()
 	small := New(&recorder{}, big.store, big.model, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 4096}}}, nil)
 	before := len(m.Requests())
 	if _, err := small.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: s.SessionID, Cwd: cwd}); err != nil {
