@@ -13,10 +13,11 @@ import (
 
 const migrateUsage = `Usage: crow-acp migrate --from <store> --to <store> [-v]
 
-Copies every session (messages, compaction records, everything) from one
-store to another, then proves the copy: each session is read back from the
-destination and its content digest compared with the source's, and every
-source session must be listed by the destination. A store is what CROW_DB
+Copies every session (messages, compaction records, its event log of frames
+and lifecycle facts) from one store to another, then proves the copy: each
+session is read back from the destination and its content digest compared
+with the source's, its events compared one by one, and every source session
+must be listed by the destination. A store is what CROW_DB
 takes: a SQLite file path or a postgres:// URL.
 
   crow-acp migrate --from ~/.local/share/crow-acp/crow.db --to postgres://crow@db/crow
@@ -63,16 +64,16 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 		}
 	})
 	if report != nil {
-		fmt.Fprintf(out, "%d sessions in the source: %d copied, %d already there and identical",
-			report.Sessions, report.Copied, report.Identical)
+		fmt.Fprintf(out, "%s in the source: %d copied, %d already there and identical",
+			pluralCount(report.Sessions, "session"), report.Copied, report.Identical)
 		if n := len(report.Conflicts); n > 0 {
 			fmt.Fprintf(out, ", %d in conflict (not copied)", n)
 		}
 		if n := len(report.Deleted); n > 0 {
 			fmt.Fprintf(out, ", %d deleted from the source meanwhile", n)
 		}
-		fmt.Fprintf(out, "\nverified in the destination: %d messages and %d compaction records; content digests match\n",
-			report.Messages, report.Compactions)
+		fmt.Fprintf(out, "\nverified in the destination: %s, %s and %s; content digests match\n",
+			pluralCount(report.Messages, "message"), pluralCount(report.Compactions, "compaction record"), pluralCount(report.Events, "event"))
 	}
 	if err != nil {
 		return e.fail(fmt.Errorf("migrate: %w", err))
@@ -110,4 +111,12 @@ func openMigrateStore(ctx context.Context, role, dsn string) (persistence.Store,
 		return nil, fmt.Errorf("migrate: cannot open the %s %s: %w", role, backend.Describe(dsn), err)
 	}
 	return s, nil
+}
+
+// pluralCount is "1 session", "2 sessions".
+func pluralCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
 // runCmd runs crow-acp in-process with args and returns exit code, stdout
@@ -79,7 +80,7 @@ func TestMigrateSQLiteToSQLite(t *testing.T) {
 		"copying sessions from " + from + " to " + to,
 		"  copied    one\n", "  copied    two\n",
 		"2 sessions in the source: 2 copied, 0 already there and identical",
-		fmt.Sprintf("verified in the destination: %d messages and %d compaction records; content digests match",
+		fmt.Sprintf("verified in the destination: %d messages, %d compaction records and 0 events; content digests match",
 			2*persistencetest.RichSessionMessages, 2*persistencetest.RichSessionCompactions),
 	} {
 		if !strings.Contains(out, want) {
@@ -170,5 +171,50 @@ func TestMigrateUsageErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("migrate created the missing source file: %v", err)
+	}
+}
+
+// TestMigrateServedSession: a session made by the real agent (exec: a turn
+// against the fake model, its frames and lifecycle events logged) is copied
+// SQLite → PostgreSQL, verifies there against its event log, and continues
+// there.
+func TestMigrateServedSession(t *testing.T) {
+	pg := pgtest.URL(t)
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	m.SetFallback(fakemodel.Reply{Text: "the answer", Chunks: 3})
+	dir := t.TempDir()
+	lite := filepath.Join(dir, "crow.db")
+	runWith := func(db string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+			"CROW_DB": db, "OPENAI_BASE_URL": m.URL(), "OPENAI_API_KEY": "sk-test", "CROW_MODEL": "m"}
+		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr},
+			func(k string) string { return env[k] })
+		return code, stdout.String(), stderr.String()
+	}
+	if code, out, errOut := runWith(lite, "exec", "--cwd", dir, "say something"); code != exitOK {
+		t.Fatalf("exec: exit %d\n%s%s", code, out, errOut)
+	}
+	ids := digests(t, lite)
+	if len(ids) != 1 {
+		t.Fatalf("%d sessions after exec, want 1", len(ids))
+	}
+	var id string
+	for id = range ids {
+	}
+
+	code, out, errOut := runWith(lite, "migrate", "--from", lite, "--to", pg)
+	if code != exitOK || !strings.Contains(out, "1 copied") || strings.Contains(out, " 0 events") {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runWith(pg, "sessions", "verify", id); code != exitOK {
+		t.Errorf("sessions verify on PostgreSQL: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runWith(pg, "exec", "--session", id, "and more"); code != exitOK || !strings.Contains(out, "the answer") {
+		t.Errorf("exec --session on PostgreSQL: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := digests(t, pg)[id]; got == ids[id] {
+		t.Error("the continued session did not change")
 	}
 }

@@ -203,9 +203,12 @@ func diffMessage(want, got persistence.Message) []string {
 	}
 	field("id", want.ID, got.ID)
 	field("role", want.Role, got.Role)
-	field("content", want.Content, got.Content)
-	field("reasoning", want.Reasoning, got.Reasoning)
-	field("toolCallId", want.ToolCallID, got.ToolCallID)
+	// Event bodies are JSON, which keeps text as persistence.ValidText: a
+	// NUL or a stray byte in a tool's output is not a difference.
+	text := persistence.ValidText
+	field("content", text(want.Content), text(got.Content))
+	field("reasoning", text(want.Reasoning), text(got.Reasoning))
+	field("toolCallId", text(want.ToolCallID), text(got.ToolCallID))
 	field("status", want.Status, got.Status)
 	field("isActive", want.IsActive, got.IsActive)
 	field("compactedIntoId", deref(want.CompactedIntoID), deref(got.CompactedIntoID))

@@ -115,3 +115,26 @@ func TestVerify(t *testing.T) {
 		t.Errorf("updating an event: %v, want the append-only trigger to refuse", err)
 	}
 }
+
+// TestVerifyOddText: a tool's binary output (NUL, bytes that are not UTF-8)
+// is kept raw by SQLite and as persistence.ValidText by the JSON event
+// bodies; that is not a difference.
+func TestVerifyOddText(t *testing.T) {
+	ctx := t.Context()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	m := &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe", ToolCallID: "c\xff", Reasoning: "\xe2\x82"}
+	if err := s.AppendMessages(ctx, "s", m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := projection.Verify(ctx, s, "s")
+	if err != nil || !r.OK() {
+		t.Errorf("Verify = %+v, %v; want no differences", r, err)
+	}
+}

@@ -1,7 +1,8 @@
 // Package storecopy copies every session from one store to another, for
 // example from a developer's SQLite file to the team's PostgreSQL, and proves
 // the copy: each session is read back from the destination and its content
-// digest (persistence.Digest) compared with the source's.
+// digest (persistence.Digest) compared with the source's, and its event log
+// (the frames and lifecycle events; see isHistory) compared event by event.
 //
 // Copying is idempotent: a session the destination already holds with the
 // same content is skipped, so an interrupted run can simply be run again. A
@@ -25,6 +26,7 @@ type Report struct {
 	Identical   int // already in the destination with the same content
 	Messages    int // messages of the copied and identical sessions, verified in the destination
 	Compactions int // compaction records, likewise
+	Events      int // event log entries (frames, lifecycle), likewise
 	// Conflicts are sessions the destination already holds with different
 	// content; they were not copied.
 	Conflicts []string
@@ -47,7 +49,7 @@ func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*
 	}
 	r := &Report{Sessions: len(ids)}
 	for _, id := range ids {
-		outcome, d, err := copySession(ctx, dst, src, id)
+		outcome, d, events, err := copySession(ctx, dst, src, id)
 		if err != nil {
 			return r, fmt.Errorf("session %q: %w", id, err)
 		}
@@ -64,6 +66,7 @@ func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*
 		if d != nil {
 			r.Messages += len(d.Messages)
 			r.Compactions += len(d.Compactions)
+			r.Events += events
 		}
 		if progress != nil {
 			progress(id, outcome)
@@ -123,38 +126,42 @@ func allSessions(ctx context.Context, s persistence.Store) ([]string, error) {
 
 // copySession copies one session and verifies it. It returns the outcome
 // and the dump that now stands for the session in both stores.
-func copySession(ctx context.Context, dst, src persistence.Store, id string) (string, *persistence.SessionDump, error) {
+func copySession(ctx context.Context, dst, src persistence.Store, id string) (string, *persistence.SessionDump, int, error) {
 	d, err := persistence.Dump(ctx, src, id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		// Deleted since it was listed: nothing to copy.
-		return "deleted", nil, nil
+		return "deleted", nil, 0, nil
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("read source: %w", err)
+		return "", nil, 0, fmt.Errorf("read source: %w", err)
 	}
 	want, err := persistence.Digest(d)
 	if err != nil {
-		return "", nil, fmt.Errorf("source: %w", err)
+		return "", nil, 0, fmt.Errorf("source: %w", err)
 	}
 	outcome := "copied"
 	if err := dst.ImportSession(ctx, d); errors.Is(err, persistence.ErrConflict) {
 		outcome = "identical"
 	} else if err != nil {
-		return "", nil, fmt.Errorf("write destination: %w", err)
+		return "", nil, 0, fmt.Errorf("write destination: %w", err)
 	}
 	got, err := persistence.Dump(ctx, dst, id)
 	if err != nil {
-		return "", nil, fmt.Errorf("read back: %w", err)
+		return "", nil, 0, fmt.Errorf("read back: %w", err)
 	}
 	digest, err := persistence.Digest(got)
 	if err != nil {
-		return "", nil, fmt.Errorf("read back: %w", err)
+		return "", nil, 0, fmt.Errorf("read back: %w", err)
 	}
 	switch {
-	case digest == want:
-		return outcome, got, nil
-	case outcome == "identical":
-		return "conflict", nil, nil
+	case digest != want && outcome == "identical":
+		return "conflict", nil, 0, nil
+	case digest != want:
+		return "", nil, 0, fmt.Errorf("verification failed: the destination reads back with digest %s, the source has %s", digest, want)
 	}
-	return "", nil, fmt.Errorf("verification failed: the destination reads back with digest %s, the source has %s", digest, want)
+	events, err := copyEvents(ctx, dst, src, id)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("event log: %w", err)
+	}
+	return outcome, got, events, nil
 }

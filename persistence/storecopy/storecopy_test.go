@@ -1,6 +1,7 @@
 package storecopy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 	"github.com/crow-acp/crow-acp/persistence/postgres"
 	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/persistence/projection"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
@@ -67,12 +69,22 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		t.Fatal(err)
 	}
 	ids = append(ids, "odd")
-	// Copied by an earlier, interrupted run: skipped as identical.
+	// The event log: frames and lifecycle facts, byte for byte.
+	for _, id := range []string{"alpha", "beta"} {
+		if err := src.AppendEvents(ctx, historyEvents(id)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Copied by an earlier run interrupted after the first event: skipped as
+	// identical, its remaining events copied.
 	d, err := persistence.Dump(ctx, src, "alpha")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := dst.ImportSession(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.AppendEvents(ctx, historyEvents("alpha")[0]); err != nil {
 		t.Fatal(err)
 	}
 	// Another session of the same id, created in the destination
@@ -95,7 +107,30 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, %d messages, %d compactions, conflict delta",
 			report, msgs, comps)
 	}
+	if report.Events != 2*len(historyEvents("")) {
+		t.Errorf("report.Events = %d, want %d", report.Events, 2*len(historyEvents("")))
+	}
 	for _, id := range ids {
+		srcEv, err := history(ctx, src, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dstEv, err := history(ctx, dst, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(srcEv) != len(dstEv) {
+			t.Errorf("%s: %d events copied, source has %d", id, len(dstEv), len(srcEv))
+		}
+		for i := range min(len(srcEv), len(dstEv)) {
+			if !sameEvent(srcEv[i], dstEv[i]) || !bytes.Equal(srcEv[i].Body, dstEv[i].Body) {
+				t.Errorf("%s: event %d = %+v, source %+v", id, i, dstEv[i], srcEv[i])
+			}
+		}
+		// The destination's projection is consistent with its tables.
+		if r, err := projection.Verify(ctx, dst, id); err != nil || !r.OK() {
+			t.Errorf("%s: projection after copy: %+v, %v", id, r, err)
+		}
 		a, err := persistence.Dump(ctx, src, id)
 		if err != nil {
 			t.Fatal(err)
@@ -160,4 +195,17 @@ func digest(t *testing.T, d *persistence.SessionDump) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// historyEvents are a session's frames and lifecycle events, one of each
+// shape, with a body no JSON round trip would keep.
+func historyEvents(stream string) []*persistence.Event {
+	at := time.Date(2026, 5, 6, 7, 8, 9, 123456000, time.UTC)
+	return []*persistence.Event{
+		{Stream: stream, ConnectionID: "conn_a", At: at, Direction: persistence.DirIn, Turn: 1,
+			Kind: persistence.EventRequest, Method: "session/prompt", Body: []byte(`{"jsonrpc":"2.0","id":7,  "method":"session/prompt"}`)},
+		{Stream: stream, ConnectionID: "conn_a", At: at.Add(time.Millisecond), Turn: 1, Kind: persistence.EventTurnStarted, Body: []byte(`{}`)},
+		{Stream: stream, ConnectionID: "conn_a", At: at.Add(2 * time.Millisecond), Direction: persistence.DirOut, Turn: 1,
+			Kind: persistence.EventInvalid, Body: []byte("not json \xff")},
+	}
 }
