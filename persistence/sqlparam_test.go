@@ -1,0 +1,179 @@
+package persistence_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+// queryMethods are the database/sql and pgx methods that take SQL text.
+var queryMethods = map[string]bool{
+	"Exec": true, "ExecContext": true, "Query": true, "QueryContext": true,
+	"QueryRow": true, "QueryRowContext": true, "Prepare": true, "PrepareContext": true,
+}
+
+// TestSQLIsParameterised reads the store implementations and fails on any
+// query whose SQL text is not a compile-time constant: values must travel
+// as parameters ($1, ?), never be spliced into the text.
+func TestSQLIsParameterised(t *testing.T) {
+	for _, dir := range []string{"sqlite", "postgres"} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries := 0
+		for _, pkg := range pkgs {
+			consts := constNames(pkg)
+			for _, f := range pkg.Files {
+				for _, d := range f.Decls {
+					fn, ok := d.(*ast.FuncDecl)
+					if !ok || fn.Body == nil {
+						continue
+					}
+					ast.Inspect(fn.Body, func(n ast.Node) bool {
+						call, ok := n.(*ast.CallExpr)
+						if !ok {
+							return true
+						}
+						sel, ok := call.Fun.(*ast.SelectorExpr)
+						if !ok || !queryMethods[sel.Sel.Name] || len(call.Args) == 0 || preparedStmt(sel.X) {
+							return true
+						}
+						arg := call.Args[0]
+						if isContext(arg) {
+							if len(call.Args) < 2 {
+								return true
+							}
+							arg = call.Args[1]
+						}
+						queries++
+						if !constant(arg, consts, fn.Body) {
+							t.Errorf("%s: %s builds its SQL from run-time values: pass them as parameters",
+								fset.Position(arg.Pos()), sel.Sel.Name)
+						}
+						return true
+					})
+				}
+			}
+		}
+		if queries < 10 {
+			t.Errorf("%s: only %d queries found: the scan is not seeing the code", dir, queries)
+		}
+	}
+}
+
+func isContext(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && (id.Name == "ctx" || strings.HasSuffix(id.Name, "Ctx"))
+}
+
+// constNames are the names declared const anywhere in the package.
+func constNames(pkg *ast.Package) map[string]bool {
+	out := make(map[string]bool)
+	for _, f := range pkg.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if d, ok := n.(*ast.GenDecl); ok && d.Tok == token.CONST {
+				for _, s := range d.Specs {
+					for _, id := range s.(*ast.ValueSpec).Names {
+						out[id.Name] = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// preparedStmt: a *sql.Stmt's Exec/Query take values only (its SQL was
+// checked where it was prepared). Statements are named stmt by convention.
+func preparedStmt(recv ast.Expr) bool {
+	id, ok := recv.(*ast.Ident)
+	return ok && strings.HasPrefix(strings.ToLower(id.Name), "stmt")
+}
+
+// constant reports whether e is SQL text fixed at compile time: string
+// constants joined with +, a local variable only ever assigned such text
+// (queries grown with optional constant clauses), or a migration file's
+// embedded SQL (f.SQL).
+func constant(e ast.Expr, consts map[string]bool, body *ast.BlockStmt) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return e.Kind == token.STRING
+	case *ast.Ident:
+		return consts[e.Name] || constantVar(e.Name, consts, body)
+	case *ast.ParenExpr:
+		return constant(e.X, consts, body)
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && constant(e.X, consts, body) && constant(e.Y, consts, body)
+	case *ast.SelectorExpr:
+		return e.Sel.Name == "SQL" // embedded migration files
+	}
+	return false
+}
+
+// constantVar reports whether every assignment to name in body is constant
+// text (and there is at least one).
+func constantVar(name string, consts map[string]bool, body *ast.BlockStmt) bool {
+	assigned, ok := 0, true
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, isAssign := n.(*ast.AssignStmt)
+		if !isAssign || len(as.Lhs) != len(as.Rhs) {
+			return true
+		}
+		for i, l := range as.Lhs {
+			if id, isID := l.(*ast.Ident); isID && id.Name == name {
+				assigned++
+				rhs, ok2 := as.Rhs[i], true
+				if id, self := rhs.(*ast.Ident); self && id.Name == name {
+					ok2 = false
+				} else {
+					ok2 = constantNoVar(rhs, consts)
+				}
+				ok = ok && ok2
+			}
+		}
+		return true
+	})
+	return assigned > 0 && ok
+}
+
+func constantNoVar(e ast.Expr, consts map[string]bool) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return e.Kind == token.STRING
+	case *ast.Ident:
+		return consts[e.Name]
+	case *ast.ParenExpr:
+		return constantNoVar(e.X, consts)
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && constantNoVar(e.X, consts) && constantNoVar(e.Y, consts)
+	case *ast.CallExpr:
+		return placeholderFormat(e)
+	}
+	return false
+}
+
+// placeholderFormat accepts fmt.Sprintf(" AND x = $%d", n): a constant
+// format whose only verbs are %d numbers parameters; it can splice no text.
+func placeholderFormat(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Sprintf" || len(call.Args) == 0 {
+		return false
+	}
+	if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "fmt" {
+		return false
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return false
+	}
+	format := strings.ReplaceAll(lit.Value, "%%", "")
+	return strings.Count(format, "%") == strings.Count(format, "%d")
+}
