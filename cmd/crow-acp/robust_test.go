@@ -319,7 +319,9 @@ func TestStalledStreamHitsIdleTimeout(t *testing.T) {
 	if r := c.result(c.call("session/prompt", textPrompt(sid, "again"), nil)); !strings.Contains(string(r), "end_turn") {
 		t.Fatalf("session not usable after the timeout: %s", r)
 	}
-	var req struct{ Messages []struct{ Role, Content string } }
+	var req struct {
+		Messages []struct{ Role, Content string }
+	}
 	_ = json.Unmarshal(m.Requests()[1], &req)
 	if n := len(req.Messages); n < 2 || req.Messages[n-2].Content != "start of " {
 		t.Fatalf("the partial reply is not in the next request's context: %+v", req.Messages)
