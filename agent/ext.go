@@ -26,6 +26,7 @@ var extMethods = map[string]extHandler{
 	"_crow/compaction/collapse": extCompactionCollapse,
 	"_crow/compaction/delete":   extCompactionDelete,
 	"_crow/context/build":       extContextBuild,
+	"_crow/debug/stats":         extDebugStats,
 }
 
 // HandleExtMethod dispatches an extension request.

@@ -578,3 +578,22 @@ func peakRSSKiB(pid int) int {
 	}
 	return 0
 }
+
+func TestDebugStats(t *testing.T) {
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	env, _ := robustEnv(t, m.URL(), nil)
+	c := startInProcess(t, env)
+	c.initialize()
+	var st struct {
+		Goroutines     int
+		HeapAllocBytes uint64
+		RunningTurns   int
+	}
+	if err := json.Unmarshal(c.result(c.call("_crow/debug/stats", map[string]any{}, nil)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Goroutines < 2 || st.HeapAllocBytes == 0 || st.RunningTurns != 0 {
+		t.Fatalf("implausible stats %+v", st)
+	}
+}

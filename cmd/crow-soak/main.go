@@ -1,0 +1,421 @@
+// Command crow-soak drives one crow-acp process (the real binary over real
+// stdio) with many sessions and turns at once against the fake model server
+// on 127.0.0.1, then reports errors (which must be 0), throughput, RSS and
+// goroutines before and after. It exits 1 on any error, on a reply that
+// arrived altered, or when goroutines do not come back to where they were.
+//
+// The run is bounded: -sessions x -turns prompts, at most -concurrency at a
+// time, and -timeout overall.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/crow-acp", "crow-acp binary to drive")
+	sessions := flag.Int("sessions", 48, "sessions to create")
+	turns := flag.Int("turns", 8, "prompt turns per session")
+	concurrency := flag.Int("concurrency", 8, "sessions running a turn at once")
+	timeout := flag.Duration("timeout", 3*time.Minute, "bound on the whole run")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := soak(ctx, *bin, *sessions, *turns, *concurrency); err != nil {
+		fmt.Fprintln(os.Stderr, "crow-soak:", err)
+		os.Exit(1)
+	}
+}
+
+// The scripted reply: 100 chunks of 12 characters, so every turn streams
+// and stores a real reply.
+var replyText = strings.Repeat("soak reply. ", 100)
+
+type stats struct {
+	Goroutines     int    `json:"goroutines"`
+	HeapAllocBytes uint64 `json:"heapAllocBytes"`
+	RunningTurns   int    `json:"runningTurns"`
+}
+
+func soak(ctx context.Context, bin string, nSessions, nTurns, concurrency int) error {
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("binary %s: %w (run make build first)", bin, err)
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	srv := fakemodel.Start() // 127.0.0.1 only
+	defer srv.Close()
+	srv.SetFallback(fakemodel.Reply{Text: replyText, Chunks: 100})
+
+	dir, err := os.MkdirTemp("", "crow-soak-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	a, err := start(bin, srv.URL(), dir, concurrency)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+
+	if _, err := a.call(ctx, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+		return err
+	}
+	// Warm up (first session, first turn: lazy set-up happens here), then
+	// take the baseline.
+	if err := a.session(ctx, dir, 1); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	before, err := a.stats(ctx)
+	if err != nil {
+		return err
+	}
+	rssBefore := rssKiB(a.cmd.Process.Pid)
+
+	var errCount atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	fail := func(err error) {
+		errCount.Add(1)
+		errOnce.Do(func() { firstErr = err })
+	}
+	// Two rounds of the same work: the process may grow to a working set
+	// in the first (connection pools, caches), but a second round that
+	// leaves more goroutines or memory behind is a leak.
+	round := func(n int) {
+		work := make(chan int)
+		var wg sync.WaitGroup
+		for w := 0; w < concurrency; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range work {
+					if err := a.session(ctx, dir, nTurns); err != nil {
+						fail(err)
+					}
+				}
+			}()
+		}
+		for i := 0; i < n; i++ {
+			select {
+			case work <- i:
+			case <-ctx.Done():
+			}
+		}
+		close(work)
+		wg.Wait()
+	}
+	// settle waits for the goroutines of finished turns to end.
+	settle := func(limit int) (stats, error) {
+		var st stats
+		var err error
+		for i := 0; i < 50; i++ {
+			if st, err = a.stats(ctx); err != nil || (st.Goroutines <= limit && st.RunningTurns == 0) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return st, err
+	}
+	startT := time.Now()
+	round(nSessions / 2)
+	mid, err := settle(before.Goroutines)
+	if err != nil {
+		return err
+	}
+	rssMid := rssKiB(a.cmd.Process.Pid)
+	round(nSessions - nSessions/2)
+	elapsed := time.Since(startT)
+	after, err := settle(mid.Goroutines)
+	if err != nil {
+		return err
+	}
+	rssAfter, peak := rssKiB(a.cmd.Process.Pid), peakKiB(a.cmd.Process.Pid)
+	if err := a.close(); err != nil {
+		fail(err)
+	}
+
+	total := nSessions * nTurns
+	fmt.Printf("crow-acp soak: one process, %d sessions x %d turns (%d prompts), %d at once, fake model on 127.0.0.1\n",
+		nSessions, nTurns, total, concurrency)
+	fmt.Printf("  %-28s %12d   must be 0 %s\n", "errors", errCount.Load(), verdict(errCount.Load() == 0))
+	fmt.Printf("  %-28s %12s   (%.0f turns/s)\n", "duration", elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	fmt.Printf("  %-28s %9.1f MB -> %.1f MB -> %.1f MB (round 2 growth %+.1f MB, peak %.1f MB)\n",
+		"RSS before -> mid -> after", mb(rssBefore), mb(rssMid), mb(rssAfter), mb(rssAfter-rssMid), mb(peak))
+	fmt.Printf("  %-28s %9.1f MB -> %.1f MB -> %.1f MB\n", "Go heap before -> mid -> after",
+		heapMB(before), heapMB(mid), heapMB(after))
+	leak := after.Goroutines > mid.Goroutines
+	fmt.Printf("  %-28s %12s   round 2 adds none %s\n", "goroutines before/mid/after",
+		fmt.Sprintf("%d / %d / %d", before.Goroutines, mid.Goroutines, after.Goroutines), verdict(!leak))
+	switch {
+	case firstErr != nil:
+		return fmt.Errorf("%d sessions failed; first: %w", errCount.Load(), firstErr)
+	case leak:
+		return fmt.Errorf("goroutines grew from %d to %d over the second round", mid.Goroutines, after.Goroutines)
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAILED"
+}
+
+func mb(kib int) float64 { return float64(kib) / 1024 }
+
+func heapMB(s stats) float64 { return float64(s.HeapAllocBytes) / (1 << 20) }
+
+// agent is the crow-acp process and a client that multiplexes concurrent
+// requests over its stdio.
+type agent struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr lockedBuffer
+
+	wmu    sync.Mutex
+	nextID atomic.Int64
+
+	mu      sync.Mutex
+	pending map[string]chan frame       // by request id
+	streams map[string]*strings.Builder // streamed text by session id
+	readErr error
+	done    chan struct{}
+}
+
+type frame struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	Params struct {
+		SessionID string `json:"sessionId"`
+		Update    struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			Content       struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	} `json:"params"`
+}
+
+func start(bin, modelURL, dir string, concurrency int) (*agent, error) {
+	cmd := exec.Command(bin)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"HOME=" + dir, "XDG_CONFIG_HOME=" + dir,
+		"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=", "CROW_MODEL=soak",
+		"CROW_DB=" + filepath.Join(dir, "soak.db"), "CROW_LOG_LEVEL=error",
+		"CROW_MAX_CONCURRENT_SESSIONS=" + strconv.Itoa(concurrency),
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	a := &agent{cmd: cmd, stdin: stdin, pending: make(map[string]chan frame),
+		streams: make(map[string]*strings.Builder), done: make(chan struct{})}
+	cmd.Stderr = &a.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go a.read(bufio.NewReaderSize(stdout, 1<<20))
+	return a, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (a *agent) read(r *bufio.Reader) {
+	defer close(a.done)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			a.mu.Lock()
+			a.readErr = err
+			for _, ch := range a.pending {
+				close(ch)
+			}
+			a.pending = nil
+			a.mu.Unlock()
+			return
+		}
+		var f frame
+		if json.Unmarshal(line, &f) != nil {
+			continue
+		}
+		a.mu.Lock()
+		switch {
+		case f.Method == "session/update" && f.Params.Update.SessionUpdate == "agent_message_chunk":
+			if b := a.streams[f.Params.SessionID]; b != nil {
+				b.WriteString(f.Params.Update.Content.Text)
+			}
+		case f.Method == "" && len(f.ID) > 0:
+			if ch := a.pending[string(f.ID)]; ch != nil {
+				ch <- f
+				delete(a.pending, string(f.ID))
+			}
+		}
+		a.mu.Unlock()
+	}
+}
+
+func (a *agent) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := a.nextID.Add(1)
+	key := strconv.FormatInt(id, 10)
+	ch := make(chan frame, 1)
+	a.mu.Lock()
+	if a.pending == nil {
+		readErr := a.readErr
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%s: crow-acp closed stdout (%v)\n%s", method, readErr, a.stderr.String())
+	}
+	a.pending[key] = ch
+	a.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	a.wmu.Lock()
+	_, err := a.stdin.Write(append(b, '\n'))
+	a.wmu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%s: write: %w", method, err)
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return nil, fmt.Errorf("%s: crow-acp closed stdout\n%s", method, a.stderr.String())
+		}
+		if f.Error != nil {
+			return nil, fmt.Errorf("%s failed: %s", method, f.Error)
+		}
+		return f.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// session creates a session, runs turns in it, checks every streamed reply
+// arrived whole, and loads it back.
+func (a *agent) session(ctx context.Context, cwd string, turns int) error {
+	res, err := a.call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})
+	if err != nil {
+		return err
+	}
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(res, &s); err != nil || s.SessionID == "" {
+		return fmt.Errorf("session/new: no session id in %s", res)
+	}
+	for t := 0; t < turns; t++ {
+		buf := &strings.Builder{}
+		a.mu.Lock()
+		a.streams[s.SessionID] = buf
+		a.mu.Unlock()
+		res, err := a.call(ctx, "session/prompt", map[string]any{"sessionId": s.SessionID,
+			"prompt": []any{map[string]any{"type": "text", "text": "turn " + strconv.Itoa(t)}}})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(res), `"end_turn"`) {
+			return fmt.Errorf("turn %d ended with %s", t, res)
+		}
+		a.mu.Lock()
+		got := buf.String()
+		delete(a.streams, s.SessionID)
+		a.mu.Unlock()
+		if got != replyText {
+			return fmt.Errorf("session %s turn %d: streamed %d bytes, want %d", s.SessionID, t, len(got), len(replyText))
+		}
+	}
+	_, err = a.call(ctx, "session/load", map[string]any{"sessionId": s.SessionID, "cwd": cwd, "mcpServers": []any{}})
+	return err
+}
+
+func (a *agent) stats(ctx context.Context) (stats, error) {
+	var st stats
+	res, err := a.call(ctx, "_crow/debug/stats", map[string]any{})
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(res, &st)
+}
+
+// close ends the session like an editor does (stdin closes) and checks the
+// process exits cleanly.
+func (a *agent) close() error {
+	_ = a.stdin.Close()
+	<-a.done
+	errc := make(chan error, 1)
+	go func() { errc <- a.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("crow-acp exited with %v\n%s", err, a.stderr.String())
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		return errors.New("crow-acp did not exit within 30s of stdin closing")
+	}
+}
+
+func (a *agent) stop() {
+	if a.cmd.ProcessState == nil {
+		_ = a.cmd.Process.Kill()
+		_ = a.cmd.Wait()
+	}
+}
+
+func procStatus(pid int, field string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
+}
+
+func rssKiB(pid int) int  { return procStatus(pid, "VmRSS") }
+func peakKiB(pid int) int { return procStatus(pid, "VmHWM") }
