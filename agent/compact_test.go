@@ -272,3 +272,22 @@ func TestContextBuildIsTheNextRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestModelTokenizer: the tokenizer is chosen per model and configurable.
+func TestModelTokenizer(t *testing.T) {
+	models, err := ParseModels("local;window=8192;tokenizer=cl100k_base, gpt-4o-mini, other;window=4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseModels("m;tokenizer=klingon"); err == nil {
+		t.Fatal("an unknown tokenizer was accepted")
+	}
+	a, _, _ := newTestAgent(t, Config{Model: "local", Models: models})
+	for name, want := range map[string]string{"local": "cl100k_base", "gpt-4o-mini": "o200k_base", "other": compaction.EncodingEstimate} {
+		meta, _ := json.Marshal(map[string]string{"model": name})
+		m := a.meterFor(&persistence.Session{ID: "s", Metadata: meta})
+		if m.model.Name != name || m.counter.Name() != want {
+			t.Errorf("model %s counts with %s (model %s), want %s", name, m.counter.Name(), m.model.Name, want)
+		}
+	}
+}

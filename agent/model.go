@@ -103,7 +103,9 @@ func normalizeModels(models []Model, def string) ([]Model, string) {
 //
 // Attributes: window (tokens), reserve (output tokens kept free), image (the
 // model accepts images; also image=true/false), in and out (prices per
-// million tokens), currency (ISO 4217, default USD), title (display name).
+// million tokens), currency (ISO 4217, default USD), title (display name),
+// tokenizer (the encoding compaction counts with: auto, estimate,
+// o200k_base, cl100k_base, p50k_base, r50k_base).
 func ParseModels(spec string) ([]Model, error) {
 	var models []Model
 	seen := make(map[string]bool)
@@ -175,8 +177,13 @@ func (m *Model) setAttr(attr string) error {
 		m.Currency = strings.ToUpper(val)
 	case "title":
 		m.Title = val
+	case "tokenizer":
+		if _, err := compaction.NewCounter(m.Name, val); err != nil {
+			return err
+		}
+		m.Tokenizer = val
 	default:
-		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title)", key)
+		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title, tokenizer)", key)
 	}
 	if err != nil {
 		return err

@@ -255,7 +255,7 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		for _, m := range list {
 			cfg.models = append(cfg.models, modelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
 				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
-				Currency: m.Currency})
+				Currency: m.Currency, Tokenizer: m.Tokenizer})
 		}
 		cfg.modelsFrom = source{kind: "env", detail: "CROW_MODELS"}
 		fc.Models = nil // the file's per-model settings no longer apply
