@@ -597,3 +597,26 @@ func TestDebugStats(t *testing.T) {
 		t.Fatalf("implausible stats %+v", st)
 	}
 }
+
+func TestModelCallsPerTurnCap(t *testing.T) {
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	// A model that never stops calling tools.
+	m.SetFallback(fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "", Name: "loop", Arguments: "{}"}}})
+	env, cwd := robustEnv(t, m.URL(), map[string]string{"CROW_MAX_MODEL_CALLS": "3"})
+	c := startInProcess(t, env)
+	c.initialize()
+	sid := c.newSession(cwd)
+	r := c.result(c.call("session/prompt", textPrompt(sid, "loop forever"), nil))
+	if !strings.Contains(string(r), `"max_turn_requests"`) {
+		t.Fatalf("want stopReason max_turn_requests, got %s", r)
+	}
+	if n := len(m.Requests()); n != 3 {
+		t.Fatalf("%d model requests, want exactly the cap of 3", n)
+	}
+	// The session goes on.
+	m.SetFallback(fakemodel.Reply{Text: "done"})
+	if r := c.result(c.call("session/prompt", textPrompt(sid, "stop"), nil)); !strings.Contains(string(r), "end_turn") {
+		t.Fatalf("after the cap: %s", r)
+	}
+}
