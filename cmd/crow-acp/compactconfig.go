@@ -7,62 +7,75 @@ import (
 	"github.com/crow-acp/crow-acp/compaction"
 )
 
-// compactionExtra holds the finer compaction settings, from the
-// environment only; the common ones (auto, threshold, keep_recent) are in
-// the config file's [compaction] section too.
-type compactionExtra struct {
+// compactionConfig is the [compaction] table of the file, resolved with the
+// CROW_* variables over it. Defaults are compaction.Defaults(): one source
+// of truth.
+type compactionConfig struct {
+	auto               value[bool]
+	threshold          value[float64]
 	target             value[float64]
+	keepRecent         value[int] // /compact keeps this many messages
 	keepTurns          value[int]
 	pruneProtectTurns  value[int]
 	pruneProtectTokens value[int]
 	pruneMinimum       value[int]
-	protectedTools     []string
+	protectedTools     value[[]string]
 }
 
-// resolveCompaction reads CROW_AUTO_COMPACT and the finer CROW_* compaction
-// variables; defaults are compaction.Defaults().
-func (c *config) resolveCompaction(r resolver) error {
+// resolveCompaction applies env > file > compaction.Defaults().
+func (c *config) resolveCompaction(r resolver, f compactionFile) error {
+	d := compaction.Defaults()
+	x := &c.compact
+	x.auto = value[bool]{V: deref(f.Auto, d.Auto), From: fromDefault}
+	if f.Auto != nil {
+		x.auto.From = r.fileAt("compaction.auto")
+	}
 	if v := r.getenv("CROW_AUTO_COMPACT"); v != "" {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return usagef("CROW_AUTO_COMPACT=%q: want true or false", v)
 		}
-		c.compactAuto = value[bool]{V: b, From: source{kind: "env", detail: "CROW_AUTO_COMPACT"}}
+		x.auto = value[bool]{V: b, From: source{kind: "env", detail: "CROW_AUTO_COMPACT"}}
 	}
-	if v := r.getenv("CROW_COMPACT_KEEP_RECENT"); v != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 {
-			return usagef("CROW_COMPACT_KEEP_RECENT=%q: want a non-negative integer", v)
-		}
-		c.compactKeepRecent = value[int]{V: n, From: source{kind: "env", detail: "CROW_COMPACT_KEEP_RECENT"}}
-	}
-	d := compaction.Defaults()
 	var err error
-	x := &c.compactExtra
-	if x.target, err = r.float("", "CROW_COMPACT_TARGET", nil, "", min(d.Target, c.compactThreshold.V*2/3)); err != nil {
+	if x.threshold, err = r.float("", "CROW_COMPACT_THRESHOLD", f.Threshold, "compaction.threshold", d.Threshold); err != nil {
+		return err
+	}
+	// The target stays below the threshold unless set.
+	if x.target, err = r.float("", "CROW_COMPACT_TARGET", f.Target, "compaction.target", min(d.Target, x.threshold.V*2/3)); err != nil {
 		return err
 	}
 	for _, v := range []struct {
-		env string
-		dst *value[int]
-		def int
+		env, key string
+		file     *int
+		dst      *value[int]
+		def      int
 	}{
-		{"CROW_COMPACT_KEEP_TURNS", &x.keepTurns, d.KeepTurns},
-		{"CROW_PRUNE_PROTECT_TURNS", &x.pruneProtectTurns, d.PruneProtectTurns},
-		{"CROW_PRUNE_PROTECT_TOKENS", &x.pruneProtectTokens, d.PruneProtectTokens},
-		{"CROW_PRUNE_MINIMUM", &x.pruneMinimum, d.PruneMinimum},
+		{"CROW_COMPACT_KEEP_RECENT", "compaction.keep_recent", f.KeepRecent, &x.keepRecent, d.ManualKeep},
+		{"CROW_COMPACT_KEEP_TURNS", "compaction.keep_turns", f.KeepTurns, &x.keepTurns, d.KeepTurns},
+		{"CROW_PRUNE_PROTECT_TURNS", "compaction.prune_protect_turns", f.PruneProtectTurns, &x.pruneProtectTurns, d.PruneProtectTurns},
+		{"CROW_PRUNE_PROTECT_TOKENS", "compaction.prune_protect_tokens", f.PruneProtectTokens, &x.pruneProtectTokens, d.PruneProtectTokens},
+		{"CROW_PRUNE_MINIMUM", "compaction.prune_minimum", f.PruneMinimum, &x.pruneMinimum, d.PruneMinimum},
 	} {
-		if *v.dst, err = r.int("", v.env, nil, "", v.def); err != nil {
+		if *v.dst, err = r.int("", v.env, v.file, v.key, v.def); err != nil {
 			return err
 		}
 		if v.dst.V < 0 {
-			return usagef("%s=%d must not be negative", v.env, v.dst.V)
+			return usagef("%s = %d must not be negative (from %s)", v.key, v.dst.V, v.dst.From)
 		}
 	}
-	for _, name := range strings.Split(r.getenv("CROW_PRUNE_PROTECTED_TOOLS"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			x.protectedTools = append(x.protectedTools, name)
+	x.protectedTools = value[[]string]{V: d.ProtectedTools, From: fromDefault}
+	if f.ProtectedTools != nil {
+		x.protectedTools = value[[]string]{V: f.ProtectedTools, From: r.fileAt("compaction.protected_tools")}
+	}
+	if env := r.getenv("CROW_PRUNE_PROTECTED_TOOLS"); env != "" {
+		var names []string
+		for _, name := range strings.Split(env, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				names = append(names, name)
+			}
 		}
+		x.protectedTools = value[[]string]{V: names, From: source{kind: "env", detail: "CROW_PRUNE_PROTECTED_TOOLS"}}
 	}
 	if err := c.compactionSettings().Validate(); err != nil {
 		return usagef("%v", err)
@@ -74,10 +87,32 @@ func (c *config) resolveCompaction(r resolver) error {
 // output reserve come from each model.
 func (c *config) compactionSettings() *compaction.Settings {
 	s := compaction.Defaults()
-	x := c.compactExtra
-	s.Auto, s.Threshold, s.ManualKeep = c.compactAuto.V, c.compactThreshold.V, c.compactKeepRecent.V
-	s.Target, s.KeepTurns = x.target.V, x.keepTurns.V
+	x := c.compact
+	s.Auto, s.Threshold, s.Target, s.ManualKeep = x.auto.V, x.threshold.V, x.target.V, x.keepRecent.V
+	s.KeepTurns = x.keepTurns.V
 	s.PruneProtectTurns, s.PruneProtectTokens, s.PruneMinimum = x.pruneProtectTurns.V, x.pruneProtectTokens.V, x.pruneMinimum.V
-	s.ProtectedTools = x.protectedTools
+	s.ProtectedTools = x.protectedTools.V
 	return &s
+}
+
+// compactionRows are the settings `config show` lists.
+func (c *config) compactionRows() []row {
+	x := c.compact
+	f := func(v value[float64]) string { return strconv.FormatFloat(v.V, 'g', -1, 64) }
+	n := func(v value[int]) string { return strconv.Itoa(v.V) }
+	tools := strings.Join(x.protectedTools.V, ", ")
+	if tools == "" {
+		tools = "(none)"
+	}
+	return []row{
+		{"compaction.auto", strconv.FormatBool(x.auto.V), x.auto.From},
+		{"compaction.threshold", f(x.threshold), x.threshold.From},
+		{"compaction.target", f(x.target), x.target.From},
+		{"compaction.keep_recent", n(x.keepRecent), x.keepRecent.From},
+		{"compaction.keep_turns", n(x.keepTurns), x.keepTurns.From},
+		{"compaction.prune_protect_turns", n(x.pruneProtectTurns), x.pruneProtectTurns.From},
+		{"compaction.prune_protect_tokens", n(x.pruneProtectTokens), x.pruneProtectTokens.From},
+		{"compaction.prune_minimum", n(x.pruneMinimum), x.pruneMinimum.From},
+		{"compaction.protected_tools", tools, x.protectedTools.From},
+	}
 }

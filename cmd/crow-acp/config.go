@@ -78,11 +78,8 @@ type config struct {
 	contextWindow value[int] // tokens; 0: not configured
 	outputReserve value[int] // tokens; 0: not configured
 
-	compactAuto       value[bool]
-	compactThreshold  value[float64]
-	compactKeepRecent value[int]
-	compactExtra      compactionExtra
-	permissionMode    value[string]
+	compact        compactionConfig
+	permissionMode value[string]
 
 	leaseTTL value[time.Duration] // env CROW_LEASE_TTL only
 	limits   limitsConfig         // [limits] and [requests]
@@ -104,13 +101,8 @@ type modelSpec struct {
 	line             int     // where it is defined in the file
 }
 
-// Compaction defaults, documented in the README and config.example.toml.
-// They move to the compaction package's own defaults once it exists.
-const (
-	defaultCompactThreshold  = 0.9
-	defaultCompactKeepRecent = 10
-	defaultPermissionMode    = "default"
-)
+// defaultPermissionMode is the mode new sessions start in.
+const defaultPermissionMode = "default"
 
 // errHelp means --help was asked for and printed.
 var errHelp = errors.New("help requested")
@@ -327,17 +319,7 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", agent.DefaultMaxModelCalls); err != nil {
 		return nil, err
 	}
-	if cfg.compactThreshold, err = r.float("", "CROW_COMPACT_THRESHOLD", fc.Compaction.Threshold, "compaction.threshold", defaultCompactThreshold); err != nil {
-		return nil, err
-	}
-	cfg.compactAuto = value[bool]{V: deref(fc.Compaction.Auto, true), From: fromDefault}
-	if fc.Compaction.Auto != nil {
-		cfg.compactAuto.From = fileAt("compaction.auto")
-	}
-	if cfg.compactKeepRecent, err = r.int("", "", fc.Compaction.KeepRecent, "compaction.keep_recent", defaultCompactKeepRecent); err != nil {
-		return nil, err
-	}
-	if err := cfg.resolveCompaction(r); err != nil {
+	if err := cfg.resolveCompaction(r, fc.Compaction); err != nil {
 		return nil, err
 	}
 	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
@@ -386,9 +368,6 @@ func (c *config) validate() error {
 	}
 	if err := checkBaseURL(c.baseURL.V); err != nil {
 		return usagef("%v (from %s)", err, c.baseURL.From)
-	}
-	if t := c.compactThreshold.V; t <= 0 || t > 1 {
-		return usagef("compaction threshold %v is out of range: above 0 and at most 1 (from %s)", t, c.compactThreshold.From)
 	}
 	if c.contextWindow.V != 0 && c.contextWindow.V < 1024 {
 		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.contextWindow.V, c.contextWindow.From)

@@ -125,7 +125,7 @@ func (c *config) rows() []row {
 	if provider.V == "" {
 		provider.V = "(built-in)"
 	}
-	return append([]row{
+	rows := []row{
 		str("model", c.model, ""),
 		str("provider", provider, ""),
 		str("base_url", c.baseURL, ""),
@@ -136,14 +136,14 @@ func (c *config) rows() []row {
 		num("output_reserve", c.outputReserve, "(not configured)"),
 		num("max_model_calls", c.maxModelCalls, ""),
 		num("max_line_bytes", c.maxLineBytes, ""),
+		num("list_page_size", c.listPageSize, ""),
 		{"database.path", backend.Describe(c.dbPath.V), c.dbPath.From}, // never a password
 		str("log.file", c.logFile, "(stderr for serve; none for other commands)"),
 		str("log.level", c.logLevel, ""),
-		{"compaction.auto", strconv.FormatBool(c.compactAuto.V), c.compactAuto.From},
-		{"compaction.threshold", strconv.FormatFloat(c.compactThreshold.V, 'g', -1, 64), c.compactThreshold.From},
-		num("compaction.keep_recent", c.compactKeepRecent, ""),
-		str("permissions.mode", c.permissionMode, ""),
-	}, c.limits.rows()...)
+	}
+	rows = append(rows, c.compactionRows()...)
+	rows = append(rows, str("permissions.mode", c.permissionMode, ""))
+	return append(rows, c.limits.rows()...)
 }
 
 // maskSecret shows that a secret is set without showing it: the last four

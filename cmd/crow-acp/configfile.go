@@ -62,9 +62,15 @@ type logFile struct {
 }
 
 type compactionFile struct {
-	Auto       *bool    `toml:"auto"`
-	Threshold  *float64 `toml:"threshold"`
-	KeepRecent *int     `toml:"keep_recent"`
+	Auto               *bool    `toml:"auto"`
+	Threshold          *float64 `toml:"threshold"`
+	Target             *float64 `toml:"target"`
+	KeepRecent         *int     `toml:"keep_recent"`
+	KeepTurns          *int     `toml:"keep_turns"`
+	PruneProtectTurns  *int     `toml:"prune_protect_turns"`
+	PruneProtectTokens *int     `toml:"prune_protect_tokens"`
+	PruneMinimum       *int     `toml:"prune_minimum"`
+	ProtectedTools     []string `toml:"protected_tools"`
 }
 
 type permissionFile struct {
@@ -344,8 +350,17 @@ func (f *loadedFile) validate() error {
 	if t := c.Compaction.Threshold; t != nil && (*t <= 0 || *t > 1) {
 		return f.errorAt("compaction.threshold", "%v is out of range: a fraction of the window, above 0 and at most 1 (default 0.9)", *t)
 	}
-	if k := c.Compaction.KeepRecent; k != nil && *k < 0 {
-		return f.errorAt("compaction.keep_recent", "must not be negative")
+	if t := c.Compaction.Target; t != nil && (*t <= 0 || *t > 1) {
+		return f.errorAt("compaction.target", "%v is out of range: a fraction of the window, above 0 and at most the threshold", *t)
+	}
+	for _, k := range []struct {
+		key string
+		v   *int
+	}{{"keep_recent", c.Compaction.KeepRecent}, {"keep_turns", c.Compaction.KeepTurns}, {"prune_protect_turns", c.Compaction.PruneProtectTurns},
+		{"prune_protect_tokens", c.Compaction.PruneProtectTokens}, {"prune_minimum", c.Compaction.PruneMinimum}} {
+		if k.v != nil && *k.v < 0 {
+			return f.errorAt("compaction."+k.key, "must not be negative")
+		}
 	}
 	if m := c.Permission.Mode; m != nil && !knownMode(*m) {
 		return f.errorAt("permissions.mode", "unknown mode %q: use one of %s", *m, strings.Join(permissionModes, ", "))

@@ -16,8 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tiktoken-go/tokenizer"
-
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 )
@@ -257,44 +256,34 @@ func listSome(ids []string, n int) string {
 	return strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
 }
 
-// checkTokenizer loads the token counter the model would use.
+// checkTokenizer loads the token counter compaction will use for the
+// model (the same constructor the agent calls) and counts a sample.
 func checkTokenizer(cfg *config) check {
 	c := check{name: "tokenizer"}
-	enc, from := "auto", "the default"
+	enc, from := compaction.EncodingAuto, "the default"
 	if cfg.modelSpec != nil && cfg.modelSpec.Tokenizer != "" {
 		enc, from = cfg.modelSpec.Tokenizer, fmt.Sprintf("[[models]] %s", cfg.modelSpec.Name)
 	}
-	var codec tokenizer.Codec
-	var err error
-	switch enc {
-	case "estimate":
-		c.status, c.detail = "ok", fmt.Sprintf("estimate (set in %s): a generous estimate, no vocabulary", from)
-		return c
-	case "auto":
-		codec, err = tokenizer.ForModel(tokenizer.Model(cfg.model.V))
-		if err != nil {
-			c.status = "ok"
-			c.detail = fmt.Sprintf("auto (%s): %s has no known vocabulary, so tokens are estimated generously", from, cfg.model.V)
-			return c
-		}
-	default:
-		codec, err = tokenizer.Get(tokenizer.Encoding(enc))
-	}
+	counter, err := compaction.NewCounter(cfg.model.V, enc)
 	if err != nil {
 		c.status, c.detail = "FAIL", fmt.Sprintf("%s (set in %s): %v", enc, from, err)
-		c.fix = "use auto, estimate, o200k_base, cl100k_base, p50k_base or r50k_base"
+		c.fix = "set tokenizer to auto, estimate, o200k_base, cl100k_base, p50k_base or r50k_base"
 		return c
 	}
-	n, err := codec.Count("crow-acp counts tokens offline.")
-	if err != nil || n == 0 {
-		c.status, c.detail = "FAIL", fmt.Sprintf("%s: cannot count tokens: %v", codec.GetName(), err)
+	if n := counter.Count("crow-acp counts tokens offline."); n <= 0 {
+		c.status, c.detail = "FAIL", fmt.Sprintf("%s: counted %d tokens in a sample", counter.Name(), n)
 		return c
 	}
-	if enc == "auto" {
-		c.status, c.detail = "ok", fmt.Sprintf("%s (auto, %s: the encoding of %s)", codec.GetName(), from, cfg.model.V)
-	} else {
-		c.status, c.detail = "ok", fmt.Sprintf("%s (set in %s)", codec.GetName(), from)
+	name := counter.Name()
+	switch {
+	case name == compaction.EncodingEstimate && enc != compaction.EncodingEstimate:
+		c.detail = fmt.Sprintf("estimate (auto, %s): %s has no known vocabulary, so tokens are estimated generously", from, cfg.model.V)
+	case enc == compaction.EncodingAuto:
+		c.detail = fmt.Sprintf("%s (auto, %s: the encoding of %s)", name, from, cfg.model.V)
+	default:
+		c.detail = fmt.Sprintf("%s (set in %s)", name, from)
 	}
+	c.status = "ok"
 	return c
 }
 

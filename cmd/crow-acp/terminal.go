@@ -164,9 +164,10 @@ func (ui *terminalUI) render(u acp.SessionUpdate) {
 // (unstable) compaction_update.
 func (ui *terminalUI) renderOtherLocked(raw json.RawMessage) {
 	var c struct {
-		SessionUpdate string `json:"sessionUpdate"`
-		Status        string `json:"status"`
-		Error         string `json:"error"`
+		SessionUpdate string             `json:"sessionUpdate"`
+		Status        string             `json:"status"`
+		Summary       []acp.ContentBlock `json:"summary"`
+		Error         *string            `json:"error"`
 	}
 	if json.Unmarshal(raw, &c) != nil || c.SessionUpdate != "compaction_update" {
 		return
@@ -175,10 +176,24 @@ func (ui *terminalUI) renderOtherLocked(raw json.RawMessage) {
 	case "in_progress":
 		ui.startSpinLocked("compacting the conversation")
 	case "completed":
-		ui.noteLocked("✓ compacted the conversation (the full history stays stored)")
+		text := "compacted the conversation"
+		for _, b := range c.Summary {
+			if b.Text != nil && strings.TrimSpace(b.Text.Text) != "" {
+				text = oneLine(b.Text.Text, 200)
+				break
+			}
+		}
+		ui.noteLocked("✓ %s (the full history stays stored)", text)
 		ui.startSpinLocked("waiting for the model")
 	case "failed":
-		ui.noteLocked("✗ compaction failed: %s", c.Error)
+		msg := "no reason given"
+		if c.Error != nil {
+			msg = oneLine(*c.Error, 200)
+		}
+		ui.noteLocked("✗ %s", msg)
+		ui.startSpinLocked("waiting for the model")
+	case "cancelled":
+		ui.noteLocked("✗ compaction cancelled")
 	}
 }
 
