@@ -87,12 +87,15 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 		"CROW_LOG_FILE=" + filepath.Join(dir, "crow-acp.log"),
 		"OPENAI_BASE_URL=" + d.model.URL(),
 		"CROW_MODEL=" + fakemodel.ModelID,
+		// A small window, so that compaction is reached in a few turns.
+		"CROW_CONTEXT_WINDOW=1024",
 	}
 
 	d.heading("crow-acp demo — offline, against a scripted OpenAI-compatible model")
 	d.say("model endpoint  %s (fake, scripted, on the loopback)", d.model.URL())
 	d.say("database        %s", filepath.Join(dir, "crow.db"))
 	d.say("project         %s", d.cwd)
+	d.say("context window  1024 tokens (CROW_CONTEXT_WINDOW), so that compaction comes quickly")
 
 	// 1. A new session; the reply streams.
 	d.heading("1. An editor starts crow-acp and opens a session")
@@ -112,14 +115,25 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	if err := a.prompt(sid, firstPrompt); err != nil {
 		return err
 	}
+	if err := a.prompt(sid, secondPrompt); err != nil {
+		return err
+	}
+
+	d.heading("2. The context nears the window: crow-acp compacts it before the next request")
+	if err := a.prompt(sid, thirdPrompt); err != nil {
+		return err
+	}
+	if len(a.compactions) == 0 {
+		return errors.New("the session was not compacted")
+	}
 
 	// 2. The process goes away; the session does not.
-	d.heading("2. The editor quits: crow-acp exits; everything is already stored")
+	d.heading("3. The editor quits: crow-acp exits; everything is already stored")
 	if err := a.stop(); err != nil {
 		return err
 	}
 
-	d.heading("3. A new crow-acp process loads the session and continues it")
+	d.heading("4. A new crow-acp process loads the session and continues it")
 	a, err = d.start(ctx)
 	if err != nil {
 		return err
@@ -138,7 +152,7 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	}
 	d.say("  ← loaded: the whole conversation came back before the response")
 	before := len(d.model.Requests())
-	if err := a.prompt(sid, secondPrompt); err != nil {
+	if err := a.prompt(sid, lastPrompt); err != nil {
 		return err
 	}
 	reqs := d.model.Requests()
@@ -146,16 +160,17 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 		return errors.New("the continued prompt never reached the model")
 	}
 	last := reqs[len(reqs)-1]
-	if !bytes.Contains(last, []byte(firstPrompt)) {
-		return errors.New("after the restart the model did not receive the earlier conversation")
+	if !bytes.Contains(last, []byte(summaryMarker)) || !bytes.Contains(last, []byte(thirdPrompt[:40])) {
+		return errors.New("after the restart the model did not receive the compacted conversation")
 	}
-	d.say("  the model's request held the conversation from before the restart (%d messages), rebuilt from the database", countMessages(last))
+	d.say("  the model's request was rebuilt from the database: %d messages — the summary of the compacted turns,", countMessages(last))
+	d.say("  the turn after it and the new prompt (the originals stay stored: sessions show lists them, marked)")
 	if err := a.stop(); err != nil {
 		return err
 	}
 
 	// 4. The same sessions from the terminal.
-	d.heading("4. From a shell: crow-acp sessions list")
+	d.heading("5. From a shell: crow-acp sessions list")
 	list := exec.CommandContext(ctx, d.bin, "sessions", "list")
 	list.Env, list.Dir = d.env, d.cwd
 	text, err := list.CombinedOutput()
@@ -173,16 +188,47 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	return nil
 }
 
+// The prompts are long on purpose: with a small window, three turns
+// are enough to need compaction.
 const (
-	firstPrompt  = "What does this project do?"
-	secondPrompt = "And what did I ask you before the restart?"
+	firstPrompt = "I am working on the expression parser in parser.go of this Go project. When the input is empty, " +
+		"ParseExpr panics with index out of range instead of returning an error: the tokenizer returns an empty " +
+		"slice and the loop reads tokens[0] before checking the length. Explain the root cause first, then propose " +
+		"a fix that returns ErrEmptyInput. Keep the public API unchanged, because two other packages call ParseExpr, " +
+		"and do not touch the lexer package, which belongs to another team. Our style guide wants wrapped errors " +
+		"with the operation name and no panics in library code."
+	secondPrompt = "Now the evaluator in eval.go: dividing by zero silently returns positive infinity and the caller " +
+		"prints Inf. Make Eval return ErrDivisionByZero wrapped with the operation name, and add tests for integer " +
+		"and float division by zero, modulo by zero, and a nested expression where the zero appears only after " +
+		"simplification. The same constraints as before apply: public API unchanged, lexer untouched, wrapped " +
+		"errors, no panics. Also add one line to the CHANGELOG under Unreleased, keeping its format exactly."
+	thirdPrompt = "Good. Before we stop, run the whole test suite with the race detector and tell me whether " +
+		"anything else fails: which package, which test, and the first line of the failure message."
+	lastPrompt = "What were the constraints I gave you at the start?"
+
+	summaryMarker = "## Task"
 )
 
-// script is what the fake model answers, in order. Each word arrives 40 ms
-// after the previous one so that the streaming is visible.
+// script is what the fake model answers, in order. Words arrive 30 ms
+// apart so that the streaming is visible; the reported usage is what makes
+// the third prompt cross the compaction threshold (0.9 of 1024 - 256).
 var script = []fakemodel.Reply{
-	{Text: "It is a tiny project: its README says \"A tiny project.\" and nothing else yet.", DelayMS: 40},
-	{Text: "You asked: \"" + firstPrompt + "\" — I still have our whole conversation.", DelayMS: 40},
+	{Text: "The root cause: the loop in ParseExpr reads tokens[0] before it checks len(tokens), so an empty slice " +
+		"from the tokenizer panics. The fix checks the length first and returns ErrEmptyInput, wrapped with the " +
+		"operation name as the style guide asks; ParseExpr keeps its signature, so its two callers do not change, " +
+		"and the lexer package is not touched. I added a table-driven test with empty input, whitespace only, a " +
+		"single number, nested parentheses and an unbalanced closing parenthesis.", DelayMS: 20},
+	{Text: "Eval now returns ErrDivisionByZero, wrapped with the operation, for integer and float division and for " +
+		"modulo; the nested case simplifies first and then reports the error from the innermost division. The four " +
+		"new tests pass, the public API is unchanged, the lexer is untouched, nothing panics, and the CHANGELOG has " +
+		"one line under Unreleased in its existing format.", DelayMS: 20,
+		// As a provider reports it: the next request would pass the threshold.
+		Usage: &fakemodel.Usage{PromptTokens: 640, CompletionTokens: 100, TotalTokens: 740}},
+	// The summary request compaction makes.
+	{Text: summaryMarker + "\nFix ParseExpr on empty input (ErrEmptyInput); Eval division by zero (ErrDivisionByZero).\n" +
+		"## Constraints\nPublic API unchanged; lexer untouched; wrapped errors; no panics.\n## Files\nparser.go, eval.go, CHANGELOG"},
+	{Text: "The race detector finds nothing else: every package passes.", DelayMS: 20},
+	{Text: "Public API unchanged, the lexer package untouched, errors wrapped with the operation name, and no panics in library code.", DelayMS: 20},
 }
 
 func countMessages(req []byte) int {
@@ -208,11 +254,12 @@ type agentProc struct {
 	conn  *jsonrpc2.Conn
 	stdin io.WriteCloser
 
-	mu        sync.Mutex
-	replaying bool
-	replayed  []string
-	chunks    int
-	midLine   bool
+	mu          sync.Mutex
+	replaying   bool
+	replayed    []string
+	chunks      int
+	inReply     bool // "assistant: " was printed for the current reply
+	compactions []string
 }
 
 func (d *demo) start(ctx context.Context) (*agentProc, error) {
@@ -240,8 +287,10 @@ func (d *demo) start(ctx context.Context) (*agentProc, error) {
 
 func (a *agentProc) initialize() error {
 	var res acp.InitializeResponse
+	compaction := json.RawMessage(`{}`)
 	if err := a.call("initialize", acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion,
-		ClientInfo: &acp.Implementation{Name: "crow-demo", Version: "1"}}, &res); err != nil {
+		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction}},
+		ClientInfo:         &acp.Implementation{Name: "crow-demo", Version: "1"}}, &res); err != nil {
 		return err
 	}
 	name := "?"
@@ -263,18 +312,19 @@ func (a *agentProc) call(method string, params, result any) error {
 
 // prompt sends one prompt and prints the reply as it streams.
 func (a *agentProc) prompt(sid, text string) error {
-	a.d.say("→ session/prompt         %q", text)
+	a.d.say("→ session/prompt         %q", short(text, 90))
 	a.mu.Lock()
 	a.chunks = 0
-	a.midLine = false
+	a.inReply = false
 	a.mu.Unlock()
-	fmt.Fprint(a.d.out, "  assistant: ")
 	var res acp.PromptResponse
 	err := a.call("session/prompt", acp.PromptRequest{SessionID: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}}, &res)
 	a.mu.Lock()
 	n := a.chunks
+	if a.inReply {
+		fmt.Fprintln(a.d.out)
+	}
 	a.mu.Unlock()
-	fmt.Fprintln(a.d.out)
 	if err != nil {
 		return err
 	}
@@ -313,14 +363,59 @@ func (a *agentProc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 	case a.replaying:
 		switch {
 		case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
-			a.replayed = append(a.replayed, "user:      "+u.UserMessageChunk.Content.Text.Text)
+			a.replayed = append(a.replayed, "user:      "+short(u.UserMessageChunk.Content.Text.Text, 100))
 		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
-			a.replayed = append(a.replayed, "assistant: "+u.AgentMessageChunk.Content.Text.Text)
+			a.replayed = append(a.replayed, "assistant: "+short(u.AgentMessageChunk.Content.Text.Text, 100))
+		case u.Other != nil:
+			if line := compactionLine(u.Other); line != "" {
+				a.replayed = append(a.replayed, line)
+			}
 		}
 	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		if !a.inReply {
+			fmt.Fprint(a.d.out, "  assistant: ")
+			a.inReply = true
+		}
 		a.chunks++
 		fmt.Fprint(a.d.out, u.AgentMessageChunk.Content.Text.Text)
+	case u.Other != nil:
+		if line := compactionLine(u.Other); line != "" {
+			a.compactions = append(a.compactions, line)
+			if a.inReply {
+				fmt.Fprintln(a.d.out)
+				a.inReply = false
+			}
+			fmt.Fprintf(a.d.out, "  %s\n", line)
+		}
 	}
+}
+
+// compactionLine describes a compaction_update ("" for other updates).
+func compactionLine(raw json.RawMessage) string {
+	var c struct {
+		SessionUpdate string             `json:"sessionUpdate"`
+		Status        string             `json:"status"`
+		Summary       []acp.ContentBlock `json:"summary"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.SessionUpdate != "compaction_update" {
+		return ""
+	}
+	line := "compaction " + c.Status
+	for _, b := range c.Summary {
+		if b.Text != nil {
+			line += ": " + short(b.Text.Text, 160)
+		}
+	}
+	return line
+}
+
+// short cuts s to one line of at most n runes.
+func short(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 type readWriteCloser struct {

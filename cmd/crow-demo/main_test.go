@@ -25,9 +25,12 @@ func TestDemo(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"assistant: It is a tiny project",
+		"assistant: The root cause",
+		"compaction completed: Context compacted (summarize)",
 		"exited cleanly after its stdin closed",
-		"replayed  user:      What does this project do?",
+		"replayed  user:      I am working on the expression parser",
+		"replayed  compaction completed",
+		"assistant: Public API unchanged",
 		"the model's request held the conversation from before the restart",
 		"$ crow-acp sessions list",
 	} {
