@@ -31,7 +31,7 @@ func TestDemo(t *testing.T) {
 		"replayed  user:      I am working on the expression parser",
 		"replayed  compaction completed",
 		"assistant: Public API unchanged",
-		"the model's request held the conversation from before the restart",
+		"the model's request was rebuilt from the database",
 		"$ crow-acp sessions list",
 	} {
 		if !strings.Contains(s, want) {
