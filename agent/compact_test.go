@@ -291,3 +291,61 @@ func TestModelTokenizer(t *testing.T) {
 		}
 	}
 }
+
+// TestOneCompactionPerTurn: a tool-calling turn that outgrows the window
+// again after compacting once does not compact again (no loop): it ends
+// with a clear error, one compaction record, and every request sent fit.
+func TestOneCompactionPerTurn(t *testing.T) {
+	call := func(i int) fakemodel.Reply {
+		args, _ := json.Marshal(map[string]string{"command": prose(i, 100)})
+		return fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: fmt.Sprintf("call_%d", i), Name: "fixture_probe", Arguments: string(args)}}}
+	}
+	replies := []fakemodel.Reply{{Text: "noted"}}
+	for i := 0; i < 30; i++ {
+		replies = append(replies, call(i))
+	}
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}}, replies...)
+	ctx := context.Background()
+	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prompt(a, s.SessionID, prose(3, 600)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prompt(a, s.SessionID, "now probe it")
+	if err == nil || !strings.Contains(err.Error(), "already compacted once") {
+		t.Fatalf("turn error = %v; want the one-compaction-per-turn overflow", err)
+	}
+	list, _ := a.store.Compactions(ctx, s.SessionID)
+	if len(list) != 1 {
+		t.Fatalf("%d compactions in one turn, want 1", len(list))
+	}
+	for i, body := range m.Requests() {
+		if n := requestTokens(body); n > 2048 {
+			t.Fatalf("request %d of %d tokens was sent to a 2,048-token model", i, n)
+		}
+		if strings.Count(string(body), `"id":"call_0"`) > 1 {
+			t.Fatalf("request %d repeats a tool call", i)
+		}
+	}
+}
+
+// TestFixedPartOverWindow: a system prompt larger than the budget is an
+// error on the first request, before any model call (never a compaction
+// loop).
+func TestFixedPartOverWindow(t *testing.T) {
+	a, _, m := newTestAgent(t, Config{Model: "tiny", Models: []Model{{Name: "tiny", ContextWindow: 1024}},
+		SystemPrompt: prose(1, 1500)})
+	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prompt(a, s.SessionID, "hi")
+	if err == nil || !strings.Contains(err.Error(), "system prompt and tool schemas alone") || len(m.Requests()) != 0 {
+		t.Fatalf("error %v after %d model requests; want a clear error and no request", err, len(m.Requests()))
+	}
+	if list, _ := a.store.Compactions(context.Background(), s.SessionID); len(list) != 0 {
+		t.Fatalf("%d compactions for an oversized system prompt", len(list))
+	}
+}

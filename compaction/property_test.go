@@ -346,3 +346,77 @@ func checkSummaryRequest(c Counter, req streaming.Request, s Settings) error {
 	}
 	return nil
 }
+
+// TestStallGuard: when compacting would save less than the stall ratio, the
+// plan is not applied and the run says so.
+func TestStallGuard(t *testing.T) {
+	c := Estimator{}
+	h := &history{r: rand.New(rand.NewPCG(1, 1)), c: c}
+	h.add(persistence.Message{Role: persistence.RoleUser, Content: "hi"})
+	h.add(persistence.Message{Role: persistence.RoleAssistant, Content: "hello"})
+	h.add(persistence.Message{Role: persistence.RoleUser, Content: h.text(645)}) // the newest request is most of it
+	s := Defaults()
+	s.Window = 1600
+	applied := 0
+	x := &Compactor{Counter: c, Settings: s,
+		Summarize: func(context.Context, streaming.Request) (string, error) { return "## Task\nsay hi", nil },
+		Apply: func(context.Context, *Plan) ([]persistence.Message, error) {
+			applied++
+			return nil, nil
+		}}
+	fixed := 60
+	if n := fixed + ViewTokens(c, h.msgs); n <= s.Trigger() || n > s.Budget() {
+		t.Fatalf("setup: %d tokens, want between the trigger %d and the budget %d", n, s.Trigger(), s.Budget())
+	}
+	_, err := x.Run(t.Context(), Request{View: h.msgs, Fixed: fixed})
+	if !errors.Is(err, ErrStalled) || applied != 0 {
+		t.Fatalf("Run = %v with %d plans applied; want ErrStalled and nothing applied", err, applied)
+	}
+}
+
+// TestPruneDefaults: with the documented defaults, pruning keeps the newest
+// 40k tokens of tool output and the last two user turns, and reclaims at
+// least 20k tokens or does nothing.
+func TestPruneDefaults(t *testing.T) {
+	c := Estimator{}
+	view := benchView(c, 120000)
+	s := Defaults()
+	p := Prune(c, 100, view, s)
+	if p == nil {
+		t.Fatal("nothing pruned from 120k tokens of tool output")
+	}
+	if err := CheckPlan(c, view, p); err != nil {
+		t.Fatal(err)
+	}
+	pruned := map[int64]bool{}
+	for _, id := range p.Compacted {
+		pruned[id] = true
+	}
+	keptTool, users := 0, 0
+	for i := len(view) - 1; i >= 0; i-- {
+		m := view[i]
+		if m.Role == persistence.RoleUser {
+			users++
+		}
+		if m.Role != persistence.RoleTool || pruned[m.ID] {
+			continue
+		}
+		keptTool += m.TokenCount
+	}
+	newest := 0
+	for i := len(view) - 1; i >= 0 && newest < s.PruneProtectTokens; i-- {
+		if view[i].Role == persistence.RoleTool {
+			if pruned[view[i].ID] {
+				t.Fatalf("message %d is within the newest %d tokens of tool output but was pruned", view[i].ID, s.PruneProtectTokens)
+			}
+			newest += view[i].TokenCount
+		}
+	}
+	if p.TokensBefore-p.TokensAfter < s.PruneMinimum {
+		t.Fatalf("reclaimed %d tokens, minimum %d", p.TokensBefore-p.TokensAfter, s.PruneMinimum)
+	}
+	small := benchView(c, 45000) // under 40k protected + 20k minimum: nothing to do
+	if p := Prune(c, 100, small, s); p != nil {
+		t.Fatalf("pruned %d messages of a 45k view; the 20k minimum cannot be reached", len(p.Compacted))
+	}
+}
