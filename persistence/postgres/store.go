@@ -93,6 +93,19 @@ func open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("cannot connect: %w", err)
 	}
+	// The tables go into the first schema of search_path that exists; with
+	// none (a misspelt search_path=...) PostgreSQL's own error is cryptic.
+	var schema *string
+	var path, db string
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path'), current_database()`).
+		Scan(&schema, &path, &db); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if schema == nil {
+		pool.Close()
+		return nil, fmt.Errorf("no schema to keep the sessions in: database %q has none of search_path %q (create it with CREATE SCHEMA, or fix search_path in the URL)", db, path)
+	}
 	if err := migrate(ctx, pool, migrations.Postgres, "postgres"); err != nil {
 		pool.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -398,4 +399,20 @@ func schemaVersions(t *testing.T, pool interface {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestOpenMissingSchema: a search_path naming no existing schema is a clear
+// error, not PostgreSQL's "no schema has been selected to create in".
+func TestOpenMissingSchema(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", "crow_no_such_schema")
+	u.RawQuery = q.Encode()
+	_, err = Open(t.Context(), u.String())
+	if err == nil || !strings.Contains(err.Error(), `none of search_path "crow_no_such_schema"`) {
+		t.Errorf("Open with a missing schema: %v", err)
+	}
 }
