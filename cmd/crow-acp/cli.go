@@ -98,7 +98,9 @@ Environment:
   CROW_LOG_LEVEL          debug | info | warn | error
   CROW_MAX_MODEL_CALLS    cap on model requests per prompt turn
   CROW_CONTEXT_WINDOW     the model's context window, in tokens
-  CROW_COMPACT_THRESHOLD  compact when the context reaches this fraction of the window
+  CROW_OUTPUT_RESERVE     tokens of the window kept free for the reply
+  CROW_COMPACT_THRESHOLD  compact when the context reaches this fraction of the window minus the reserve
+  CROW_AUTO_COMPACT       false: never compact automatically (an overflow is an error)
   CROW_LEASE_TTL          how long a session stays locked to a process after its last heartbeat
 
 Exit codes:

@@ -273,9 +273,11 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 	if cfg.contextWindow, err = r.int("", "CROW_CONTEXT_WINDOW", spec.ContextWindow, specKey+".context_window", 0); err != nil {
 		return nil, err
 	}
-	cfg.outputReserve = value[int]{V: deref(spec.OutputReserve, 0), From: fromDefault}
-	if spec.OutputReserve != nil {
-		cfg.outputReserve.From = fileAt(specKey + ".output_reserve")
+	if cfg.outputReserve, err = r.int("", "CROW_OUTPUT_RESERVE", spec.OutputReserve, specKey+".output_reserve", 0); err != nil {
+		return nil, err
+	}
+	if w, o := cfg.contextWindow.V, cfg.outputReserve.V; o < 0 || (w > 0 && o >= w) {
+		return nil, usagef("output reserve %d must be at least 0 and smaller than the context window %d (from %s)", o, w, cfg.outputReserve.From)
 	}
 
 	// The provider: the selected model's, else the file's default, else the
