@@ -99,6 +99,11 @@ type EventFilter struct {
 type EventSource struct {
 	ConnectionID string
 	Turn         int64
+	// Pending are events (buffered frames) the store appends, in order,
+	// before its projection events, in the same transaction: one commit
+	// instead of two, and seq order stays causal order. A write that fails
+	// stores none of them.
+	Pending []*Event
 }
 
 type eventSourceKey struct{}
@@ -109,6 +114,8 @@ func WithEventSource(ctx context.Context, src EventSource) context.Context {
 }
 
 // EventSourceFrom returns the EventSource carried by ctx (zero if none).
+// Backends append src.Pending in every transaction that records projection
+// events.
 func EventSourceFrom(ctx context.Context) EventSource {
 	src, _ := ctx.Value(eventSourceKey{}).(EventSource)
 	return src

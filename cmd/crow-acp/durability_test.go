@@ -72,6 +72,21 @@ func verifyAllSessions(t *testing.T, path string) {
 		if r.Frames == 0 {
 			t.Errorf("%s: no frames in its event log", sess.ID)
 		}
+		// Compactions leave their lifecycle events beside the projection.
+		comps, err := s.Compactions(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(comps) > 0 {
+			evs, _ := s.Events(ctx, sess.ID, persistence.EventFilter{})
+			kinds := map[persistence.EventKind]int{}
+			for _, e := range evs {
+				kinds[e.Kind]++
+			}
+			if kinds[persistence.EventCompactionStarted] == 0 || kinds[persistence.EventCompactionCompleted] == 0 {
+				t.Errorf("%s: %d compactions but lifecycle events %v", sess.ID, len(comps), kinds)
+			}
+		}
 		t.Logf("%s: %d messages, %d events, %d frames", sess.ID, r.Messages, r.Events, r.Frames)
 	}
 }

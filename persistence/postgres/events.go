@@ -140,6 +140,19 @@ func appendEventsTx(ctx context.Context, tx pgx.Tx, evs []*persistence.Event, t 
 	return out, res.Close()
 }
 
+// projectionTx appends, inside tx, the pending events the context carries
+// and then evs: the events of one projection change.
+func projectionTx(ctx context.Context, tx pgx.Tx, evs []*persistence.Event, t time.Time) error {
+	if pending := persistence.EventSourceFrom(ctx).Pending; len(pending) > 0 {
+		evs = append(append([]*persistence.Event(nil), pending...), evs...)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	_, err := appendEventsTx(ctx, tx, evs, t)
+	return err
+}
+
 // projectionEvent builds the event the store records beside a change to the
 // messages or compactions tables.
 func projectionEvent(ctx context.Context, sessionID string, kind persistence.EventKind, body any, at time.Time) (*persistence.Event, error) {
@@ -260,8 +273,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if err != nil {
 			return err
 		}
-		_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, t)
-		return err
+		return projectionTx(ctx, tx, []*persistence.Event{ev}, t)
 	})
 }
 
@@ -287,11 +299,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 				return err
 			}
 		}
-		if n == 0 {
-			return nil
-		}
-		_, err = appendEventsTx(ctx, tx, evs, t)
-		return err
+		return projectionTx(ctx, tx, evs, t)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: interrupt streaming: %w", classify(err))
@@ -341,6 +349,5 @@ func recordChange(ctx context.Context, tx pgx.Tx, sessionID string, msgIDs, dele
 	if err != nil {
 		return err
 	}
-	_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, t)
-	return err
+	return projectionTx(ctx, tx, []*persistence.Event{ev}, t)
 }

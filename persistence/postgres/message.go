@@ -140,8 +140,7 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 				return err
 			}
 		}
-		_, err = appendEventsTx(ctx, tx, evs, t)
-		return err
+		return projectionTx(ctx, tx, evs, t)
 	})
 	if err != nil {
 		return classify(err)

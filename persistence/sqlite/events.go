@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -88,9 +89,26 @@ type eventFill struct {
 	at      time.Time
 }
 
-const insertEvent = `
-	INSERT INTO events (stream, seq, connection_id, at, direction, turn, kind, method, body)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// eventsPerInsert bounds one multi-row INSERT (9 parameters per row).
+const eventsPerInsert = 100
+
+// insertEventsSQL[n] is the INSERT of n rows.
+var insertEventsSQL = func() (qs [eventsPerInsert + 1]string) {
+	for n := 1; n <= eventsPerInsert; n++ {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO events (stream, seq, connection_id, at, direction, turn, kind, method, body) VALUES `)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		}
+		qs[n] = b.String()
+	}
+	return qs
+}()
+
+func insertEvents(n int) string { return insertEventsSQL[n] }
 
 // appendEventsTx inserts evs inside tx and returns what it assigned; the
 // caller copies it into evs only after the commit, so a rollback leaves evs
@@ -126,40 +144,61 @@ func appendEventsTx(ctx context.Context, tx *sql.Tx, evs []*persistence.Event, t
 		}
 		r.next = last - r.n + 1
 	}
-	stmt, err := tx.PrepareContext(ctx, insertEvent)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
+	// Rows go in multi-row INSERTs: a frame log writes hundreds of small
+	// events per turn, and one statement per row would cost a round trip
+	// through cgo each.
 	out := make([]eventFill, len(evs))
-	for i, e := range evs {
-		at := e.At
-		if at.IsZero() {
-			at = t
+	args := make([]any, 0, eventsPerInsert*9)
+	for start := 0; start < len(evs); start += eventsPerInsert {
+		end := min(start+eventsPerInsert, len(evs))
+		args = args[:0]
+		for i := start; i < end; i++ {
+			e := evs[i]
+			at := e.At
+			if at.IsZero() {
+				at = t
+			}
+			n, err := nanos(at)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: %w", i, err)
+			}
+			r := streams[e.Stream]
+			out[i] = eventFill{seq: r.next, at: at}
+			r.next++
+			body := e.Body
+			if body == nil {
+				body = []byte{}
+			}
+			args = append(args, e.Stream, out[i].seq, e.ConnectionID, n, string(e.Direction),
+				e.Turn, string(e.Kind), e.Method, body)
 		}
-		n, err := nanos(at)
+		res, err := tx.ExecContext(ctx, insertEvents(end-start), args...)
 		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
+			return nil, fmt.Errorf("events %d-%d: %w", start, end-1, err)
 		}
-		r := streams[e.Stream]
-		seq := r.next
-		r.next++
-		body := e.Body
-		if body == nil {
-			body = []byte{}
-		}
-		res, err := stmt.ExecContext(ctx, e.Stream, seq, e.ConnectionID, n, string(e.Direction),
-			e.Turn, string(e.Kind), e.Method, body)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
-		}
-		id, err := res.LastInsertId()
+		last, err := res.LastInsertId()
 		if err != nil {
 			return nil, err
 		}
-		out[i] = eventFill{id: id, seq: seq, at: at}
+		// One statement in a write transaction: the ids are consecutive.
+		for i := start; i < end; i++ {
+			out[i].id = last - int64(end-1-i)
+		}
 	}
 	return out, nil
+}
+
+// projectionTx appends, inside tx, the pending events the context carries
+// and then evs: the events of one projection change.
+func projectionTx(ctx context.Context, tx *sql.Tx, evs []*persistence.Event, t time.Time) error {
+	if pending := persistence.EventSourceFrom(ctx).Pending; len(pending) > 0 {
+		evs = append(append([]*persistence.Event(nil), pending...), evs...)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	_, err := appendEventsTx(ctx, tx, evs, t)
+	return err
 }
 
 // projectionEvent builds the event the store records beside a change to the
@@ -291,8 +330,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if err != nil {
 			return err
 		}
-		_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, t)
-		return err
+		return projectionTx(ctx, tx, []*persistence.Event{ev}, t)
 	})
 }
 
@@ -326,11 +364,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 			return err
 		}
 		n = len(evs)
-		if n == 0 {
-			return nil
-		}
-		_, err = appendEventsTx(ctx, tx, evs, t)
-		return err
+		return projectionTx(ctx, tx, evs, t)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: interrupt streaming: %w", err)
@@ -386,6 +420,5 @@ func recordChange(ctx context.Context, tx *sql.Tx, sessionID string, msgIDs, del
 	if err != nil {
 		return err
 	}
-	_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, t)
-	return err
+	return projectionTx(ctx, tx, []*persistence.Event{ev}, t)
 }

@@ -147,8 +147,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		if err != nil {
 			return err
 		}
-		_, err = appendEventsTx(ctx, tx, []*persistence.Event{ev}, now())
-		return err
+		return projectionTx(ctx, tx, []*persistence.Event{ev}, now())
 	})
 	if err != nil {
 		return err

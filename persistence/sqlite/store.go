@@ -54,6 +54,12 @@ type Store struct {
 // 0700 and a new database file with mode 0600. A database whose schema is
 // newer than this binary is refused.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, pragmas)
+}
+
+// open is Open with the given DSN parameters (benchmarks compare
+// synchronous settings).
+func open(ctx context.Context, path, pragmas string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
