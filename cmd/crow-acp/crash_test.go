@@ -80,7 +80,7 @@ func TestCrashRecovery(t *testing.T) {
 	db := filepath.Join(dir, "crow.db")
 	cwd := t.TempDir()
 	env := map[string]string{"OPENAI_BASE_URL": model.URL(), "CROW_DB": db, "CROW_LOG_LEVEL": "warn"}
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(max(4*time.Minute, time.Duration(turns)*1200*time.Millisecond))
 
 	var sid string
 	var all []promptOutcome
