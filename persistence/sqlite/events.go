@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -89,26 +88,9 @@ type eventFill struct {
 	at      time.Time
 }
 
-// eventsPerInsert bounds one multi-row INSERT (9 parameters per row).
-const eventsPerInsert = 100
-
-// insertEventsSQL[n] is the INSERT of n rows.
-var insertEventsSQL = func() (qs [eventsPerInsert + 1]string) {
-	for n := 1; n <= eventsPerInsert; n++ {
-		var b strings.Builder
-		b.WriteString(`INSERT INTO events (stream, seq, connection_id, at, direction, turn, kind, method, body) VALUES `)
-		for i := range n {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		}
-		qs[n] = b.String()
-	}
-	return qs
-}()
-
-func insertEvents(n int) string { return insertEventsSQL[n] }
+const insertEvent = `
+	INSERT INTO events (stream, seq, connection_id, at, direction, turn, kind, method, body)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // appendEventsTx inserts evs inside tx and returns what it assigned; the
 // caller copies it into evs only after the commit, so a rollback leaves evs
@@ -144,46 +126,38 @@ func appendEventsTx(ctx context.Context, tx *sql.Tx, evs []*persistence.Event, t
 		}
 		r.next = last - r.n + 1
 	}
-	// Rows go in multi-row INSERTs: a frame log writes hundreds of small
-	// events per turn, and one statement per row would cost a round trip
-	// through cgo each.
+	stmt, err := tx.PrepareContext(ctx, insertEvent)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
 	out := make([]eventFill, len(evs))
-	args := make([]any, 0, eventsPerInsert*9)
-	for start := 0; start < len(evs); start += eventsPerInsert {
-		end := min(start+eventsPerInsert, len(evs))
-		args = args[:0]
-		for i := start; i < end; i++ {
-			e := evs[i]
-			at := e.At
-			if at.IsZero() {
-				at = t
-			}
-			n, err := nanos(at)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: %w", i, err)
-			}
-			r := streams[e.Stream]
-			out[i] = eventFill{seq: r.next, at: at}
-			r.next++
-			body := e.Body
-			if body == nil {
-				body = []byte{}
-			}
-			args = append(args, e.Stream, out[i].seq, e.ConnectionID, n, string(e.Direction),
-				e.Turn, string(e.Kind), e.Method, body)
+	for i, e := range evs {
+		at := e.At
+		if at.IsZero() {
+			at = t
 		}
-		res, err := tx.ExecContext(ctx, insertEvents(end-start), args...)
+		n, err := nanos(at)
 		if err != nil {
-			return nil, fmt.Errorf("events %d-%d: %w", start, end-1, err)
+			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		last, err := res.LastInsertId()
+		r := streams[e.Stream]
+		seq := r.next
+		r.next++
+		body := e.Body
+		if body == nil {
+			body = []byte{}
+		}
+		res, err := stmt.ExecContext(ctx, e.Stream, seq, e.ConnectionID, n, string(e.Direction),
+			e.Turn, string(e.Kind), e.Method, body)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		id, err := res.LastInsertId()
 		if err != nil {
 			return nil, err
 		}
-		// One statement in a write transaction: the ids are consecutive.
-		for i := start; i < end; i++ {
-			out[i].id = last - int64(end-1-i)
-		}
+		out[i] = eventFill{id: id, seq: seq, at: at}
 	}
 	return out, nil
 }
