@@ -82,6 +82,7 @@ var methods = map[string]method{
 	"session/close":             route(bindOptional[SessionCloser](SessionCloser.CloseSession)),
 	"session/delete":            route(bindOptional[SessionDeleter](SessionDeleter.DeleteSession)),
 	"session/set_config_option": route(bindOptional[ConfigOptionSetter](ConfigOptionSetter.SetSessionConfigOption)),
+	"session/set_mode":          route(bindOptional[ModeSetter](ModeSetter.SetSessionMode)),
 	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {
 		return a.Prompt
 	})),

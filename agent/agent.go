@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -65,6 +66,25 @@ type Config struct {
 	// MaxConcurrentTurns caps the sessions running a prompt at once; one
 	// more is refused with -32600. 0 = DefaultMaxConcurrentTurns.
 	MaxConcurrentTurns int
+	// NoTools offers the model no tools at all (built-in or MCP), for
+	// endpoints and small models that cannot call tools.
+	NoTools bool
+	// DefaultMode is the session mode new sessions start in ("" =
+	// ModeDefault; see mode.go).
+	DefaultMode string
+	// CommandTimeout is run_command's default timeout (the model may ask for
+	// another, up to 30 minutes). 0 = tool.DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// CommandOutputCap is how much output of one command is kept, in bytes.
+	// 0 = tool.DefaultCommandOutputCap.
+	CommandOutputCap int
+	// ToolOutputLimit is how much of one tool result the model sees, in
+	// bytes; the rest is kept and readable with read_output.
+	// 0 = DefaultToolOutputLimit.
+	ToolOutputLimit int
+	// MCPConnectTimeout bounds connecting to one MCP server.
+	// 0 = tool.DefaultMCPConnectTimeout.
+	MCPConnectTimeout time.Duration
 }
 
 // Journal records lifecycle events; journal.Journal implements it.
@@ -76,6 +96,10 @@ type Journal interface {
 
 // DefaultPartialSaveInterval is how often a growing reply is saved.
 const DefaultPartialSaveInterval = 100 * time.Millisecond
+
+// DefaultToolOutputLimit keeps one tool result near 2,000 tokens, which
+// leaves room in small (8k) context windows.
+const DefaultToolOutputLimit = 8 << 10
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.
 const DefaultMaxModelCalls = 50
@@ -96,7 +120,8 @@ type Agent struct {
 	turns      map[string]*turn   // running turns by session id
 	budgets    map[string]*budget // compaction state by session id
 
-	metaMu sync.Mutex // serialises read-modify-write of session metadata
+	metaMu sync.Mutex              // serialises read-modify-write of session metadata
+	mcp    map[string]*tool.MCPSet // MCP servers by session id
 }
 
 var (
@@ -116,6 +141,9 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 	}
 	if cfg.MaxModelCalls <= 0 {
 		cfg.MaxModelCalls = DefaultMaxModelCalls
+	}
+	if cfg.ToolOutputLimit <= 0 {
+		cfg.ToolOutputLimit = DefaultToolOutputLimit
 	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultSystemPrompt
@@ -157,15 +185,17 @@ func New(client acp.Client, store persistence.Store, model streaming.Client, cfg
 		counters: make(map[string]compaction.Counter),
 		turns:    make(map[string]*turn),
 		budgets:  make(map[string]*budget),
+		mcp:      make(map[string]*tool.MCPSet),
 	}
 }
 
 // ConnectionID is the agent's connection id (its lease owner).
 func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
 
-// Close releases the agent's session leases. Call it after the connection
-// stopped serving.
+// Close releases the agent's session leases and stops the sessions' MCP
+// servers. Call it after the connection stopped serving.
 func (a *Agent) Close() {
+	a.closeMCP()
 	a.leases.close()
 }
 
@@ -199,6 +229,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				Close:                 &acp.Marker{},
 				AdditionalDirectories: &acp.Marker{},
 			},
+			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},
 		AuthMethods: []acp.AuthMethod{},
 		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},

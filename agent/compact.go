@@ -385,6 +385,8 @@ func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m 
 		text = "Nothing to compact" + strings.TrimPrefix(err.Error(), compaction.ErrNothingToCompact.Error())
 	case err != nil && len(res.Plans) == 0:
 		text = "Context compaction failed: " + err.Error()
+	case len(res.Plans) == 0:
+		text = "Context compaction found nothing it could compact."
 	default:
 		last := res.Plans[len(res.Plans)-1]
 		compacted := 0

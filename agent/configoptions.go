@@ -32,10 +32,9 @@ const (
 )
 
 // configOptionList is every option, in priority order. The mode selector
-// (category "mode") joins here once session modes exist, kept in step with
-// session/set_mode and current_mode_update.
+// is kept in step with session/set_mode and current_mode_update (mode.go).
 func (a *Agent) configOptionList() []configOption {
-	return []configOption{modelOption}
+	return []configOption{modelOption, modeOption}
 }
 
 var modelOption = configOption{

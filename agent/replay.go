@@ -19,11 +19,12 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 	if err != nil {
 		return err
 	}
+	calls := newCallIndex(msgs)
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			return err // $/cancel_request on a long replay
 		}
-		for _, u := range mark(m, replayUpdates(m)) {
+		for _, u := range mark(m, append(replayUpdates(m), calls.replay(m)...)) {
 			if err := send(u); err != nil {
 				return err
 			}

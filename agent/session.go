@@ -22,6 +22,8 @@ type sessionMeta struct {
 	// Used is the context the last model request used (tokens), shown
 	// again when the session is reopened.
 	Used int `json:"used,omitempty"`
+	// Mode is the session mode (see mode.go); "" = ModeDefault.
+	Mode string `json:"mode,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {
@@ -70,6 +72,7 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 		McpServers:            req.McpServers,
 		AdditionalDirectories: req.AdditionalDirectories,
 		Model:                 a.cfg.Model,
+		Mode:                  ModeFromConfig(a.cfg.DefaultMode),
 	}
 	s := &persistence.Session{ID: newID("sess_"), Cwd: req.Cwd, Metadata: encodeMeta(meta)}
 	if err := a.store.CreateSession(ctx, s); err != nil {
@@ -79,8 +82,9 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 		return nil, storeError("create session", err)
 	}
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
+	a.connectMCP(s.ID, req.McpServers) // in the background: session/new stays fast
 	a.afterOpen(ctx, s)
-	return &acp.NewSessionResponse{SessionID: s.ID, ConfigOptions: a.configOptions(meta)}, nil
+	return &acp.NewSessionResponse{SessionID: s.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
 
 // LoadSession replays the whole stored conversation as session/update
@@ -90,6 +94,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	a.connectMCP(s.ID, req.McpServers) // in the background: load stays fast
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
@@ -100,7 +105,8 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	a.compactOnLoad(ctx, s)
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
 	a.afterOpen(ctx, s)
-	return &acp.LoadSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
+	meta := decodeMeta(s.Metadata)
+	return &acp.LoadSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
 
 // reopen finds a stored session for load or resume and records the root

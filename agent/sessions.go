@@ -54,9 +54,11 @@ func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest
 	if err != nil {
 		return nil, err
 	}
+	a.connectMCP(s.ID, req.McpServers) // in the background: resume stays fast
 	a.log.Info("session resumed", zap.String("session", s.ID))
 	a.afterOpen(ctx, s)
-	return &acp.ResumeSessionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
+	meta := decodeMeta(s.Metadata)
+	return &acp.ResumeSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
 
 // CloseSession cancels the session's running turn, waits until the turn has
@@ -74,6 +76,7 @@ func (a *Agent) CloseSession(ctx context.Context, req *acp.CloseSessionRequest) 
 		return nil, err
 	}
 	a.leases.release(ctx, req.SessionID)
+	a.releaseSession(req.SessionID)
 	a.log.Info("session closed", zap.String("session", req.SessionID))
 	return &acp.CloseSessionResponse{}, nil
 }
@@ -85,6 +88,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
+	a.releaseSession(req.SessionID)
 	if err := a.store.DeleteSession(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
 	}

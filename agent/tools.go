@@ -2,33 +2,262 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
-// toolDefinitions are the tools offered to the model in session s.
+// planTool is the built-in planning tool: shown as plan updates, not as a
+// tool call.
+const planTool = "update_plan"
+
+// toolMeta is what a stored tool result carries (persistence.Message.Meta)
+// so that session/load replays the call as it happened.
+type toolMeta struct {
+	Name      string                 `json:"name,omitempty"`
+	Title     string                 `json:"title,omitempty"`
+	Kind      acp.ToolKind           `json:"kind,omitempty"`
+	Status    acp.ToolCallStatus     `json:"status,omitempty"`
+	Locations []acp.ToolCallLocation `json:"locations,omitempty"`
+	Content   []acp.ToolCallContent  `json:"content,omitempty"`
+	Full      string                 `json:"full,omitempty"` // the whole output when the model's copy was cut
+	Plan      *acp.Plan              `json:"plan,omitempty"`
+}
+
+// toolDefinitions are the tools offered to the model in session s: the
+// built-ins, then the tools of the session's connected MCP servers.
 func (a *Agent) toolDefinitions(s *persistence.Session) []streaming.Tool {
+	var out []streaming.Tool
+	for _, t := range a.tools(s) {
+		out = append(out, t.Definition())
+	}
+	return out
+}
+
+// tools lists the tools of session s in the order offered.
+func (a *Agent) tools(s *persistence.Session) []tool.Tool {
+	if a.cfg.NoTools {
+		return nil
+	}
+	all := tool.Builtins()
+	if set := a.mcpSet(s.ID); set != nil {
+		all = append(all, set.Tools()...)
+	}
+	return all
+}
+
+// awaitMCP waits, at the start of a turn, for the session's MCP servers
+// still connecting (bounded by their connect timeout and by the turn), and
+// tells the user about any that failed.
+func (a *Agent) awaitMCP(ctx context.Context, s *persistence.Session) {
+	set := a.mcpSet(s.ID)
+	if set == nil {
+		return
+	}
+	set.Wait(ctx)
+	for _, f := range set.TakeFailures() {
+		a.log.Warn("mcp server failed", zap.String("session", s.ID), zap.String("error", f))
+		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(f + "\n\n")}})
+	}
+}
+
+// toolEnv is what tools may use in session s.
+func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
+	meta := decodeMeta(s.Metadata)
+	a.mu.Lock()
+	caps := a.clientCaps
+	a.mu.Unlock()
+	return &tool.Env{
+		SessionID:        s.ID,
+		Roots:            tool.ResolveRoots(append([]string{s.Cwd}, meta.AdditionalDirectories...)),
+		Client:           a.client,
+		ClientRead:       caps.FS.ReadTextFile,
+		ClientWrite:      caps.FS.WriteTextFile,
+		ClientTerminal:   caps.Terminal,
+		CommandTimeout:   a.cfg.CommandTimeout,
+		CommandOutputCap: a.cfg.CommandOutputCap,
+		OutputLimit:      a.cfg.ToolOutputLimit,
+		StoredOutput: func(ctx context.Context, callID string) (string, error) {
+			return a.storedOutput(ctx, s.ID, callID)
+		},
+	}
+}
+
+// storedOutput is the full output of an earlier tool call of the session.
+func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (string, error) {
+	msgs, err := a.store.Messages(ctx, sessionID, persistence.MessageFilter{})
+	if err != nil {
+		return "", fmt.Errorf("read stored output: %v", err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != persistence.RoleTool || m.ToolCallID != callID {
+			continue
+		}
+		var meta toolMeta
+		_ = json.Unmarshal(m.Meta, &meta)
+		if meta.Full != "" {
+			return meta.Full, nil
+		}
+		return m.Content, nil
+	}
+	return "", fmt.Errorf("no tool call with id %q in this session", callID)
+}
+
+// runToolCalls runs the model's tool calls one after the other and stores a
+// result for every call, so the rebuilt context never holds a call without
+// its result. Once the turn is cancelled the remaining calls are not run but
+// still answered.
+func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall) error {
+	env := a.toolEnv(s)
+	byName := make(map[string]tool.Tool)
+	for _, t := range a.tools(s) {
+		byName[t.Definition().Name] = t
+	}
+	for _, c := range calls {
+		if ctx.Err() != nil {
+			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: persistence.StatusCancelled,
+				Content: "Error: not run: the user cancelled the turn."}
+			if err := a.store.AppendMessages(persistCtx, s.ID, msg); err != nil {
+				return storeError("save tool result", err)
+			}
+			continue
+		}
+		if err := a.runToolCall(ctx, persistCtx, s, env, byName, c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// runToolCalls runs the model's tool calls and stores a result for every
-// call, so the rebuilt context never holds a call without its result. No
-// tools are offered yet, so each call is answered with an error the model
-// can read.
-func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall) error {
-	results := make([]*persistence.Message, 0, len(calls))
-	for _, c := range calls {
-		results = append(results, &persistence.Message{
-			Role:       persistence.RoleTool,
-			ToolCallID: c.ID,
-			Content:    fmt.Sprintf("Error: there is no tool named %q.", c.Name),
-			Status:     persistence.StatusFailed,
-		})
+// runToolCall reports, authorizes, runs and stores one call:
+// tool_call (pending) → permission → in_progress → completed | failed.
+func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Session, env *tool.Env,
+	byName map[string]tool.Tool, c streaming.ToolCall) error {
+	var rawInput json.RawMessage
+	if json.Valid([]byte(c.Arguments)) {
+		rawInput = json.RawMessage(c.Arguments)
 	}
-	if err := a.store.AppendMessages(persistCtx, s.ID, results...); err != nil {
-		return storeError("save tool results", err)
+	call := &acp.ToolCall{ToolCallID: c.ID, Title: c.Name, Kind: acp.ToolKindOther, Status: acp.ToolStatusPending, RawInput: rawInput}
+	// failEarly answers a call that cannot even be prepared; the user still
+	// sees it, already failed.
+	failEarly := func(res tool.Result) error {
+		call.Status, call.Content = acp.ToolStatusFailed, res.Content
+		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+		return a.saveToolResult(persistCtx, s, c, call, res, persistence.StatusFailed)
+	}
+	t := byName[c.Name]
+	if t == nil {
+		if len(byName) == 0 {
+			return failEarly(tool.Failure("there is no tool named %q: no tools are available in this session", c.Name))
+		}
+		return failEarly(tool.Failure("there is no tool named %q; available tools: %s", c.Name, strings.Join(sortedNames(byName), ", ")))
+	}
+	if c.ArgumentsError != "" {
+		return failEarly(tool.Failure("the arguments of %s are not a JSON object (%s); call it again with valid JSON", c.Name, c.ArgumentsError))
+	}
+	act, err := t.Prepare(env, json.RawMessage(c.Arguments))
+	if err != nil {
+		return failEarly(tool.Failure("%s: %v", c.Name, err))
+	}
+	call.Title, call.Kind, call.Locations = act.Title, act.Kind, act.Locations
+
+	if c.Name == planTool {
+		res := act.Run(ctx, func([]acp.ToolCallContent) {})
+		if res.Plan != nil {
+			a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{Plan: res.Plan})
+		}
+		call.Status = acp.ToolStatusCompleted
+		return a.saveToolResult(persistCtx, s, c, call, res, persistence.StatusComplete)
+	}
+
+	a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+	finish := func(res tool.Result, status persistence.MessageStatus) error {
+		call.Status = acp.ToolStatusCompleted
+		if res.Failed || status != persistence.StatusComplete {
+			call.Status = acp.ToolStatusFailed
+		}
+		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{
+			ToolCallID: c.ID, Status: call.Status, Content: res.Content}})
+		return a.saveToolResult(persistCtx, s, c, call, res, status)
+	}
+
+	verdict, why, err := a.authorize(ctx, s, call, act)
+	if err != nil {
+		return err
+	}
+	switch verdict {
+	case verdictCancelled:
+		return finish(tool.Failure("cancelled: the user cancelled the turn before permission was given"), persistence.StatusCancelled)
+	case verdictRejected:
+		return finish(tool.Failure("%s", why), persistence.StatusComplete)
+	}
+
+	a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
+	res := act.Run(ctx, func(content []acp.ToolCallContent) {
+		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})
+	})
+	status := persistence.StatusComplete
+	if ctx.Err() != nil && res.Failed {
+		status = persistence.StatusCancelled
+	}
+	return finish(res, status)
+}
+
+// saveToolResult stores the model's view of a result with what replay needs.
+func (a *Agent) saveToolResult(ctx context.Context, s *persistence.Session, c streaming.ToolCall, call *acp.ToolCall,
+	res tool.Result, status persistence.MessageStatus) error {
+	meta := toolMeta{
+		Name: c.Name, Title: call.Title, Kind: call.Kind, Status: call.Status,
+		Locations: call.Locations, Content: replayContent(res), Full: res.Full, Plan: res.Plan,
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("encode tool meta: %w", err)
+	}
+	if res.Output == "" {
+		res.Output = "(no output)"
+	}
+	msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Content: res.Output, Status: status, Meta: raw}
+	if err := a.store.AppendMessages(ctx, s.ID, msg); err != nil {
+		return storeError("save tool result", err)
 	}
 	return nil
+}
+
+// replayContent is the content a replay shows: a terminal is gone after
+// the call, so its output is shown as text instead.
+func replayContent(res tool.Result) []acp.ToolCallContent {
+	out := make([]acp.ToolCallContent, 0, len(res.Content))
+	for _, c := range res.Content {
+		if c.Terminal != nil {
+			text := res.Output
+			if res.Full != "" {
+				text = res.Full
+			}
+			if cut, was := tool.Truncate(text, 64<<10, "shortened for display"); was {
+				text = cut
+			}
+			c = acp.ToolText("```\n" + strings.TrimSuffix(text, "\n") + "\n```")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func sortedNames(m map[string]tool.Tool) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -100,6 +100,7 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
 func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session) (acp.StopReason, error) {
+	a.awaitMCP(ctx, s)
 	for call := 0; call < a.cfg.MaxModelCalls; call++ {
 		res, err := a.streamReply(ctx, persistCtx, s)
 		if err != nil {

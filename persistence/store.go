@@ -167,9 +167,10 @@ type MessageFilter struct {
 // store that cannot keep those replaces them as ValidText does and hands the
 // stored text back in the struct passed in.
 type Store interface {
-	EventLog       // persistence/events.go
-	MessageUpdater // persistence/events.go
-	Leases         // persistence/lease.go
+	EventLog        // persistence/events.go
+	MessageUpdater  // persistence/events.go
+	Leases          // persistence/lease.go
+	PermissionStore // persistence/permission.go
 
 	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
 	// ErrConflict if the id exists.

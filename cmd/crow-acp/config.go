@@ -12,6 +12,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -74,6 +75,10 @@ type config struct {
 
 	listPageSize value[int]    // sessions per session/list page
 	titles       value[string] // "local" or "model"
+
+	toolOutputLimit value[int]    // bytes of one tool result the model sees
+	commandTimeout  value[string] // run_command's default timeout (a Go duration)
+	tools           value[string] // "on", or "off": no tools for the model
 
 	contextWindow value[int] // tokens; 0: not configured
 	outputReserve value[int] // tokens; 0: not configured
@@ -340,6 +345,11 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 	if cfg.limits, err = loadLimits(r, fc.Limits, fc.Requests); err != nil {
 		return nil, err
 	}
+	if cfg.toolOutputLimit, err = r.int("", "CROW_TOOL_OUTPUT_LIMIT", nil, "", agent.DefaultToolOutputLimit); err != nil {
+		return nil, err
+	}
+	cfg.commandTimeout = r.str("", "CROW_COMMAND_TIMEOUT", nil, "", tool.DefaultCommandTimeout.String())
+	cfg.tools = r.str("", "CROW_TOOLS", nil, "", "on")
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -364,6 +374,15 @@ func (c *config) validate() error {
 	}
 	if c.maxLineBytes.V < 1024 {
 		return usagef("max-line-bytes %d is too small: at least 1024 (from %s)", c.maxLineBytes.V, c.maxLineBytes.From)
+	}
+	if t := c.tools.V; t != "on" && t != "off" {
+		return usagef("tools %q: use on or off (from %s)", t, c.tools.From)
+	}
+	if c.toolOutputLimit.V < 1024 {
+		return usagef("tool output limit %d: at least 1024 bytes (from %s)", c.toolOutputLimit.V, c.toolOutputLimit.From)
+	}
+	if d, err := time.ParseDuration(c.commandTimeout.V); err != nil || d <= 0 {
+		return usagef("command timeout %q: want a duration such as 2m (from %s)", c.commandTimeout.V, c.commandTimeout.From)
 	}
 	if c.maxModelCalls.V < 1 {
 		return usagef("max model calls %d: must be at least 1 (from %s)", c.maxModelCalls.V, c.maxModelCalls.From)
@@ -515,6 +534,7 @@ func (c *config) agentConfig() agent.Config {
 	if c.modelSpec == nil && (c.contextWindow.V > 0 || c.outputReserve.V > 0) {
 		models = append(models, agent.Model{Name: c.model.V, ContextWindow: c.contextWindow.V, OutputReserve: c.outputReserve.V})
 	}
+	commandTimeout, _ := time.ParseDuration(c.commandTimeout.V) // checked by validate
 	ac := agent.Config{
 		Models:        models,
 		Model:         c.model.V,
@@ -524,6 +544,11 @@ func (c *config) agentConfig() agent.Config {
 		ModelTitles:   c.titles.V == "model",
 		Compaction:    c.compactionSettings(),
 		LeaseTTL:      c.leaseTTL.V,
+
+		NoTools:         c.tools.V == "off",
+		DefaultMode:     agent.ModeFromConfig(c.permissionMode.V),
+		CommandTimeout:  commandTimeout,
+		ToolOutputLimit: c.toolOutputLimit.V,
 	}
 	c.limits.apply(&ac)
 	return ac

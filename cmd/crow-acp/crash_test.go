@@ -132,9 +132,9 @@ func TestCrashRecovery(t *testing.T) {
 					Params struct {
 						Update struct {
 							SessionUpdate string `json:"sessionUpdate"`
-							Content       struct {
-								Text string `json:"text"`
-							} `json:"content"`
+							// An object for message chunks, an array
+							// for tool calls.
+							Content json.RawMessage `json:"content"`
 						} `json:"update"`
 					} `json:"params"`
 					Error json.RawMessage `json:"error"`
@@ -148,7 +148,11 @@ func TestCrashRecovery(t *testing.T) {
 					switch fr.Params.Update.SessionUpdate {
 					case "agent_message_chunk":
 						out.updates++
-						out.chunks += fr.Params.Update.Content.Text
+						var c struct {
+							Text string `json:"text"`
+						}
+						_ = json.Unmarshal(fr.Params.Update.Content, &c)
+						out.chunks += c.Text
 					case "agent_thought_chunk", "tool_call", "tool_call_update", "plan":
 						out.updates++
 					}

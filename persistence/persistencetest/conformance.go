@@ -68,6 +68,7 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"ImportSession", testImportSession},
 		{"OddText", testOddText},
+		{"PermissionRules", testPermissionRules},
 	}
 	tests = append(tests, compactionTests...)
 	tests = append(tests, eventTests...) // events.go

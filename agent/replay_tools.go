@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// callIndex knows, for a stored conversation, the arguments of every tool
+// call and which calls have a stored result.
+type callIndex struct {
+	calls    map[string]persistence.ToolCall
+	answered map[string]bool
+}
+
+func newCallIndex(msgs []persistence.Message) *callIndex {
+	ix := &callIndex{calls: make(map[string]persistence.ToolCall), answered: make(map[string]bool)}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			ix.calls[c.ID] = c
+		}
+		if m.Role == persistence.RoleTool {
+			ix.answered[m.ToolCallID] = true
+		}
+	}
+	return ix
+}
+
+// replay returns the tool-call updates one stored message shows: a tool
+// result replays its call as it ended (tool_call, then the final
+// tool_call_update with title, kind and content); an update_plan result
+// replays the plan; a call that never got a result shows as failed.
+func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
+	switch m.Role {
+	case persistence.RoleAssistant:
+		var out []acp.SessionUpdate
+		for _, c := range m.ToolCalls {
+			if ix.answered[c.ID] || c.Name == planTool {
+				continue
+			}
+			out = append(out, acp.SessionUpdate{ToolCall: &acp.ToolCall{
+				ToolCallID: c.ID, Title: c.Name, Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed,
+				RawInput: rawInput(c.Arguments), Content: []acp.ToolCallContent{acp.ToolText(compaction.InterruptedResult)},
+			}})
+		}
+		return out
+	case persistence.RoleTool:
+		var meta toolMeta
+		_ = json.Unmarshal(m.Meta, &meta) // no meta: a result stored before tools had any
+		c := ix.calls[m.ToolCallID]
+		if meta.Name == "" {
+			meta.Name = c.Name
+		}
+		if meta.Name == planTool {
+			if meta.Plan != nil {
+				return []acp.SessionUpdate{{Plan: meta.Plan}}
+			}
+			return nil
+		}
+		if meta.Title == "" {
+			meta.Title = meta.Name
+		}
+		if meta.Kind == "" {
+			meta.Kind = acp.ToolKindOther
+		}
+		if meta.Status == "" {
+			meta.Status = acp.ToolStatusCompleted
+			if m.Status != persistence.StatusComplete {
+				meta.Status = acp.ToolStatusFailed
+			}
+		}
+		if meta.Content == nil {
+			meta.Content = []acp.ToolCallContent{acp.ToolText(m.Content)}
+		}
+		return []acp.SessionUpdate{
+			{ToolCall: &acp.ToolCall{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
+				Status: acp.ToolStatusPending, Locations: meta.Locations, RawInput: rawInput(c.Arguments)}},
+			{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
+				Status: meta.Status, Content: meta.Content}},
+		}
+	}
+	return nil
+}
+
+func rawInput(args string) json.RawMessage {
+	if args != "" && json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+// DefaultMCPConnectTimeout bounds connecting to one MCP server and listing
+// its tools.
+const DefaultMCPConnectTimeout = 20 * time.Second
+
+// MCPSet is the MCP servers of one session. It connects in the background;
+// the first turn waits for the attempts to settle.
+type MCPSet struct {
+	done   chan struct{} // closed when every connection attempt has ended
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	conns    []*mcpConn
+	failures []string // not yet reported to the user
+	closed   bool
+}
+
+type mcpConn struct {
+	name    string
+	session *mcp.ClientSession
+	tools   []*mcp.Tool
+}
+
+// ConnectMCP starts connecting to servers and returns at once.
+func ConnectMCP(servers []acp.McpServer, version string, timeout time.Duration) *MCPSet {
+	if timeout <= 0 {
+		timeout = DefaultMCPConnectTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &MCPSet{done: make(chan struct{}), cancel: cancel}
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := connectOne(ctx, srv, version, timeout)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			switch {
+			case err != nil:
+				s.failures = append(s.failures, fmt.Sprintf("MCP server %q failed to start: %v. Its tools are not available in this session.", srv.Name, err))
+			case s.closed:
+				_ = c.session.Close()
+			default:
+				s.conns = append(s.conns, c)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(s.done)
+	}()
+	return s
+}
+
+func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration) (*mcpConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		t      mcp.Transport
+		stderr *capBuffer
+	)
+	headers := func() *http.Client {
+		if len(srv.Headers) == 0 {
+			return nil
+		}
+		return &http.Client{Transport: headerTransport{srv.Headers}}
+	}
+	switch srv.Type {
+	case "", "stdio":
+		if srv.Command == "" {
+			return nil, errors.New("no command")
+		}
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Env = childEnv()
+		for _, e := range srv.Env {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
+		stderr = &capBuffer{limit: 2048}
+		cmd.Stderr = stderr
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case "http":
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: headers(), MaxRetries: -1}
+	case "sse":
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: headers()}
+	default:
+		return nil, fmt.Errorf("unsupported transport %q", srv.Type)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, nil)
+	sess, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, withStderr(err, stderr)
+	}
+	c := &mcpConn{name: srv.Name, session: sess}
+	for tl, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			_ = sess.Close()
+			return nil, withStderr(fmt.Errorf("list tools: %w", err), stderr)
+		}
+		c.tools = append(c.tools, tl)
+	}
+	return c, nil
+}
+
+func withStderr(err error, stderr *capBuffer) error {
+	if stderr == nil {
+		return err
+	}
+	if out, _ := stderr.result(); strings.TrimSpace(out) != "" {
+		return fmt.Errorf("%w (stderr: %s)", err, strings.TrimSpace(out))
+	}
+	return err
+}
+
+type headerTransport struct{ headers []acp.HTTPHeader }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for _, hd := range h.headers {
+		r.Header.Set(hd.Name, hd.Value)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Wait waits until every connection attempt has ended or ctx is done.
+func (s *MCPSet) Wait(ctx context.Context) {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
+}
+
+// TakeFailures returns the failures not reported yet.
+func (s *MCPSet) TakeFailures() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failures
+	s.failures = nil
+	return f
+}
+
+// Tools are the tools of the connected servers, named server__tool.
+func (s *MCPSet) Tools() []Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Tool
+	for _, c := range s.conns {
+		for _, t := range c.tools {
+			out = append(out, &mcpTool{conn: c, tool: t, name: mcpName(c.name, t.Name)})
+		}
+	}
+	return out
+}
+
+// Close stops connecting and closes every server (stdio servers are
+// stopped).
+func (s *MCPSet) Close() {
+	s.cancel()
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.session.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// mcpName namespaces a server's tool for the model (names must match
+// ^[a-zA-Z0-9_-]{1,64}$).
+func mcpName(server, tool string) string {
+	n := nameUnsafe.ReplaceAllString(server, "_") + "__" + nameUnsafe.ReplaceAllString(tool, "_")
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}
+
+type mcpTool struct {
+	conn *mcpConn
+	tool *mcp.Tool
+	name string
+}
+
+func (t *mcpTool) Definition() streaming.Tool {
+	params, _ := t.tool.InputSchema.(map[string]any)
+	if params == nil {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	desc := t.tool.Description
+	if len(desc) > 1024 {
+		desc = desc[:1024]
+	}
+	return streaming.Tool{Name: t.name, Description: desc, Parameters: params}
+}
+
+func (t *mcpTool) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
+	var args map[string]any
+	if err := decode(raw, &args); err != nil {
+		return nil, err
+	}
+	title := t.tool.Title
+	if title == "" && t.tool.Annotations != nil {
+		title = t.tool.Annotations.Title
+	}
+	if title == "" {
+		title = t.tool.Name
+	}
+	act := &Action{
+		Title: t.conn.name + ": " + title, Kind: acp.ToolKindOther, Access: AccessOther,
+		PermissionKey: "mcp:" + t.name,
+	}
+	if a := t.tool.Annotations; a != nil && a.ReadOnlyHint {
+		act.Access, act.Kind = AccessRead, acp.ToolKindRead
+	}
+	act.Run = func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
+		res, err := t.conn.session.CallTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Failure("cancelled")
+			}
+			return Failure("MCP server %q: %v", t.conn.name, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			switch c := c.(type) {
+			case *mcp.TextContent:
+				b.WriteString(c.Text)
+			case *mcp.EmbeddedResource:
+				if c.Resource != nil && c.Resource.Text != "" {
+					b.WriteString(c.Resource.Text)
+				} else if c.Resource != nil {
+					fmt.Fprintf(&b, "[resource %s]", c.Resource.URI)
+				}
+			case *mcp.ResourceLink:
+				fmt.Fprintf(&b, "[resource link %s]", c.URI)
+			case *mcp.ImageContent:
+				fmt.Fprintf(&b, "[image %s, not shown]", c.MIMEType)
+			default:
+				b.WriteString("[unsupported content]")
+			}
+		}
+		if b.Len() == 0 && res.StructuredContent != nil {
+			if js, err := json.Marshal(res.StructuredContent); err == nil {
+				b.Write(js)
+			}
+		}
+		r := cutResult(env, textResult(b.String()))
+		if res.IsError {
+			r.Failed = true
+			r.Output = "Error: " + r.Output
+		}
+		return r
+	}
+	return act, nil
+}

@@ -1,0 +1,136 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crow-acp/crow-acp/acp"
+)
+
+// Path is a path named by the model, resolved against the workspace.
+type Path struct {
+	Abs     string // absolute, cleaned, symlinks of its existing part resolved
+	Display string // relative to the root it is in, or absolute when outside
+	Inside  bool   // within one of the roots
+}
+
+// ResolveRoots makes roots absolute and resolves their symlinks, so that
+// containment checks compare real paths.
+func ResolveRoots(roots []string) []string {
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if r == "" || !filepath.IsAbs(r) {
+			continue
+		}
+		out = append(out, realPath(filepath.Clean(r)))
+	}
+	return out
+}
+
+// Resolve resolves p (relative to the first root, or absolute). A path is
+// inside only if its real location is: "..", absolute paths and symlinks
+// pointing out of the workspace all count as outside.
+func (e *Env) Resolve(p string) (Path, error) {
+	if strings.TrimSpace(p) == "" {
+		return Path{}, errors.New("path is required")
+	}
+	if strings.ContainsRune(p, 0) {
+		return Path{}, errors.New("path contains a NUL byte")
+	}
+	if len(e.Roots) == 0 {
+		return Path{}, errors.New("the session has no working directory")
+	}
+	if strings.HasPrefix(p, "~/") {
+		return Path{}, fmt.Errorf("path %q: use an absolute path instead of ~", p)
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(e.Roots[0], abs)
+	}
+	abs = realPath(filepath.Clean(abs))
+	for _, r := range e.Roots {
+		if rel, ok := within(r, abs); ok {
+			if rel == "" {
+				rel = "."
+			}
+			return Path{Abs: abs, Display: rel, Inside: true}, nil
+		}
+	}
+	return Path{Abs: abs, Display: abs, Inside: false}, nil
+}
+
+// within reports whether p is root or below it, and p relative to root.
+func within(root, p string) (string, bool) {
+	if p == root {
+		return "", true
+	}
+	prefix := root
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	if strings.HasPrefix(p, prefix) {
+		return p[len(prefix):], true
+	}
+	return "", false
+}
+
+// realPath resolves the symlinks of the longest existing prefix of p and
+// appends the rest (a file about to be created has no real path yet).
+func realPath(p string) string {
+	var rest []string
+	cur := p
+	for {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+			return p
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+		cur = parent
+	}
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+// outside returns the paths of ps that are outside the workspace.
+func outside(ps ...Path) []string {
+	var out []string
+	for _, p := range ps {
+		if !p.Inside {
+			out = append(out, p.Abs)
+		}
+	}
+	return out
+}
+
+// locate is the tool-call location of p (line 0: none).
+func locate(p Path, line int) []acp.ToolCallLocation {
+	l := acp.ToolCallLocation{Path: p.Abs}
+	if line > 0 {
+		l.Line = ptr(line)
+	}
+	return []acp.ToolCallLocation{l}
+}
+
+// statFile reports whether p exists as a regular file.
+func statFile(p string) (os.FileInfo, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", p)
+	}
+	return fi, nil
+}

@@ -1,0 +1,167 @@
+// Package tool holds crow-acp's built-in tools, one file each with its
+// description and JSON schema next to the code. A tool validates its
+// arguments in Prepare, which says what the call will touch (so the agent can
+// report it and ask permission) and returns the Action that runs it.
+//
+// Descriptions and schemas are deliberately terse: they are sent with every
+// model request and count against small context windows.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/streaming"
+)
+
+// Access is what a call does, which decides whether it needs permission.
+type Access int
+
+const (
+	AccessNone    Access = iota // touches nothing outside the agent (plans, stored output)
+	AccessRead                  // reads files
+	AccessEdit                  // changes files
+	AccessExecute               // runs a command
+	AccessOther                 // an external tool (MCP) that may do anything
+)
+
+// Env is what a tool may use while it runs in one session.
+type Env struct {
+	SessionID string
+	// Roots are the workspace directories, symlinks resolved: the session's
+	// cwd first, then any additional directories. Paths inside them are
+	// "inside"; everything else needs the user's permission.
+	Roots  []string
+	Client acp.Client
+	// What the client offered in initialize; a method it did not offer is
+	// never called.
+	ClientRead, ClientWrite, ClientTerminal bool
+
+	CommandTimeout   time.Duration // default timeout of run_command
+	CommandOutputCap int           // bytes of command output kept
+	OutputLimit      int           // bytes of one result the model sees
+	// StoredOutput returns the full output of an earlier call of this
+	// session (for read_output).
+	StoredOutput func(ctx context.Context, callID string) (string, error)
+}
+
+// Action is one prepared tool call.
+type Action struct {
+	Title     string
+	Kind      acp.ToolKind
+	Locations []acp.ToolCallLocation
+	Access    Access
+	// Outside lists the resolved paths the call touches outside every root.
+	Outside []string
+	// PermissionKey names what an "always" decision covers, e.g. "edit" or
+	// "command:go". Empty for calls that never ask.
+	PermissionKey string
+	// Run performs the call. progress shows content while it runs (the
+	// embedded terminal of a command).
+	Run func(ctx context.Context, progress func([]acp.ToolCallContent)) Result
+}
+
+// Result is what a call produced.
+type Result struct {
+	Output  string                // what the model reads (possibly cut, with a note)
+	Full    string                // the complete output when Output was cut
+	Content []acp.ToolCallContent // what the client shows
+	Failed  bool
+	Plan    *acp.Plan // set by update_plan
+}
+
+// Tool is one function the model can call.
+type Tool interface {
+	Definition() streaming.Tool
+	Prepare(env *Env, args json.RawMessage) (*Action, error)
+}
+
+// Builtins returns the built-in tools, in the order offered to the model.
+func Builtins() []Tool {
+	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}}
+}
+
+// Failure is a failed result whose text the model and the user both see.
+func Failure(format string, args ...any) Result {
+	msg := fmt.Sprintf(format, args...)
+	return Result{Output: "Error: " + msg, Content: []acp.ToolCallContent{acp.ToolText(msg)}, Failed: true}
+}
+
+// textResult is a successful plain-text result.
+func textResult(out string) Result {
+	return Result{Output: out, Content: []acp.ToolCallContent{acp.ToolText(out)}}
+}
+
+// decode unmarshals the model's arguments; the error is written for the model.
+func decode(args json.RawMessage, v any) error {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return fmt.Errorf("invalid arguments: %v", err)
+	}
+	return nil
+}
+
+// --- JSON schema helpers: keep schemas small ---
+
+type props map[string]any
+
+func object(p props, required ...string) map[string]any {
+	s := map[string]any{"type": "object", "properties": map[string]any(p)}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+func integer(desc string) map[string]any {
+	return map[string]any{"type": "integer", "description": desc}
+}
+
+// --- output limits ---
+
+// Truncate cuts s to about limit bytes for the model, keeping the head and
+// the tail (errors are usually at the end) and saying what was left out and
+// how to read it. It reports whether s was cut.
+func Truncate(s string, limit int, hint string) (string, bool) {
+	if limit <= 0 || len(s) <= limit {
+		return s, false
+	}
+	head := cutAtLine(s[:limit*2/5], false)
+	tail := cutAtLine(s[len(s)-limit*3/5:], true)
+	omitted := s[len(head) : len(s)-len(tail)]
+	note := fmt.Sprintf("\n[... %d bytes (%d lines) omitted of %d bytes; %s ...]\n",
+		len(omitted), strings.Count(omitted, "\n"), len(s), hint)
+	return head + note + tail, true
+}
+
+// cutAtLine trims a partial line off the end (or, for a tail, the start).
+func cutAtLine(s string, tail bool) string {
+	if tail {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+			return s[i+1:]
+		}
+		return s
+	}
+	if i := strings.LastIndexByte(s, '\n'); i > 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// cutResult applies the model's output limit to a text result, keeping the
+// full text for read_output.
+func cutResult(env *Env, r Result) Result {
+	if out, cut := Truncate(r.Output, env.OutputLimit, "call read_output with this call's id to read the rest"); cut {
+		r.Full, r.Output = r.Output, out
+	}
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }
