@@ -119,7 +119,7 @@ func errData(t *testing.T, err error) map[string]any {
 func TestAutoCompactionOff(t *testing.T) {
 	st := compaction.Defaults()
 	st.Auto = false
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, Compaction: &st})
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, Compaction: &st, NoTools: true})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -149,7 +149,8 @@ func TestAutoCompactionOff(t *testing.T) {
 // compaction fail with a clear error; after three failed compactions the
 // agent stops trying (no more summary requests) and says so.
 func TestBreakerAfterThreeFailures(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}})
+	// No tools: their schemas alone would take half of this small window.
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, NoTools: true})
 	m.SetFallback(fakemodel.Reply{Text: "short summary"})
 	ctx := context.Background()
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})

@@ -89,6 +89,9 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 		"CROW_MODEL=" + fakemodel.ModelID,
 		// A small window, so that compaction is reached in a few turns.
 		"CROW_CONTEXT_WINDOW=1024",
+		// The scripted conversation uses no tools; their schemas would not
+		// fit in this window.
+		"CROW_TOOLS=off",
 	}
 
 	d.heading("crow-acp demo — offline, against a scripted OpenAI-compatible model")
