@@ -305,7 +305,7 @@ func TestOneCompactionPerTurn(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		replies = append(replies, call(i))
 	}
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}}, replies...)
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, NoTools: true}, replies...)
 	ctx := context.Background()
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
