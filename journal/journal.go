@@ -268,7 +268,7 @@ func idKey(id json.RawMessage) string {
 func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, sid string) {
 	// Knowing whether a session exists may take a read; do it before
 	// locking.
-	known := j.known(sid, ev.Method == "session/load" || ev.Method == "session/prompt")
+	known := j.known(sid, ev.Method != "session/new")
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	req := request{method: ev.Method}
@@ -359,11 +359,20 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 			st.active = 0
 		}
 	}
+	if r.method == "session/delete" && ok {
+		// Its events went with it; the answer belongs to the connection.
+		delete(j.sessions, r.session)
+		r.session = ""
+	}
 	ev.Stream, ev.Turn = j.streamOf(r.session), r.turn
 	j.addLocked(ev)
 	switch {
-	case r.method == "session/load" && r.session != "" && ok:
-		j.lifecycleLocked(r.session, 0, persistence.EventSessionLoaded, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
+	case (r.method == "session/load" || r.method == "session/resume") && r.session != "" && ok:
+		j.lifecycleLocked(r.session, 0, persistence.EventSessionLoaded, map[string]any{"connectionId": j.conn, "pid": os.Getpid(), "via": r.method})
+	case r.method == "session/close" && r.session != "" && ok:
+		// Closed on this connection: not again when the connection ends.
+		j.lifecycleLocked(r.session, 0, persistence.EventSessionClosed, map[string]any{"reason": "session/close"})
+		delete(j.sessions, r.session)
 	case r.method == "session/prompt" && r.session != "":
 		switch {
 		case len(errObj) > 0:

@@ -74,3 +74,10 @@ func (o *orderedStore) InterruptStreaming(ctx context.Context, sessionID string)
 	})
 	return n, err
 }
+
+// DeleteSession commits the pending frames first, so that the session's
+// events all go with it.
+func (o *orderedStore) DeleteSession(ctx context.Context, id string) error {
+	o.j.Flush(ctx)
+	return o.Store.DeleteSession(ctx, id)
+}
