@@ -9,7 +9,8 @@ BIN := bin
 # a -fuzztime duration can fail spuriously with "context deadline exceeded"
 # when it expires mid-run (golang/go#75804, unfixed in Go 1.26).
 FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./streaming:FuzzParser \
-	./streaming:FuzzStream ./agent:FuzzContextMessages ./agent:FuzzAgent
+	./streaming:FuzzStream ./agent:FuzzContextMessages ./agent:FuzzAgent \
+	./agent/tool:FuzzResolve
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -80,7 +80,12 @@ func within(root, p string) (string, bool) {
 
 // realPath resolves the symlinks of the longest existing prefix of p and
 // appends the rest (a file about to be created has no real path yet).
-func realPath(p string) string {
+func realPath(p string) string { return realPathDepth(p, 0) }
+
+// maxLinks bounds the symlinks followed in one path, as the kernel does.
+const maxLinks = 40
+
+func realPathDepth(p string, depth int) string {
 	var rest []string
 	cur := p
 	for {
@@ -88,6 +93,17 @@ func realPath(p string) string {
 			return filepath.Join(append([]string{r}, rest...)...)
 		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
 			return p
+		}
+		// A symlink whose target does not exist yet: writing through it
+		// creates the target, so the path is where the target is (a
+		// planted link to a file outside must not count as inside).
+		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 && depth < maxLinks {
+			if target, err := os.Readlink(cur); err == nil {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(cur), target)
+				}
+				return realPathDepth(filepath.Join(append([]string{target}, rest...)...), depth+1)
+			}
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {

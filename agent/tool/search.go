@@ -90,6 +90,11 @@ func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 					if d.IsDir() || (glob != nil && !glob.MatchString(rel) && !glob.MatchString(d.Name())) {
 						return true
 					}
+					// Symlinks are not followed (as grep -r and ripgrep):
+					// one planted inside could point at any file outside.
+					if d.Type()&fs.ModeSymlink != 0 {
+						return true
+					}
 					shown := rel
 					if p.Display != "." {
 						shown = filepath.ToSlash(filepath.Join(p.Display, rel))
