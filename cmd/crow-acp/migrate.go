@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
@@ -14,7 +15,8 @@ import (
 const migrateUsage = `Usage: crow-acp migrate --from <store> --to <store> [-v]
 
 Copies every session (messages, compaction records, its event log of frames
-and lifecycle facts) from one store to another, then proves the copy: each
+and lifecycle facts), and the permission rules of the sessions' project
+directories, from one store to another, then proves the copy: each
 session is read back from the destination and its content digest compared
 with the source's, its events compared one by one, and every source session
 must be listed by the destination. A store is what CROW_DB
@@ -74,6 +76,11 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 		}
 		fmt.Fprintf(out, "\nverified in the destination: %s, %s and %s; content digests match\n",
 			pluralCount(report.Messages, "message"), pluralCount(report.Compactions, "compaction record"), pluralCount(report.Events, "event"))
+		fmt.Fprintf(out, "permission rules of the sessions' projects: %d", report.Rules)
+		if n := len(report.RuleConflicts); n > 0 {
+			fmt.Fprintf(out, ", %d with the other decision in the destination (not copied): %s", n, strings.Join(report.RuleConflicts, ", "))
+		}
+		fmt.Fprintln(out)
 	}
 	if err != nil {
 		return e.fail(fmt.Errorf("migrate: %w", err))

@@ -32,6 +32,11 @@ type Report struct {
 	Conflicts []string
 	// Deleted are sessions deleted from the source while copying.
 	Deleted []string
+	// Rules counts the permission rules of the sessions' project
+	// directories, copied or already there; RuleConflicts are those the
+	// destination has with the other decision ("cwd: key"), not copied.
+	Rules         int
+	RuleConflicts []string
 }
 
 // Progress is called after each session with what happened to it:
@@ -43,7 +48,7 @@ type Progress func(id, outcome string)
 // identical) and returns the report so far; conflicts do not stop it but
 // make it return ErrConflicts at the end.
 func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*Report, error) {
-	ids, err := allSessions(ctx, src)
+	ids, cwds, err := allSessions(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("list source sessions: %w", err)
 	}
@@ -74,7 +79,7 @@ func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*
 	}
 	// Count what the destination now lists: every source session must be
 	// there, whatever happened to it.
-	have, err := allSessions(ctx, dst)
+	have, _, err := allSessions(ctx, dst)
 	if err != nil {
 		return r, fmt.Errorf("list destination sessions: %w", err)
 	}
@@ -87,8 +92,11 @@ func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*
 			return r, fmt.Errorf("verification failed: session %q is not listed by the destination", id)
 		}
 	}
-	if len(r.Conflicts) > 0 {
-		return r, fmt.Errorf("%d sessions: %w", len(r.Conflicts), ErrConflicts)
+	if r.Rules, r.RuleConflicts, err = copyRules(ctx, dst, src, cwds); err != nil {
+		return r, err
+	}
+	if n := len(r.Conflicts) + len(r.RuleConflicts); n > 0 {
+		return r, fmt.Errorf("%d sessions and %d permission rules: %w", len(r.Conflicts), len(r.RuleConflicts), ErrConflicts)
 	}
 	return r, nil
 }
@@ -97,22 +105,27 @@ func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*
 // content; Report.Conflicts names them.
 var ErrConflicts = errors.New("already in the destination with different content (not copied)")
 
-// allSessions lists every session id of s. Paging is keyset-based, so a
-// session written meanwhile is neither skipped nor listed twice (a session
-// bumped to the top after its page was read is still listed once).
-func allSessions(ctx context.Context, s persistence.Store) ([]string, error) {
-	var ids []string
+// allSessions lists every session id of s, and the project directories of
+// the sessions. Paging is keyset-based, so a session written meanwhile is
+// neither skipped nor listed twice (a session bumped to the top after its
+// page was read is still listed once).
+func allSessions(ctx context.Context, s persistence.Store) (ids, cwds []string, err error) {
 	seen := make(map[string]bool)
+	seenCwd := make(map[string]bool)
 	opts := persistence.ListSessionsOptions{Limit: persistence.MaxListLimit}
 	for {
 		list, next, err := s.ListSessions(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, sess := range list {
 			if !seen[sess.ID] {
 				seen[sess.ID] = true
 				ids = append(ids, sess.ID)
+			}
+			if sess.Cwd != "" && !seenCwd[sess.Cwd] {
+				seenCwd[sess.Cwd] = true
+				cwds = append(cwds, sess.Cwd)
 			}
 		}
 		if next == "" {
@@ -121,7 +134,8 @@ func allSessions(ctx context.Context, s persistence.Store) ([]string, error) {
 		opts.Cursor = next
 	}
 	slices.Sort(ids) // a stable order: progress output can be compared between runs
-	return ids, nil
+	slices.Sort(cwds)
+	return ids, cwds, nil
 }
 
 // copySession copies one session and verifies it. It returns the outcome

@@ -92,6 +92,20 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	persistencetest.RichSession(t, dst, "delta")
 	persistencetest.RichSession(t, src, "delta")
 
+	// Permission rules of the sessions' projects; one the destination has
+	// decided the other way.
+	for _, r := range []*persistence.PermissionRule{
+		{Cwd: "/w/beta", Key: "edit", Allow: true},
+		{Cwd: "/w/alpha", Key: "command:rm", Allow: false},
+	} {
+		if err := src.SetPermissionRule(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dst.SetPermissionRule(ctx, &persistence.PermissionRule{Cwd: "/w/alpha", Key: "command:rm", Allow: true}); err != nil {
+		t.Fatal(err)
+	}
+
 	var seen []string
 	report, err := Copy(ctx, dst, src, func(id, outcome string) { seen = append(seen, id+":"+outcome) })
 	if !errors.Is(err, ErrConflicts) {
@@ -106,6 +120,15 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		report.Compactions != comps || !slices.Equal(report.Conflicts, []string{"delta"}) {
 		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, %d messages, %d compactions, conflict delta",
 			report, msgs, comps)
+	}
+	if report.Rules != 2 || !slices.Equal(report.RuleConflicts, []string{"/w/alpha: command:rm"}) {
+		t.Errorf("rules: %d copied or present, conflicts %v; want 2 and /w/alpha: command:rm", report.Rules, report.RuleConflicts)
+	}
+	if rules, err := dst.PermissionRules(ctx, "/w/beta"); err != nil || len(rules) != 1 || !rules[0].Allow || rules[0].Key != "edit" {
+		t.Errorf("destination rules of /w/beta: %+v, %v", rules, err)
+	}
+	if rules, _ := dst.PermissionRules(ctx, "/w/alpha"); len(rules) != 1 || !rules[0].Allow {
+		t.Errorf("the conflicting rule was overwritten: %+v", rules)
 	}
 	if report.Events != 2*len(historyEvents("")) {
 		t.Errorf("report.Events = %d, want %d", report.Events, 2*len(historyEvents("")))
