@@ -5,6 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
@@ -46,7 +50,29 @@ func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
 	for k, v := range f.Env {
 		vars[k] = v
 	}
+	buildMCPServer(f, env)
 	return vars
+}
+
+// mcpServerName is where a fixture finds the test MCP server
+// (testdata/mcpserver): "${TMP}/mcp-notes".
+const mcpServerName = "mcp-notes"
+
+// buildMCPServer builds the test MCP server into ${TMP} for the fixtures
+// that use it. A build failure shows up as the server failing to start.
+func buildMCPServer(f *fixture.Fixture, env fixture.Env) {
+	script := ""
+	for _, st := range f.Script {
+		script += st.Text
+	}
+	out := filepath.Join(env.Tmp, mcpServerName)
+	if !strings.Contains(script, "${TMP}/"+mcpServerName) {
+		return
+	}
+	if _, err := os.Stat(out); err == nil {
+		return
+	}
+	_ = exec.Command("go", "build", "-o", out, "github.com/crow-acp/crow-acp/testdata/mcpserver").Run()
 }
 
 // TestFixtures runs every scenario in-process, over pipes.
