@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +73,10 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	if err := os.MkdirAll(d.cwd, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(d.cwd, "README.md"), []byte("# hello\nA tiny project.\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d.cwd, "README.md"), []byte(readme), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d.cwd, "server.log"), []byte(serverLog()), 0o644); err != nil {
 		return err
 	}
 
@@ -88,20 +92,17 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 		"OPENAI_BASE_URL=" + d.model.URL(),
 		"CROW_MODEL=" + fakemodel.ModelID,
 		// A small window, so that compaction is reached in a few turns.
-		"CROW_CONTEXT_WINDOW=1024",
-		// The scripted conversation uses no tools; their schemas would not
-		// fit in this window.
-		"CROW_TOOLS=off",
+		"CROW_CONTEXT_WINDOW=" + strconv.Itoa(demoWindow),
 	}
 
 	d.heading("crow-acp demo — offline, against a scripted OpenAI-compatible model")
 	d.say("model endpoint  %s (fake, scripted, on the loopback)", d.model.URL())
 	d.say("database        %s", filepath.Join(dir, "crow.db"))
 	d.say("project         %s", d.cwd)
-	d.say("context window  1024 tokens (CROW_CONTEXT_WINDOW), so that compaction comes quickly")
+	d.say("context window  %d tokens (CROW_CONTEXT_WINDOW), so that compaction comes quickly", demoWindow)
 
 	// 1. A new session; the reply streams.
-	d.heading("1. An editor starts crow-acp and opens a session")
+	d.heading("1. An editor starts crow-acp, opens a session; the model streams and uses tools")
 	a, err := d.start(ctx)
 	if err != nil {
 		return err
@@ -120,6 +121,9 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	}
 	if err := a.prompt(sid, secondPrompt); err != nil {
 		return err
+	}
+	if a.tools < 3 || a.permissions < 1 {
+		return fmt.Errorf("expected 3 tool calls and a permission request, saw %d and %d", a.tools, a.permissions)
 	}
 
 	d.heading("2. The context nears the window: crow-acp compacts it before the next request")
@@ -163,11 +167,16 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 		return errors.New("the continued prompt never reached the model")
 	}
 	last := reqs[len(reqs)-1]
-	if !bytes.Contains(last, []byte(summaryMarker)) || !bytes.Contains(last, []byte(thirdPrompt[:40])) {
+	if !bytes.Contains(last, []byte(summaryMarker)) || !bytes.Contains(last, []byte(thirdPrompt)) {
 		return errors.New("after the restart the model did not receive the compacted conversation")
 	}
 	d.say("  the model's request was rebuilt from the database: %d messages — the summary of the compacted turns,", countMessages(last))
 	d.say("  the turn after it and the new prompt (the originals stay stored: sessions show lists them, marked)")
+	notes, err := os.ReadFile(filepath.Join(d.cwd, "NOTES.md"))
+	if err != nil {
+		return fmt.Errorf("the write_file tool did not write NOTES.md: %w", err)
+	}
+	d.say("  NOTES.md, written by the tool after permission was given: %q", strings.TrimSpace(string(notes)))
 	if err := a.stop(); err != nil {
 		return err
 	}
@@ -191,47 +200,56 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 	return nil
 }
 
-// The prompts are long on purpose: with a small window, three turns
-// are enough to need compaction.
+// demoWindow is small, so that a few turns with tool output need
+// compaction: the third prompt crosses the threshold (0.9 of the window
+// minus the reply reserve) while the request after the log was read stays
+// under it. TestDemo fails if the tools' size moves either out of range.
+const demoWindow = 5200
+
 const (
-	firstPrompt = "I am working on the expression parser in parser.go of this Go project. When the input is empty, " +
-		"ParseExpr panics with index out of range instead of returning an error: the tokenizer returns an empty " +
-		"slice and the loop reads tokens[0] before checking the length. Explain the root cause first, then propose " +
-		"a fix that returns ErrEmptyInput. Keep the public API unchanged, because two other packages call ParseExpr, " +
-		"and do not touch the lexer package, which belongs to another team. Our style guide wants wrapped errors " +
-		"with the operation name and no panics in library code."
-	secondPrompt = "Now the evaluator in eval.go: dividing by zero silently returns positive infinity and the caller " +
-		"prints Inf. Make Eval return ErrDivisionByZero wrapped with the operation name, and add tests for integer " +
-		"and float division by zero, modulo by zero, and a nested expression where the zero appears only after " +
-		"simplification. The same constraints as before apply: public API unchanged, lexer untouched, wrapped " +
-		"errors, no panics. Also add one line to the CHANGELOG under Unreleased, keeping its format exactly."
-	thirdPrompt = "Good. Before we stop, run the whole test suite with the race detector and tell me whether " +
-		"anything else fails: which package, which test, and the first line of the failure message."
-	lastPrompt = "What were the constraints I gave you at the start?"
+	firstPrompt  = "What is this project? Keep a short note of it in NOTES.md."
+	secondPrompt = "The service crashed last night. Read server.log and tell me what failed."
+	thirdPrompt  = "Good. Which request should I replay to reproduce it?"
+	lastPrompt   = "What did we find out before the restart?"
 
 	summaryMarker = "## Task"
 )
 
-// script is what the fake model answers, in order. Words arrive 30 ms
-// apart so that the streaming is visible; the reported usage is what makes
-// the third prompt cross the compaction threshold (0.9 of 1024 - 256).
+// analysis makes the second answer long, so that the next prompt crosses
+// the compaction threshold at the start of a turn.
+var analysis = strings.Repeat("The requests before it all evaluated well-formed expressions in a few milliseconds, "+
+	"so load was not the cause; the panic came from the missing length check alone, and the fix is to return "+
+	"ErrEmptyInput before reading the first token. ", 30)
+
+const readme = "# parser-service\nA small HTTP service that parses and evaluates arithmetic expressions.\n"
+
+// serverLog is a log large enough to fill much of the window when read.
+func serverLog() string {
+	var b strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "2026-11-20T23:%02d:%02dZ INFO request id=%04d path=/eval expr=%q status=200 duration=%dms\n", i/60, i%60, 1000+i, fmt.Sprintf("(%d+%d)*%d", i, i+1, i+2), 3+i%7)
+	}
+	b.WriteString("2026-11-20T23:59:58Z ERROR request id=1040 path=/eval expr=\"\" panic: runtime error: index out of range [0] with length 0\n")
+	b.WriteString("2026-11-20T23:59:58Z ERROR goroutine 71 [running]: main.ParseExpr(...) parser.go:42\n")
+	return b.String()
+}
+
+// script is what the fake model answers, in order: tool calls, streamed
+// text (words 20 ms apart, to make the streaming visible), the summary
+// compaction asks for, and the answers after it.
 var script = []fakemodel.Reply{
-	{Text: "The root cause: the loop in ParseExpr reads tokens[0] before it checks len(tokens), so an empty slice " +
-		"from the tokenizer panics. The fix checks the length first and returns ErrEmptyInput, wrapped with the " +
-		"operation name as the style guide asks; ParseExpr keeps its signature, so its two callers do not change, " +
-		"and the lexer package is not touched. I added a table-driven test with empty input, whitespace only, a " +
-		"single number, nested parentheses and an unbalanced closing parenthesis.", DelayMS: 20},
-	{Text: "Eval now returns ErrDivisionByZero, wrapped with the operation, for integer and float division and for " +
-		"modulo; the nested case simplifies first and then reports the error from the innermost division. The four " +
-		"new tests pass, the public API is unchanged, the lexer is untouched, nothing panics, and the CHANGELOG has " +
-		"one line under Unreleased in its existing format.", DelayMS: 20,
-		// As a provider reports it: the next request would pass the threshold.
-		Usage: &fakemodel.Usage{PromptTokens: 640, CompletionTokens: 100, TotalTokens: 740}},
+	{ToolCalls: []fakemodel.ToolCall{
+		{ID: "call_read", Name: "read_file", Arguments: `{"path":"README.md"}`},
+		{ID: "call_note", Name: "write_file", Arguments: `{"path":"NOTES.md","content":"parser-service: HTTP service that parses and evaluates arithmetic expressions.\n"}`},
+	}},
+	{Text: "It is parser-service, a small HTTP service that parses and evaluates arithmetic expressions. I wrote that down in NOTES.md.", DelayMS: 20},
+	{ToolCalls: []fakemodel.ToolCall{{ID: "call_log", Name: "read_file", Arguments: `{"path":"server.log"}`}}},
+	{Text: "Request 1040 sent an empty expression; ParseExpr read tokens[0] of an empty slice and panicked (parser.go:42). " +
+		"Every other request succeeded. " + analysis, Chunks: 60, DelayMS: 20},
 	// The summary request compaction makes.
-	{Text: summaryMarker + "\nFix ParseExpr on empty input (ErrEmptyInput); Eval division by zero (ErrDivisionByZero).\n" +
-		"## Constraints\nPublic API unchanged; lexer untouched; wrapped errors; no panics.\n## Files\nparser.go, eval.go, CHANGELOG"},
-	{Text: "The race detector finds nothing else: every package passes.", DelayMS: 20},
-	{Text: "Public API unchanged, the lexer package untouched, errors wrapped with the operation name, and no panics in library code.", DelayMS: 20},
+	{Text: summaryMarker + "\nFind why parser-service crashed.\n## Findings\nRequest 1040 with an empty expression made ParseExpr panic (index out of range, parser.go:42).\n## Files\nREADME.md, NOTES.md, server.log"},
+	{Text: "Replay request 1040: POST /eval with an empty expression.", DelayMS: 20},
+	{Text: "Request 1040 sent an empty expression and ParseExpr panicked on it at parser.go:42; the notes are in NOTES.md.", DelayMS: 20},
 }
 
 func countMessages(req []byte) int {
@@ -262,7 +280,38 @@ type agentProc struct {
 	replayed    []string
 	chunks      int
 	inReply     bool // "assistant: " was printed for the current reply
+	shown       int  // bytes of the current reply received
 	compactions []string
+	tools       int
+	permissions int
+	toolTitles  map[string]string
+}
+
+// endReply ends the line of a streamed reply before other output.
+func (a *agentProc) endReply() {
+	if a.inReply {
+		fmt.Fprintln(a.d.out)
+		a.inReply = false
+	}
+}
+
+// answerPermission allows once, as a person clicking "Allow" would.
+func (a *agentProc) answerPermission(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, p *acp.RequestPermissionRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.endReply()
+	choice := acp.RequestPermissionOutcome{Outcome: "cancelled"}
+	name := "cancelled (no allow option)"
+	for _, o := range p.Options {
+		if o.Kind == acp.PermissionAllowOnce {
+			choice = acp.RequestPermissionOutcome{Outcome: "selected", OptionID: o.OptionID}
+			name = o.Name
+			break
+		}
+	}
+	a.permissions++
+	fmt.Fprintf(a.d.out, "  ? permission  %s → the user picks %q\n", p.ToolCall.Title, name)
+	go func() { _ = conn.Reply(ctx, id, acp.RequestPermissionResponse{Outcome: choice}) }()
 }
 
 func (d *demo) start(ctx context.Context) (*agentProc, error) {
@@ -282,7 +331,7 @@ func (d *demo) start(ctx context.Context) (*agentProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	a := &agentProc{d: d, cmd: cmd, stdin: stdin}
+	a := &agentProc{d: d, cmd: cmd, stdin: stdin, toolTitles: make(map[string]string)}
 	a.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewPlainObjectStream(readWriteCloser{bufio.NewReader(stdout), stdin}), a)
 	d.say("$ crow-acp serve        (pid %d, ACP over its stdin/stdout)", cmd.Process.Pid)
 	return a, nil
@@ -318,6 +367,7 @@ func (a *agentProc) prompt(sid, text string) error {
 	a.d.say("→ session/prompt         %q", short(text, 90))
 	a.mu.Lock()
 	a.chunks = 0
+	a.shown = 0
 	a.inReply = false
 	a.mu.Unlock()
 	var res acp.PromptResponse
@@ -331,7 +381,10 @@ func (a *agentProc) prompt(sid, text string) error {
 	if err != nil {
 		return err
 	}
-	a.d.say("  ← stopReason %q after %d streamed chunks", res.StopReason, n)
+	a.mu.Lock()
+	shown := a.shown
+	a.mu.Unlock()
+	a.d.say("  ← stopReason %q after %d streamed chunks (%d bytes)", res.StopReason, n, shown)
 	return nil
 }
 
@@ -349,6 +402,13 @@ func (a *agentProc) stop() error {
 
 // Handle renders what the agent sends.
 func (a *agentProc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Method == "session/request_permission" && req.Params != nil {
+		var p acp.RequestPermissionRequest
+		if json.Unmarshal(*req.Params, &p) == nil {
+			a.answerPermission(ctx, conn, req.ID, &p)
+			return
+		}
+	}
 	if req.Method != "session/update" || req.Params == nil {
 		if !req.Notif {
 			_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: acp.CodeMethodNotFound, Message: "not supported by crow-demo"})
@@ -380,14 +440,28 @@ func (a *agentProc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 			a.inReply = true
 		}
 		a.chunks++
-		fmt.Fprint(a.d.out, u.AgentMessageChunk.Content.Text.Text)
+		// Long answers are cut in the transcript (not in the session).
+		t := u.AgentMessageChunk.Content.Text.Text
+		switch {
+		case a.shown+len(t) <= maxShown:
+			fmt.Fprint(a.d.out, t)
+		case a.shown <= maxShown:
+			fmt.Fprint(a.d.out, " […]")
+		}
+		a.shown += len(t)
+	case u.ToolCall != nil:
+		a.endReply()
+		a.toolTitles[u.ToolCall.ToolCallID] = u.ToolCall.Title
+		fmt.Fprintf(a.d.out, "  ⚙ tool call  %s [%s]\n", u.ToolCall.Title, u.ToolCall.Kind)
+		a.tools++
+	case u.ToolCallUpdate != nil && (u.ToolCallUpdate.Status == acp.ToolStatusCompleted || u.ToolCallUpdate.Status == acp.ToolStatusFailed):
+		a.endReply()
+		fmt.Fprintf(a.d.out, "  %s %s\n", map[acp.ToolCallStatus]string{acp.ToolStatusCompleted: "✓ completed ", acp.ToolStatusFailed: "✗ failed    "}[u.ToolCallUpdate.Status],
+			a.toolTitles[u.ToolCallUpdate.ToolCallID])
 	case u.Other != nil:
 		if line := compactionLine(u.Other); line != "" {
 			a.compactions = append(a.compactions, line)
-			if a.inReply {
-				fmt.Fprintln(a.d.out)
-				a.inReply = false
-			}
+			a.endReply()
 			fmt.Fprintf(a.d.out, "  %s\n", line)
 		}
 	}
@@ -399,11 +473,15 @@ func compactionLine(raw json.RawMessage) string {
 		SessionUpdate string             `json:"sessionUpdate"`
 		Status        string             `json:"status"`
 		Summary       []acp.ContentBlock `json:"summary"`
+		Error         *string            `json:"error"`
 	}
 	if json.Unmarshal(raw, &c) != nil || c.SessionUpdate != "compaction_update" {
 		return ""
 	}
 	line := "compaction " + c.Status
+	if c.Error != nil {
+		line += ": " + short(*c.Error, 200)
+	}
 	for _, b := range c.Summary {
 		if b.Text != nil {
 			line += ": " + short(b.Text.Text, 160)
@@ -411,6 +489,9 @@ func compactionLine(raw json.RawMessage) string {
 	}
 	return line
 }
+
+// maxShown is how much of one answer the transcript prints.
+const maxShown = 300
 
 // short cuts s to one line of at most n runes.
 func short(s string, n int) string {

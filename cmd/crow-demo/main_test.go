@@ -25,13 +25,16 @@ func TestDemo(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"assistant: The root cause",
+		"⚙ tool call  Read README.md [read]",
+		"? permission  Write NOTES.md → the user picks",
+		"✓ completed  Write NOTES.md",
+		"assistant: It is parser-service",
 		"compaction completed: Context compacted (summarize)",
 		"exited cleanly after its stdin closed",
-		"replayed  user:      I am working on the expression parser",
+		"replayed  user:      What is this project?",
 		"replayed  compaction completed",
-		"assistant: Public API unchanged",
 		"the model's request was rebuilt from the database",
+		"NOTES.md, written by the tool after permission was given",
 		"$ crow-acp sessions list",
 	} {
 		if !strings.Contains(s, want) {
