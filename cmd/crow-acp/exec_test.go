@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,6 +153,94 @@ func TestExecTerminal(t *testing.T) {
 		// The spinner's line is cleared before the answer starts.
 		if i, j := strings.LastIndex(s[:strings.Index(s, "answer")], "\x1b[2K"), strings.Index(s, "waiting for the model"); i < j {
 			t.Errorf("progress not cleared before the answer:\n%q", s)
+		}
+	})
+
+	t.Run("pty permission", func(t *testing.T) {
+		m := fakemodel.Start()
+		defer m.Close()
+		m.Enqueue(
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"NOTES.md","content":"hello\n"}`}}},
+			fakemodel.Reply{Text: "written"},
+		)
+		env := fixture.NewEnv(t)
+		cmd := execCommand(t, bin, m, env, "write a note")
+		tty, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tty.Close()
+		var mu sync.Mutex
+		var out bytes.Buffer
+		copied := make(chan struct{})
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				n, err := tty.Read(buf)
+				mu.Lock()
+				out.Write(buf[:n])
+				mu.Unlock()
+				if err != nil {
+					close(copied)
+					return
+				}
+			}
+		}()
+		// Answer the question when it is asked: 1 = the first option (allow once).
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			asked := strings.Contains(out.String(), "choose 1-")
+			mu.Unlock()
+			if asked {
+				break
+			}
+			if time.Now().After(deadline) {
+				mu.Lock()
+				t.Fatalf("no permission question on the terminal:\n%q", out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := tty.Write([]byte("1\n")); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		<-copied
+		mu.Lock()
+		s := out.String()
+		mu.Unlock()
+		if err != nil {
+			t.Fatalf("exec: %v\n%q", err, s)
+		}
+		for _, want := range []string{"⚙ Write NOTES.md", "? Write NOTES.md", "1) ", "✓ Write NOTES.md", "written"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("terminal output lacks %q:\n%q", want, s)
+			}
+		}
+		if b, err := os.ReadFile(env.Dir + "/NOTES.md"); err != nil || string(b) != "hello\n" {
+			t.Errorf("NOTES.md after allowing: %q %v", b, err)
+		}
+	})
+
+	t.Run("pipes refuse without --yes", func(t *testing.T) {
+		m := fakemodel.Start()
+		defer m.Close()
+		m.Enqueue(
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"NOTES.md","content":"hello\n"}`}}},
+			fakemodel.Reply{Text: "not written"},
+		)
+		env := fixture.NewEnv(t)
+		cmd := execCommand(t, bin, m, env, "write a note")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("exec: %v\n%s", err, errb.String())
+		}
+		if !strings.Contains(errb.String(), "refused: Write NOTES.md") || !strings.Contains(errb.String(), "--yes") {
+			t.Errorf("stderr: %s", errb.String())
+		}
+		if _, err := os.Stat(env.Dir + "/NOTES.md"); err == nil {
+			t.Errorf("NOTES.md was written without permission")
 		}
 	})
 
