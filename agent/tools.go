@@ -71,13 +71,12 @@ func (a *Agent) awaitMCP(ctx context.Context, s *persistence.Session) {
 
 // toolEnv is what tools may use in session s.
 func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
-	meta := decodeMeta(s.Metadata)
 	a.mu.Lock()
 	caps := a.clientCaps
 	a.mu.Unlock()
 	return &tool.Env{
 		SessionID:        s.ID,
-		Roots:            tool.ResolveRoots(append([]string{s.Cwd}, meta.AdditionalDirectories...)),
+		Roots:            tool.ResolveRoots(workspaceRoots(s)),
 		Client:           a.client,
 		ClientRead:       caps.FS.ReadTextFile,
 		ClientWrite:      caps.FS.WriteTextFile,
