@@ -88,6 +88,12 @@ func open(ctx context.Context, path, pragmas string) (*Store, error) {
 	// mode, which a query-only connection could not do.
 	if err := migrate(ctx, db, migrations.SQLite, "sqlite"); err != nil {
 		db.Close()
+		if ro := readOnly(abs); ro != nil {
+			// SQLite's own message ("unable to open database file") hides
+			// the cause: WAL needs to write the file and its directory.
+			return nil, fmt.Errorf("sqlite: open: %s is read-only (%v); crow-acp writes its database as it goes: fix the permissions or set CROW_DB elsewhere: %w",
+				abs, ro, persistence.ErrStorageReadOnly)
+		}
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	// SQLite silently keeps another journal mode where WAL is impossible
@@ -117,6 +123,24 @@ func open(ctx context.Context, path, pragmas string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	return &Store{db: db, rdb: rdb}, nil
+}
+
+// readOnly reports why the database file or its directory cannot be
+// written, or nil.
+func readOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	// WAL creates the -wal and -shm files beside it.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".crow-write-check-*")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	return nil
 }
 
 // createFile makes the parent directory (0700) and an empty database file
