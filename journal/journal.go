@@ -216,6 +216,11 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	if dir == acp.Outbound {
 		ev.Direction = persistence.DirOut
 	}
+	if sid, ok := sessionUpdateSession(raw); ok {
+		ev.Kind, ev.Method = persistence.EventNotification, "session/update"
+		j.notification(ev, sessionParams{SessionID: sid})
+		return
+	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
