@@ -39,7 +39,7 @@ type Model struct {
 // Defaults for models configured without these attributes.
 const (
 	DefaultContextWindow = 128000
-	DefaultOutputReserve = 4096
+	DefaultOutputReserve = 8192 // with the window/4 cap: a quarter of small windows, 8k of large ones
 	DefaultCurrency      = "USD"
 )
 
