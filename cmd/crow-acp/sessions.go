@@ -23,6 +23,7 @@ const sessionsUsage = `Usage:
   crow-acp sessions delete ID
   crow-acp sessions verify ID
   crow-acp sessions rebuild ID
+  crow-acp sessions prune-frames --older-than DURATION
 
 Manages the sessions stored in the database (the same ones editors load).
 list prints the newest first; show prints one conversation as text; export
@@ -30,7 +31,8 @@ writes it as Markdown or as JSON (every message, compacted ones included, and
 the compaction records); delete removes a session and everything it owns;
 verify rebuilds a session's messages from its event log and reports every
 difference from the live tables (exit 1 if any); rebuild prints the rebuilt
-messages as JSON lines.
+messages as JSON lines; prune-frames deletes raw frames older than DURATION
+from the event log (the retention option; messages and lifecycle events stay).
 A session id that does not exist exits with status 3.
 `
 
@@ -57,8 +59,10 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 		fn = sessionsVerify // sessions_verify.go
 	case "rebuild":
 		fn = sessionsRebuild
+	case "prune-frames":
+		fn = sessionsPruneFrames // sessions_prune.go
 	default:
-		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, verify or rebuild", sub))
+		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, verify, rebuild or prune-frames", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)
