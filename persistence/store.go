@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -214,4 +215,16 @@ type Store interface {
 	CompactionStore // compaction.go
 
 	Close() error
+}
+
+// CheckOwner reports whether m may be written to session sessionID: it
+// must exist and name that session or none.
+func (m *Message) CheckOwner(sessionID string) error {
+	if m == nil {
+		return errors.New("nil message")
+	}
+	if m.SessionID != "" && m.SessionID != sessionID {
+		return fmt.Errorf("message belongs to session %q, not %q", m.SessionID, sessionID)
+	}
+	return nil
 }

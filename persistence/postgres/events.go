@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // classify wraps the storage faults a user must hear about in the domain's
@@ -237,7 +238,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 	if m == nil || m.ID == 0 || m.SessionID == "" {
 		return errors.New("message id and session id are required")
 	}
-	toolCalls, err := sliceJSON("tool calls", m.ToolCalls)
+	toolCalls, err := jsoncol.Slice("tool calls", m.ToolCalls)
 	if err != nil {
 		return err
 	}

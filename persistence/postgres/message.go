@@ -3,13 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // messageRow is a message encoded for an INSERT, prepared before the
@@ -24,17 +24,14 @@ type messageRow struct {
 
 func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messageRow, error) {
 	var r messageRow
-	if m == nil {
-		return r, errors.New("nil message")
-	}
-	if m.SessionID != "" && m.SessionID != sessionID {
-		return r, fmt.Errorf("message belongs to session %q, not %q", m.SessionID, sessionID)
-	}
-	var err error
-	if r.parts, err = sliceJSON("parts", m.Parts); err != nil {
+	if err := m.CheckOwner(sessionID); err != nil {
 		return r, err
 	}
-	if r.toolCalls, err = sliceJSON("tool calls", m.ToolCalls); err != nil {
+	var err error
+	if r.parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
+		return r, err
+	}
+	if r.toolCalls, err = jsoncol.Slice("tool calls", m.ToolCalls); err != nil {
 		return r, err
 	}
 	if r.meta, err = rawJSON("meta", m.Meta); err != nil {
@@ -210,10 +207,10 @@ func scanMessages(rows pgx.Rows, sessionID string) ([]persistence.Message, error
 		m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
 		m.TokenCount = int(tokens)
 		var err error
-		if m.Parts, err = decodeSlice[persistence.Part]("parts", parts); err != nil {
+		if m.Parts, err = jsoncol.DecodeSlice[persistence.Part]("parts", parts); err != nil {
 			return nil, fmt.Errorf("message %d: %w", m.ID, err)
 		}
-		if m.ToolCalls, err = decodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
+		if m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
 			return nil, fmt.Errorf("message %d: %w", m.ID, err)
 		}
 		if meta != nil {

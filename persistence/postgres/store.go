@@ -181,30 +181,6 @@ func rawJSON(field string, v json.RawMessage) (any, error) {
 	return persistence.ValidText(string(v)), nil
 }
 
-// sliceJSON encodes a slice; nil is stored as NULL, empty as [].
-func sliceJSON[T any](field string, v []T) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", field, err)
-	}
-	return string(b), nil
-}
-
-// decodeSlice is the inverse of sliceJSON.
-func decodeSlice[T any](field string, b []byte) ([]T, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var v []T
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", field, err)
-	}
-	return v, nil
-}
-
 // isUniqueViolation reports whether err is a unique or primary-key
 // violation.
 func isUniqueViolation(err error) bool {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 const compactionColumns = `id, policy, compacted_ids, kept_ids, tokens_before, tokens_after,
@@ -29,13 +30,13 @@ func scanCompaction(row scanner, sessionID string) (*persistence.Compaction, err
 	}
 	var err error
 	c.SessionID = sessionID
-	if c.CompactedIDs, err = decodeSlice[int64]("compacted ids", compacted); err != nil {
+	if c.CompactedIDs, err = jsoncol.DecodeSlice[int64]("compacted ids", compacted); err != nil {
 		return nil, fmt.Errorf("compaction %d: %w", c.ID, err)
 	}
-	if c.KeptIDs, err = decodeSlice[int64]("kept ids", kept); err != nil {
+	if c.KeptIDs, err = jsoncol.DecodeSlice[int64]("kept ids", kept); err != nil {
 		return nil, fmt.Errorf("compaction %d: %w", c.ID, err)
 	}
-	if c.AddedIDs, err = decodeSlice[int64]("added ids", added); err != nil {
+	if c.AddedIDs, err = jsoncol.DecodeSlice[int64]("added ids", added); err != nil {
 		return nil, fmt.Errorf("compaction %d: %w", c.ID, err)
 	}
 	if summary.Valid {
@@ -75,11 +76,11 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 	if err != nil {
 		return err
 	}
-	compacted, err := sliceJSON("compacted ids", c.CompactedIDs)
+	compacted, err := jsoncol.Slice("compacted ids", c.CompactedIDs)
 	if err != nil {
 		return err
 	}
-	kept, err := sliceJSON("kept ids", c.KeptIDs)
+	kept, err := jsoncol.Slice("kept ids", c.KeptIDs)
 	if err != nil {
 		return err
 	}

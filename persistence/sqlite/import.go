@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // ImportSession stores a whole session exactly as d has it, in one
@@ -100,15 +101,15 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		newComp := make(map[int64]int64, len(comps))
 		for i, c := range d.Compactions {
-			compacted, err := sliceJSON("compacted ids", persistence.Remap(c.CompactedIDs, newMsg))
+			compacted, err := jsoncol.Slice("compacted ids", persistence.Remap(c.CompactedIDs, newMsg))
 			if err != nil {
 				return err
 			}
-			kept, err := sliceJSON("kept ids", persistence.Remap(c.KeptIDs, newMsg))
+			kept, err := jsoncol.Slice("kept ids", persistence.Remap(c.KeptIDs, newMsg))
 			if err != nil {
 				return err
 			}
-			added, err := sliceJSON("added ids", persistence.Remap(c.AddedIDs, newMsg))
+			added, err := jsoncol.Slice("added ids", persistence.Remap(c.AddedIDs, newMsg))
 			if err != nil {
 				return err
 			}

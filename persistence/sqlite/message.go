@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // messageRow is a message encoded for an INSERT, prepared before the
@@ -22,17 +22,14 @@ type messageRow struct {
 
 func encodeMessage(sessionID string, m *persistence.Message, t time.Time) (messageRow, error) {
 	var r messageRow
-	if m == nil {
-		return r, errors.New("nil message")
-	}
-	if m.SessionID != "" && m.SessionID != sessionID {
-		return r, fmt.Errorf("message belongs to session %q, not %q", m.SessionID, sessionID)
-	}
-	var err error
-	if r.parts, err = sliceJSON("parts", m.Parts); err != nil {
+	if err := m.CheckOwner(sessionID); err != nil {
 		return r, err
 	}
-	if r.toolCalls, err = sliceJSON("tool calls", m.ToolCalls); err != nil {
+	var err error
+	if r.parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
+		return r, err
+	}
+	if r.toolCalls, err = jsoncol.Slice("tool calls", m.ToolCalls); err != nil {
 		return r, err
 	}
 	if r.meta, err = rawJSON("meta", m.Meta); err != nil {
@@ -207,10 +204,10 @@ func scanMessage(r scanner, sessionID string) (persistence.Message, error) {
 	m.SessionID = sessionID
 	m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
 	var err error
-	if m.Parts, err = decodeSlice[persistence.Part]("parts", parts); err != nil {
+	if m.Parts, err = jsoncol.DecodeSlice[persistence.Part]("parts", parts); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	if m.ToolCalls, err = decodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
+	if m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if meta != nil {
