@@ -55,10 +55,11 @@ func toolChunks(n, size int) [][]byte {
 	return append(out, []byte(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`))
 }
 
-func decodeAll(b *testing.B, raw [][]byte) []openai.ChatCompletionChunk {
-	out := make([]openai.ChatCompletionChunk, len(raw))
+func decodeAll(b *testing.B, raw [][]byte) []streaming.Chunk {
+	out := make([]streaming.Chunk, len(raw))
 	for i, r := range raw {
-		if err := json.Unmarshal(r, &out[i]); err != nil {
+		var err error
+		if out[i], err = streaming.DecodeChunk(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -81,22 +82,46 @@ func BenchmarkParser(b *testing.B) {
 	}
 }
 
-// BenchmarkParserWithDecode adds openai-go's JSON decoding of each chunk, the
-// real per-chunk cost in Stream.
+// BenchmarkParserWithDecode adds the JSON decoding of each chunk, the real
+// per-chunk cost in Stream.
 func BenchmarkParserWithDecode(b *testing.B) {
 	raw := textChunks(benchChunks, benchChunkSize)
 	b.ReportAllocs()
 	for b.Loop() {
 		var p streaming.Parser
 		for _, r := range raw {
-			var c openai.ChatCompletionChunk
-			if err := json.Unmarshal(r, &c); err != nil {
+			c, err := streaming.DecodeChunk(r)
+			if err != nil {
 				b.Fatal(err)
 			}
 			p.Add(c)
 		}
 		p.Finish()
 	}
+}
+
+// BenchmarkDecodeChunk compares decoding one content chunk as Stream does
+// with decoding it into openai-go's ChatCompletionChunk, which Stream used
+// to do.
+func BenchmarkDecodeChunk(b *testing.B) {
+	raw := textChunks(1, benchChunkSize)[0]
+	b.Run("crow", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := streaming.DecodeChunk(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("openai-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c openai.ChatCompletionChunk
+			if err := json.Unmarshal(raw, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkParserToolCalls: two interleaved tool calls whose arguments come

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/openai/openai-go/v3"
 )
 
 // FuzzParser feeds arbitrary chunks (one JSON document per line, decoded as
@@ -27,8 +25,8 @@ func FuzzParser(f *testing.F) {
 		var p Parser
 		var textEv, reasonEv strings.Builder
 		for _, line := range bytes.Split(in, []byte("\n")) {
-			var c openai.ChatCompletionChunk
-			if json.Unmarshal(line, &c) != nil {
+			c, err := DecodeChunk(line)
+			if err != nil {
 				continue
 			}
 			for _, ev := range p.Add(c) {

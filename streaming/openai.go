@@ -1,6 +1,7 @@
 package streaming
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,7 @@ type OpenAIConfig struct {
 // OpenAIClient streams chat completions from an OpenAI-compatible endpoint
 // with openai-go. It is safe for concurrent use.
 type OpenAIClient struct {
-	chat        openai.ChatService
+	api         openai.Client // only its Options and Post are used
 	apiKey      string
 	timeout     time.Duration
 	idleTimeout time.Duration
@@ -74,10 +75,12 @@ var _ Client = (*OpenAIClient)(nil)
 
 // NewOpenAI returns a client for cfg.
 //
-// It builds openai-go's chat service from explicit options instead of
+// It builds openai-go's client from explicit options instead of
 // openai.NewClient, which would read OPENAI_BASE_URL, OPENAI_API_KEY,
 // OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the
 // environment. The SDK's own retries are off: retrying is the agent's policy.
+// The key is sent as our own Authorization header: the generic Post used by
+// Stream applies no auth scheme of its own.
 func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 	base := cfg.BaseURL
 	if base == "" {
@@ -97,7 +100,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		opts = append(opts, option.WithHeader("Authorization", "Bearer "+cfg.APIKey))
 	}
 	for k, v := range cfg.Headers {
 		opts = append(opts, option.WithHeader(k, v))
@@ -107,7 +110,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 		idle = DefaultIdleTimeout
 	}
 	return &OpenAIClient{
-		chat:        openai.NewChatService(opts...),
+		api:         openai.Client{Options: opts},
 		apiKey:      cfg.APIKey,
 		timeout:     cfg.Timeout,
 		idleTimeout: idle,
@@ -145,19 +148,22 @@ func (c *OpenAIClient) Stream(ctx context.Context, req Request, onEvent func(Eve
 		defer w.timer.Stop()
 	}
 
-	stream := c.chat.Completions.NewStreaming(sctx, params, option.WithMiddleware(w.middleware(c.apiKey)))
-	defer stream.Close()
-
-	for stream.Next() {
-		for _, ev := range p.Add(stream.Current()) {
-			if err := onEvent(ev); err != nil {
-				return p.Finish(), err
-			}
-		}
-		w.kick() // a slow onEvent is not the endpoint's idleness
+	// What openai-go's NewStreaming does, with the chunks decoded as our
+	// lean Chunk (see there why).
+	var raw *http.Response
+	err = c.api.Post(sctx, "chat/completions", params, &raw,
+		option.WithJSONSet("stream", true), option.WithMiddleware(w.middleware(c.apiKey)))
+	if err == nil {
+		err = c.readStream(ssestream.NewDecoder(raw), &p, w, onEvent)
 	}
 	res := p.Finish()
-	if err := c.streamError(ctx, sctx, w, p.Chunks(), stream.Err()); err != nil {
+	if err != nil {
+		var stop abandoned
+		if errors.As(err, &stop) {
+			return res, stop.err
+		}
+	}
+	if err := c.streamError(ctx, sctx, w, p.Chunks(), err); err != nil {
 		return res, err
 	}
 	if res.FinishReason == "" {
@@ -166,7 +172,53 @@ func (c *OpenAIClient) Stream(ctx context.Context, req Request, onEvent func(Eve
 	return res, nil
 }
 
-// streamError classifies what the SDK's stream reported.
+// abandoned carries the error of an onEvent that stopped the stream, which
+// is returned as it is.
+type abandoned struct{ err error }
+
+func (a abandoned) Error() string { return a.err.Error() }
+
+// readStream feeds the stream's chunks to p and their events to onEvent,
+// until [DONE], the end of the body or an error.
+func (c *OpenAIClient) readStream(dec ssestream.Decoder, p *Parser, w *watch, onEvent func(Event) error) error {
+	if dec == nil {
+		return fmt.Errorf("%w: no response body", ErrIncompleteStream)
+	}
+	defer dec.Close()
+	for dec.Next() {
+		data := dec.Event().Data
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			return nil
+		}
+		chunk, err := DecodeChunk(data)
+		if err != nil {
+			return &chunkError{err: err}
+		}
+		if len(chunk.Error) > 0 {
+			return &streamErrorEvent{data: bytes.Clone(data)}
+		}
+		for _, ev := range p.Add(chunk) {
+			if err := onEvent(ev); err != nil {
+				return abandoned{err}
+			}
+		}
+		w.kick() // a slow onEvent is not the endpoint's idleness
+	}
+	return dec.Err()
+}
+
+// chunkError is a chunk that is not chat-completion JSON.
+type chunkError struct{ err error }
+
+func (e *chunkError) Error() string { return e.err.Error() }
+func (e *chunkError) Unwrap() error { return e.err }
+
+// streamErrorEvent is an error the endpoint reported mid-stream.
+type streamErrorEvent struct{ data []byte }
+
+func (e *streamErrorEvent) Error() string { return "error event: " + string(e.data) }
+
+// streamError classifies what reading the stream reported.
 func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks int, err error) error {
 	if err == nil {
 		return nil
@@ -194,9 +246,9 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	if errors.As(err, &sdkErr) { // not expected: the middleware answers first
 		return c.fromSDKError(sdkErr)
 	}
-	var streamErr *ssestream.StreamError
+	var streamErr *streamErrorEvent
 	if errors.As(err, &streamErr) {
-		return fmt.Errorf("streaming: %w: the endpoint sent an error event: %s", ErrIncompleteStream, c.redact(errorMessage(streamErr.Event.Data)))
+		return fmt.Errorf("streaming: %w: the endpoint sent an error event: %s", ErrIncompleteStream, c.redact(errorMessage(streamErr.data)))
 	}
 	if !w.gotResponse() {
 		// Connection refused, DNS, TLS...: the request never got an answer.
@@ -205,7 +257,11 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	if rerr := w.readError(); rerr != nil {
 		return c.redacted(fmt.Errorf("streaming: %w: reading the body after %d chunks: %w", ErrIncompleteStream, chunks, rerr))
 	}
-	return c.redacted(fmt.Errorf("streaming: %w (after %d good chunks): %w", ErrMalformedChunk, chunks, err))
+	var bad *chunkError
+	if errors.As(err, &bad) {
+		return c.redacted(fmt.Errorf("streaming: %w (after %d good chunks): %w", ErrMalformedChunk, chunks, bad.err))
+	}
+	return c.redacted(fmt.Errorf("streaming: %w after %d chunks: %w", ErrIncompleteStream, chunks, err))
 }
 
 func (c *OpenAIClient) fromSDKError(e *openai.Error) *APIError {

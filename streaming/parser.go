@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
 )
 
 // Parser turns the chunks of one streamed chat completion into Events and
@@ -39,17 +37,14 @@ type callState struct {
 	args  strings.Builder
 }
 
-// Reasoning fields that OpenAI-compatible servers add to a delta. openai-go
-// does not model them; they are left in Delta.JSON.ExtraFields.
-const (
-	fieldReasoningContent = "reasoning_content" // DeepSeek, GLM, vLLM, llama.cpp
-	fieldReasoning        = "reasoning"         // OpenRouter, Ollama
-)
+// fieldReasoningContent is the reasoning field of DeepSeek, GLM, vLLM and
+// llama.cpp, which crow-acp also sends back with earlier assistant turns.
+const fieldReasoningContent = "reasoning_content"
 
 // Add consumes one chunk and returns the events it produced, in order:
 // reasoning, text, tool-call deltas, finish, usage. The returned slice is
 // reused by the next call to Add; copy it to keep it.
-func (p *Parser) Add(chunk openai.ChatCompletionChunk) []Event {
+func (p *Parser) Add(chunk Chunk) []Event {
 	p.events = p.events[:0]
 	p.chunks++
 	for i := range chunk.Choices {
@@ -63,7 +58,7 @@ func (p *Parser) Add(chunk openai.ChatCompletionChunk) []Event {
 			p.events = append(p.events, Event{Kind: EventFinish, FinishReason: p.finish})
 		}
 	}
-	if chunk.JSON.Usage.Valid() {
+	if chunk.Usage != nil {
 		u := Usage{
 			PromptTokens:     int(chunk.Usage.PromptTokens),
 			CompletionTokens: int(chunk.Usage.CompletionTokens),
@@ -78,32 +73,38 @@ func (p *Parser) Add(chunk openai.ChatCompletionChunk) []Event {
 	return p.events
 }
 
-func (p *Parser) addDelta(d *openai.ChatCompletionChunkChoiceDelta) {
-	if r := reasoningDelta(d); r != "" {
-		p.reasoning.WriteString(r)
-		p.events = append(p.events, Event{Kind: EventReasoning, Text: r})
+func (p *Parser) addDelta(d *ChunkDelta) {
+	// A server that sends both reasoning fields carries the same text in
+	// each, so only one is used.
+	r := d.ReasoningContent
+	if r == "" {
+		r = d.Reasoning
+	}
+	if r != "" {
+		p.reasoning.WriteString(string(r))
+		p.events = append(p.events, Event{Kind: EventReasoning, Text: string(r)})
 	}
 	if d.Content != "" {
-		p.text.WriteString(d.Content)
-		p.events = append(p.events, Event{Kind: EventText, Text: d.Content})
+		p.text.WriteString(string(d.Content))
+		p.events = append(p.events, Event{Kind: EventText, Text: string(d.Content)})
 	}
 	// A refusal is shown to the user like text: it is the model's answer.
 	if d.Refusal != "" {
-		p.text.WriteString(d.Refusal)
-		p.events = append(p.events, Event{Kind: EventText, Text: d.Refusal})
+		p.text.WriteString(string(d.Refusal))
+		p.events = append(p.events, Event{Kind: EventText, Text: string(d.Refusal)})
 	}
 	for i := range d.ToolCalls {
 		tc := &d.ToolCalls[i]
 		c := p.callFor(tc)
 		if tc.ID != "" && c.id == "" {
-			c.id = tc.ID
+			c.id = string(tc.ID)
 		}
-		if n := tc.Function.Name; n != "" && n != c.name {
+		if n := string(tc.Function.Name); n != "" && n != c.name {
 			// Some servers repeat the full name in every delta; a name
 			// split in pieces is appended.
 			c.name += n
 		}
-		c.args.WriteString(tc.Function.Arguments)
+		c.args.WriteString(string(tc.Function.Arguments))
 		p.events = append(p.events, Event{
 			Kind:      EventToolCallDelta,
 			ToolIndex: c.index,
@@ -118,21 +119,22 @@ func (p *Parser) addDelta(d *openai.ChatCompletionChunkChoiceDelta) {
 // with the same provider index. Some servers send every call with index 0 (or
 // none) and tell calls apart only by id, so a new non-empty id at a taken
 // index starts a new call, numbered after the others.
-func (p *Parser) callFor(tc *openai.ChatCompletionChunkChoiceDeltaToolCall) *callState {
-	key := int(tc.Index)
-	if !tc.JSON.Index.Valid() {
+func (p *Parser) callFor(tc *ChunkToolCall) *callState {
+	key := 0
+	if tc.Index != nil {
+		key = *tc.Index
+	} else if n := len(p.calls); n > 0 {
 		// No index: continue the latest call unless the id says otherwise.
-		if n := len(p.calls); n > 0 {
-			key = p.calls[n-1].key
-		}
+		key = p.calls[n-1].key
 	}
+	id := string(tc.ID)
 	// Search from the end: the current call is almost always the latest.
 	for i := len(p.calls) - 1; i >= 0; i-- {
 		c := p.calls[i]
 		if c.key != key {
 			continue
 		}
-		if tc.ID == "" || c.id == "" || c.id == tc.ID {
+		if id == "" || c.id == "" || c.id == id {
 			return c
 		}
 		break // same index, different id: a new call
@@ -162,38 +164,6 @@ func (p *Parser) nextIndex() int {
 		}
 	}
 	return next
-}
-
-// reasoningDelta reads the reasoning text of a delta from reasoning_content,
-// or from reasoning when the former is absent. A server that sends both
-// carries the same text in each, so only one is used.
-func reasoningDelta(d *openai.ChatCompletionChunkChoiceDelta) string {
-	if len(d.JSON.ExtraFields) == 0 {
-		return ""
-	}
-	if s := extraString(d, fieldReasoningContent); s != "" {
-		return s
-	}
-	return extraString(d, fieldReasoning)
-}
-
-func extraString(d *openai.ChatCompletionChunkChoiceDelta, name string) string {
-	f, ok := d.JSON.ExtraFields[name]
-	if !ok {
-		return ""
-	}
-	raw := f.Raw()
-	if len(raw) < 2 || raw[0] != '"' {
-		return "" // null, or not a string (e.g. OpenRouter's reasoning_details)
-	}
-	if !strings.ContainsRune(raw, '\\') {
-		return raw[1 : len(raw)-1]
-	}
-	var s string
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return ""
-	}
-	return s
 }
 
 // Chunks reports how many chunks were added.

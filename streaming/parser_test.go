@@ -6,16 +6,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 )
 
-// decode turns hand-written chunk JSON into the SDK's type, as the SSE
-// stream does.
-func decode(t testing.TB, js string) openai.ChatCompletionChunk {
+// decode turns hand-written chunk JSON into a Chunk, as the SSE stream
+// does.
+func decode(t testing.TB, js string) Chunk {
 	t.Helper()
-	var c openai.ChatCompletionChunk
-	if err := json.Unmarshal([]byte(js), &c); err != nil {
+	c, err := DecodeChunk([]byte(js))
+	if err != nil {
 		t.Fatalf("decode %s: %v", js, err)
 	}
 	return c
