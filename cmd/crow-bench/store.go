@@ -18,7 +18,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/streaming"
 )
 
 // benchDB returns the CROW_DB the measured processes use: a fresh SQLite
@@ -65,7 +64,7 @@ func benchDB(dsn, dir string) (db, kind string, cleanup func(), err error) {
 // 10,000-message session (request to response, the whole replay read), and
 // the first prompt after it, whose context is rebuilt from the store (the
 // 5,001 active messages) and sent to the model.
-func benchLongSession(bin, modelURL, db, kind, cwd string, runs int, direct streaming.Client) error {
+func benchLongSession(bin, modelURL, db, kind, cwd string, runs int, direct rawStream) error {
 	const n = 10_000
 	ctx := context.Background()
 	s, err := backend.Open(ctx, db)
@@ -98,7 +97,7 @@ func benchLongSession(bin, modelURL, db, kind, cwd string, runs int, direct stre
 	return nil
 }
 
-func loadAndPrompt(bin, modelURL, db, cwd string, i int, direct streaming.Client) (load, turn, model time.Duration, err error) {
+func loadAndPrompt(bin, modelURL, db, cwd string, i int, direct rawStream) (load, turn, model time.Duration, err error) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=", "CROW_MODEL=bench",
 		"CROW_DB="+db, "CROW_LOG_LEVEL=error")
