@@ -105,7 +105,7 @@ func normalizeModels(models []Model, def string) ([]Model, string) {
 // model accepts images; also image=true/false), in and out (prices per
 // million tokens), currency (ISO 4217, default USD), title (display name),
 // tokenizer (the encoding compaction counts with: auto, estimate,
-// o200k_base, cl100k_base, p50k_base, r50k_base).
+// o200k_base, cl100k_base).
 func ParseModels(spec string) ([]Model, error) {
 	var models []Model
 	seen := make(map[string]bool)

@@ -14,7 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/tiktoken-go/tokenizer/codec"
 )
 
 // Counter counts the tokens of a text for one encoding.
@@ -32,31 +32,66 @@ const (
 	EncodingEstimate = "estimate" // the CJK-aware character estimator
 )
 
+// The offline vocabularies: the two that chat models use. (p50k_base and
+// r50k_base belong to retired completion models; leaving them out keeps
+// ~3 MB of vocabulary out of the binary.)
+const (
+	EncodingO200k  = "o200k_base"  // GPT-4o, GPT-4.1, GPT-5, o-series
+	EncodingCl100k = "cl100k_base" // GPT-4, GPT-3.5
+)
+
+// Encodings lists every encoding name NewCounter accepts.
+var Encodings = []string{EncodingAuto, EncodingEstimate, EncodingO200k, EncodingCl100k}
+
 // NewCounter returns the counter for a model. encoding "" or "auto" picks
-// the model's tiktoken encoding when the model is known and the estimator
-// otherwise (local models have tokenizers of their own that no offline
-// vocabulary matches; the estimator is deliberately generous). Any tiktoken
-// encoding name (o200k_base, cl100k_base, p50k_base, r50k_base) or
-// "estimate" forces that choice.
+// the model's tiktoken encoding when it is an OpenAI model and the
+// estimator otherwise (local models have tokenizers of their own that no
+// offline vocabulary matches; the estimator is deliberately generous).
+// o200k_base, cl100k_base or estimate forces that choice.
 func NewCounter(model, encoding string) (Counter, error) {
 	switch encoding {
 	case "", EncodingAuto:
-		if c, err := tokenizer.ForModel(tokenizer.Model(model)); err == nil {
-			return &tiktoken{codec: c}, nil
+		if enc := EncodingForModel(model); enc != "" {
+			return NewCounter("", enc)
 		}
 		return Estimator{}, nil
 	case EncodingEstimate:
 		return Estimator{}, nil
+	case EncodingO200k:
+		return &tiktoken{codec: codec.NewO200kBase()}, nil
+	case EncodingCl100k:
+		return &tiktoken{codec: codec.NewCl100kBase()}, nil
 	}
-	c, err := tokenizer.Get(tokenizer.Encoding(encoding))
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %q: unknown encoding (use auto, estimate, o200k_base, cl100k_base, p50k_base or r50k_base)", encoding)
+	return nil, fmt.Errorf("tokenizer %q: unknown encoding (use %s)", encoding, strings.Join(Encodings, ", "))
+}
+
+// EncodingForModel names the tiktoken encoding of an OpenAI model, also
+// under OpenRouter's "openai/" prefix and as a fine-tune ("ft:gpt-4o:org::id"),
+// or "" for any other model.
+func EncodingForModel(model string) string {
+	m := strings.TrimPrefix(strings.ToLower(model), "openai/")
+	if base, ok := strings.CutPrefix(m, "ft:"); ok {
+		m, _, _ = strings.Cut(base, ":")
 	}
-	return &tiktoken{codec: c}, nil
+	family := func(names ...string) bool {
+		for _, n := range names {
+			if m == n || strings.HasPrefix(m, n+"-") || strings.HasPrefix(m, n+".") {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case family("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4"):
+		return EncodingO200k
+	case family("gpt-4", "gpt-3.5", "gpt-35", "davinci-002", "babbage-002", "text-embedding-ada-002", "text-embedding-3"):
+		return EncodingCl100k
+	}
+	return ""
 }
 
 // tiktoken counts with an offline BPE vocabulary.
-type tiktoken struct{ codec tokenizer.Codec }
+type tiktoken struct{ codec *codec.Codec }
 
 func (t *tiktoken) Name() string { return t.codec.GetName() }
 

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // estimatorSamples are real texts of each kind the estimator must not
@@ -60,11 +58,11 @@ configuration exactly. Leave headroom, and make the summary request itself fit.`
 // offline vocabularies: it may overcount, but never undercount by more than
 // 5%, on code, JSON, English and CJK.
 func TestEstimatorNeverUndercounts(t *testing.T) {
-	encs := []tokenizer.Encoding{tokenizer.O200kBase, tokenizer.Cl100kBase}
+	encs := []string{EncodingO200k, EncodingCl100k}
 	for name, text := range estimatorSamples(t) {
 		est := Estimator{}.Count(text)
 		for _, enc := range encs {
-			c, err := NewCounter("", string(enc))
+			c, err := NewCounter("", enc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,4 +83,44 @@ func pseudoRandom(n int) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
+}
+
+func TestEncodingForModel(t *testing.T) {
+	for model, want := range map[string]string{
+		"gpt-4o": EncodingO200k, "gpt-4o-mini": EncodingO200k, "gpt-4o-2024-08-06": EncodingO200k,
+		"chatgpt-4o-latest": EncodingO200k, "gpt-4.1": EncodingO200k, "gpt-4.1-nano": EncodingO200k,
+		"gpt-5": EncodingO200k, "gpt-5-mini": EncodingO200k, "gpt-5.1": EncodingO200k, "gpt-5.1-codex": EncodingO200k,
+		"o1": EncodingO200k, "o1-preview": EncodingO200k, "o3-mini": EncodingO200k, "o4-mini": EncodingO200k,
+		"openai/gpt-4o": EncodingO200k, "GPT-4o": EncodingO200k, "ft:gpt-4o-mini:acme::abc123": EncodingO200k,
+		"gpt-4": EncodingCl100k, "gpt-4-turbo": EncodingCl100k, "gpt-4-0613": EncodingCl100k,
+		"gpt-3.5-turbo": EncodingCl100k, "gpt-35-turbo": EncodingCl100k, "ft:gpt-3.5-turbo:acme::x": EncodingCl100k,
+		"text-embedding-3-small": EncodingCl100k,
+		"gpt-50":                 "", "gpt-4x": "", "o10": "", "o1x": "", "qwen3:8b": "", "deepseek-chat": "", "glm-4.6": "",
+		"anthropic/claude-sonnet-4": "", "llama3.1:8b": "", "": "",
+	} {
+		if got := EncodingForModel(model); got != want {
+			t.Errorf("EncodingForModel(%q) = %q, want %q", model, got, want)
+		}
+	}
+}
+
+func TestNewCounterEncodings(t *testing.T) {
+	for _, enc := range Encodings {
+		c, err := NewCounter("", enc)
+		if err != nil {
+			t.Fatalf("%s: %v", enc, err)
+		}
+		if enc != EncodingAuto && c.Name() != enc {
+			t.Errorf("NewCounter(%q).Name() = %q", enc, c.Name())
+		}
+	}
+	if c, _ := NewCounter("gpt-4o", ""); c.Name() != EncodingO200k {
+		t.Errorf("gpt-4o counts with %s", c.Name())
+	}
+	if c, _ := NewCounter("qwen3:8b", EncodingAuto); c.Name() != EncodingEstimate {
+		t.Errorf("qwen3:8b counts with %s", c.Name())
+	}
+	if _, err := NewCounter("", "p50k_base"); err == nil || !strings.Contains(err.Error(), "o200k_base") {
+		t.Errorf("p50k_base: %v, want an error naming the accepted encodings", err)
+	}
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/crow-acp/crow-acp/compaction"
 )
 
 // fileConfig is the schema of config.toml. Every field is a pointer or a
@@ -375,16 +378,9 @@ func (f *loadedFile) validate() error {
 // model's tiktoken encoding when known, else the estimator), "estimate" (a
 // generous character-based estimator, for local models whose vocabularies
 // no offline table matches), or a tiktoken encoding.
-var tokenizerEncodings = []string{"auto", "estimate", "o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
+var tokenizerEncodings = compaction.Encodings
 
-func knownEncoding(s string) bool {
-	for _, e := range tokenizerEncodings {
-		if s == e {
-			return true
-		}
-	}
-	return false
-}
+func knownEncoding(s string) bool { return slices.Contains(tokenizerEncodings, s) }
 
 // permissionModes are the session modes a default may name.
 var permissionModes = []string{"default", "accept_edits", "plan", "bypass"}

@@ -267,7 +267,7 @@ func checkTokenizer(cfg *config) check {
 	counter, err := compaction.NewCounter(cfg.model.V, enc)
 	if err != nil {
 		c.status, c.detail = "FAIL", fmt.Sprintf("%s (set in %s): %v", enc, from, err)
-		c.fix = "set tokenizer to auto, estimate, o200k_base, cl100k_base, p50k_base or r50k_base"
+		c.fix = "set tokenizer to one of " + strings.Join(compaction.Encodings, ", ")
 		return c
 	}
 	if n := counter.Count("crow-acp counts tokens offline."); n <= 0 {
