@@ -13,8 +13,11 @@ var sessionUpdatePrefix = []byte(`{"jsonrpc":"2.0","method":"session/update","pa
 
 // sessionUpdateSession returns the sessionId of a session/update
 // notification that starts with the canonical prefix, or false when the
-// frame must be parsed in full (other frames, or ids with escapes).
-func sessionUpdateSession(raw []byte) (string, bool) {
+// frame must be parsed in full (other frames, or ids with escapes). ours
+// says the frame is one crow-acp wrote: its encoder only writes valid JSON,
+// so the validity scan (~1.3 µs, a quarter of a streamed token's cost) is
+// left to frames from the client.
+func sessionUpdateSession(raw []byte, ours bool) (string, bool) {
 	rest, ok := bytes.CutPrefix(raw, sessionUpdatePrefix)
 	if !ok {
 		return "", false
@@ -25,7 +28,7 @@ func sessionUpdateSession(raw []byte) (string, bool) {
 	}
 	// The params object must go on with more members and the frame must be
 	// one JSON value; anything else takes the full parse.
-	if !bytes.HasPrefix(rest[end+1:], []byte(`,"update":`)) || !json.Valid(raw) {
+	if !bytes.HasPrefix(rest[end+1:], []byte(`,"update":`)) || (!ours && !json.Valid(raw)) {
 		return "", false
 	}
 	return string(rest[:end]), true

@@ -20,7 +20,7 @@ func TestSessionUpdateFastPathMatchesFullParse(t *testing.T) {
 	}
 	accepted := 0
 	for _, f := range frames {
-		sid, ok := sessionUpdateSession([]byte(f))
+		sid, ok := sessionUpdateSession([]byte(f), false)
 		if !ok {
 			continue
 		}
@@ -37,5 +37,23 @@ func TestSessionUpdateFastPathMatchesFullParse(t *testing.T) {
 	}
 	if accepted != 2 {
 		t.Errorf("fast path accepted %d canonical frames, want 2", accepted)
+	}
+}
+
+// A frame crow-acp wrote skips the validity scan but is attributed the same
+// way; a client's frame with the same bytes is still checked.
+func TestSessionUpdateFastPathOurFrames(t *testing.T) {
+	good := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_ab12","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
+	for _, ours := range []bool{true, false} {
+		if sid, ok := sessionUpdateSession(good, ours); !ok || sid != "sess_ab12" {
+			t.Errorf("ours=%v: %q %v", ours, sid, ok)
+		}
+	}
+	cut := good[:len(good)-3]
+	if _, ok := sessionUpdateSession(cut, false); ok {
+		t.Error("a client's truncated frame took the fast path")
+	}
+	if sid, ok := sessionUpdateSession(cut, true); !ok || sid != "sess_ab12" {
+		t.Errorf("our frame: %q %v", sid, ok)
 	}
 }

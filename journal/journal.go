@@ -216,7 +216,7 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	if dir == acp.Outbound {
 		ev.Direction = persistence.DirOut
 	}
-	if sid, ok := sessionUpdateSession(raw); ok {
+	if sid, ok := sessionUpdateSession(raw, dir == acp.Outbound); ok {
 		ev.Kind, ev.Method = persistence.EventNotification, "session/update"
 		j.notification(ev, sessionParams{SessionID: sid})
 		return
