@@ -28,7 +28,7 @@ type leases struct {
 	log   *zap.Logger
 
 	mu      sync.Mutex
-	held    map[string]bool
+	held    map[string]time.Time // session → when this agent last took or renewed its lease
 	started bool
 	closed  bool
 	stop    chan struct{}
@@ -38,7 +38,7 @@ type leases struct {
 func newLeases(store persistence.Store, owner string, ttl time.Duration, log *zap.Logger) *leases {
 	host, _ := os.Hostname()
 	return &leases{store: store, owner: owner, ttl: ttl, host: host, log: log,
-		held: make(map[string]bool), stop: make(chan struct{}), done: make(chan struct{})}
+		held: make(map[string]time.Time), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // acquire takes (or renews) the session's lease. A lease held by a process
@@ -46,7 +46,19 @@ func newLeases(store persistence.Store, owner string, ttl time.Duration, log *za
 // by the store. The first time it takes a session, it repairs what a dead
 // writer left: a reply still marked streaming becomes interrupted. The
 // error is a clear -32600 when another live process holds the session.
+//
+// A lease this agent took or renewed less than a third of its TTL ago is
+// valid for two thirds of it still, and the heartbeat renews it: a prompt
+// then costs no write.
 func (l *leases) acquire(ctx context.Context, sessionID string) error {
+	l.mu.Lock()
+	at, ok := l.held[sessionID]
+	fresh := ok && !l.closed && time.Since(at) < l.ttl/3
+	l.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	taken := time.Now()
 	lease := l.lease(sessionID)
 	err := l.store.AcquireLease(ctx, lease, l.ttl, "")
 	var held *persistence.LeaseHeldError
@@ -70,8 +82,9 @@ func (l *leases) acquire(ctx context.Context, sessionID string) error {
 		l.mu.Unlock()
 		return acp.InternalError("the agent is shutting down")
 	}
-	first := !l.held[sessionID]
-	l.held[sessionID] = true
+	_, had := l.held[sessionID]
+	first := !had
+	l.held[sessionID] = taken
 	if !l.started {
 		l.started = true
 		go l.heartbeat()
@@ -102,7 +115,8 @@ func (l *leases) lease(sessionID string) *persistence.Lease {
 func (l *leases) holds(sessionID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.held[sessionID]
+	_, ok := l.held[sessionID]
+	return ok
 }
 
 func (l *leases) heartbeat() {
@@ -115,6 +129,7 @@ func (l *leases) heartbeat() {
 			return
 		case <-t.C:
 		}
+		renewed := time.Now()
 		ids, err := l.store.RenewLeases(context.Background(), l.owner, l.ttl)
 		if err != nil {
 			l.log.Warn("lease heartbeat failed", zap.Error(err))
@@ -129,7 +144,9 @@ func (l *leases) heartbeat() {
 			if !still[id] {
 				l.log.Warn("lost the lease of a session (expired and taken by another process)", zap.String("session", id))
 				delete(l.held, id)
+				continue
 			}
+			l.held[id] = renewed
 		}
 		l.mu.Unlock()
 	}
@@ -138,7 +155,7 @@ func (l *leases) heartbeat() {
 // release gives up the session's lease (session/close, session/delete).
 func (l *leases) release(ctx context.Context, sessionID string) {
 	l.mu.Lock()
-	held := l.held[sessionID]
+	_, held := l.held[sessionID]
 	delete(l.held, sessionID)
 	l.mu.Unlock()
 	if !held {
@@ -162,7 +179,7 @@ func (l *leases) close() {
 	for id := range l.held {
 		ids = append(ids, id)
 	}
-	l.held = map[string]bool{}
+	l.held = map[string]time.Time{}
 	l.mu.Unlock()
 	if started {
 		close(l.stop)
