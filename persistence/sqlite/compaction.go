@@ -115,20 +115,13 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 			return err
 		}
 		first = last - int64(len(rows)) + 1
-		if len(rows) > 0 {
-			stmt, err := tx.PrepareContext(ctx, insertMessage)
-			if err != nil {
-				return err
+		for i := range rows {
+			if addedIDs[i], err = rows[i].insert(ctx, tx, c.SessionID, first+int64(i)); err != nil {
+				return fmt.Errorf("added message %d: %w", i, err)
 			}
-			defer stmt.Close()
-			for i := range rows {
-				if addedIDs[i], err = rows[i].insert(ctx, stmt, c.SessionID, first+int64(i)); err != nil {
-					return fmt.Errorf("added message %d: %w", i, err)
-				}
-				if summaryID == nil && rows[i].m.Role == persistence.RoleSummary {
-					id := addedIDs[i]
-					summaryID = &id
-				}
+			if summaryID == nil && rows[i].m.Role == persistence.RoleSummary {
+				id := addedIDs[i]
+				summaryID = &id
 			}
 		}
 		var addedJSON any
@@ -374,13 +367,9 @@ func (s *Store) SetTokenCounts(ctx context.Context, sessionID, encoding string, 
 		if err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx, `UPDATE messages SET token_count = ?, token_encoding = ? WHERE session_id = ? AND id = ?`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for id, n := range counts {
-			if _, err := stmt.ExecContext(ctx, n, encoding, sessionID, id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET token_count = ?, token_encoding = ? WHERE session_id = ? AND id = ?`,
+				n, encoding, sessionID, id); err != nil {
 				return err
 			}
 		}

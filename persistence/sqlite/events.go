@@ -127,11 +127,6 @@ func appendEventsTx(ctx context.Context, tx *sql.Tx, evs []*persistence.Event, t
 		}
 		r.next = last - r.n + 1
 	}
-	stmt, err := tx.PrepareContext(ctx, insertEvent)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
 	out := make([]eventFill, len(evs))
 	for i, e := range evs {
 		at := e.At
@@ -149,7 +144,7 @@ func appendEventsTx(ctx context.Context, tx *sql.Tx, evs []*persistence.Event, t
 		if body == nil {
 			body = []byte{}
 		}
-		res, err := stmt.ExecContext(ctx, e.Stream, seq, e.ConnectionID, n, string(e.Direction),
+		res, err := tx.ExecContext(ctx, insertEvent, e.Stream, seq, e.ConnectionID, n, string(e.Direction),
 			e.Turn, string(e.Kind), e.Method, body)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)

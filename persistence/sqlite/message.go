@@ -51,9 +51,9 @@ const insertMessage = `
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`
 
 // insert writes r with the given seq and returns its id.
-func (r *messageRow) insert(ctx context.Context, stmt *sql.Stmt, sessionID string, seq int64) (int64, error) {
+func (r *messageRow) insert(ctx context.Context, tx *sql.Tx, sessionID string, seq int64) (int64, error) {
 	m := r.m
-	res, err := stmt.ExecContext(ctx, sessionID, seq, string(m.Role), m.Content, r.parts,
+	res, err := tx.ExecContext(ctx, insertMessage, sessionID, seq, string(m.Role), m.Content, r.parts,
 		m.Reasoning, m.ToolCallID, r.toolCalls, string(m.Status), r.meta, m.TokenCount, m.TokenEncoding, r.created)
 	if err != nil {
 		return 0, err
@@ -113,14 +113,9 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 			return err
 		}
 		first = last - int64(len(msgs)) + 1
-		stmt, err := tx.PrepareContext(ctx, insertMessage)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		evs := make([]*persistence.Event, len(rows))
 		for i := range rows {
-			if ids[i], err = rows[i].insert(ctx, stmt, sessionID, first+int64(i)); err != nil {
+			if ids[i], err = rows[i].insert(ctx, tx, sessionID, first+int64(i)); err != nil {
 				return fmt.Errorf("message %d: %w", i, err)
 			}
 			rec := rows[i].record(sessionID, ids[i], first+int64(i))
