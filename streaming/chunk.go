@@ -1,128 +1,249 @@
 package streaming
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // Chunk is one streamed chat.completion.chunk with the fields crow-acp reads.
 //
-// It is decoded with encoding/json rather than into openai-go's
-// ChatCompletionChunk: the SDK's reflective decoder, plus the gjson scan for
-// "error" its stream runs on every event, cost ~13 µs a chunk, most of a
-// turn's own overhead for a 200-token reply, against ~2 µs here. The SDK
-// still builds and sends the request and splits the SSE stream.
+// Chunks are read with gjson instead of being decoded into openai-go's
+// ChatCompletionChunk: the SDK's reflective decoder, plus the gjson scan
+// for "error" its stream runs on every event, cost ~16 µs a chunk, most of
+// a turn's own overhead for a 200-token reply, and encoding/json into this
+// struct still ~4 µs; walking the parsed value costs ~1 µs. (gjson already
+// comes with openai-go.) The SDK still builds and sends the request and
+// splits the SSE stream.
 //
-// Decoding is lenient where servers differ: a field of an unexpected type
+// Reading is lenient where servers differ: a field of an unexpected type
 // (null, a number where text belongs) reads as empty instead of failing the
 // whole chunk, tool-call arguments sent as a JSON object (not a string) keep
-// their JSON text, and token counts may be written as floats.
+// their JSON text, and token counts may be written as floats. What is not a
+// JSON object, or has choices that are not an array of objects, is an error.
 type Chunk struct {
-	Choices []ChunkChoice `json:"choices"`
-	Usage   *ChunkUsage   `json:"usage"`
+	Choices []ChunkChoice
+	Usage   *ChunkUsage
 	// Error is set when the server reports a failure mid-stream in a data
 	// event ({"error": {...}}); null counts as absent.
-	Error json.RawMessage `json:"error"`
+	Error json.RawMessage
 }
 
 // ChunkChoice is one choice of a chunk; crow-acp reads only index 0.
 type ChunkChoice struct {
-	Index        int         `json:"index"`
-	Delta        ChunkDelta  `json:"delta"`
-	FinishReason lenientText `json:"finish_reason"`
+	Index        int
+	Delta        ChunkDelta
+	FinishReason string
 }
 
 // ChunkDelta is what a choice adds. ReasoningContent (DeepSeek, GLM, vLLM,
 // llama.cpp) and Reasoning (OpenRouter, Ollama) are not OpenAI fields.
 type ChunkDelta struct {
-	Content          lenientText     `json:"content"`
-	Refusal          lenientText     `json:"refusal"`
-	ReasoningContent lenientText     `json:"reasoning_content"`
-	Reasoning        lenientText     `json:"reasoning"`
-	ToolCalls        []ChunkToolCall `json:"tool_calls"`
+	Content          string
+	Refusal          string
+	ReasoningContent string
+	Reasoning        string
+	ToolCalls        []ChunkToolCall
 }
 
 // ChunkToolCall is a piece of a tool call. Index is nil when the server
 // leaves it out.
 type ChunkToolCall struct {
-	Index    *int        `json:"index"`
-	ID       lenientText `json:"id"`
-	Function struct {
-		Name      lenientText   `json:"name"`
-		Arguments jsonArguments `json:"arguments"`
-	} `json:"function"`
+	Index     *int
+	ID        string
+	Name      string
+	Arguments string
 }
 
 // ChunkUsage is the token usage, usually in the last chunk.
 type ChunkUsage struct {
-	PromptTokens     count `json:"prompt_tokens"`
-	CompletionTokens count `json:"completion_tokens"`
-	TotalTokens      count `json:"total_tokens"`
+	PromptTokens     int
+	CompletionTokens int
+	TotalTokens      int
 }
 
-// DecodeChunk decodes the data of one SSE event.
+// DecodeChunk reads the data of one SSE event.
 func DecodeChunk(data []byte) (Chunk, error) {
 	var c Chunk
-	err := json.Unmarshal(data, &c)
-	if bytes.Equal(c.Error, []byte("null")) {
-		c.Error = nil
+	if !gjson.ValidBytes(data) {
+		return c, errors.New("not valid JSON")
 	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return c, errors.New("not a JSON object")
+	}
+	var err error
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "choices":
+			c.Choices, err = readChoices(v)
+		case "usage":
+			c.Usage = readUsage(v)
+		case "error":
+			c.Error = nil
+			if v.Type != gjson.Null {
+				c.Error = json.RawMessage(v.Raw)
+			}
+		}
+		return err == nil
+	})
 	return c, err
 }
 
-// lenientText is a JSON string; any other JSON value reads as "".
-type lenientText string
-
-func (t *lenientText) UnmarshalJSON(b []byte) error {
-	*t = lenientText(jsonString(b))
-	return nil
+func readChoices(v gjson.Result) ([]ChunkChoice, error) {
+	if v.Type == gjson.Null {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, errors.New("choices is not an array")
+	}
+	var out []ChunkChoice
+	var err error
+	v.ForEach(func(_, cv gjson.Result) bool {
+		if cv.Type == gjson.Null {
+			out = append(out, ChunkChoice{})
+			return true
+		}
+		if !cv.IsObject() {
+			err = errors.New("a choice is not an object")
+			return false
+		}
+		var ch ChunkChoice
+		cv.ForEach(func(k, f gjson.Result) bool {
+			switch k.Str {
+			case "index":
+				switch f.Type {
+				case gjson.Number:
+					ch.Index = int(f.Num)
+				case gjson.Null:
+					ch.Index = 0
+				default:
+					err = errors.New("choice index is not a number")
+				}
+			case "delta":
+				readDelta(f, &ch.Delta)
+			case "finish_reason":
+				ch.FinishReason = jsonText(f)
+			}
+			return err == nil
+		})
+		out = append(out, ch)
+		return err == nil
+	})
+	return out, err
 }
 
-// jsonString returns the text of a JSON string value, or "" for any other
-// value. Strings without escapes, the usual case for streamed tokens, are
-// sliced out without a second decoding pass.
-func jsonString(b []byte) string {
-	if len(b) < 2 || b[0] != '"' {
+// readDelta reads a delta into d; fields it does not name are kept, as when
+// a chunk repeats the key.
+func readDelta(v gjson.Result, d *ChunkDelta) {
+	if !v.IsObject() {
+		return
+	}
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "content":
+			d.Content = jsonText(f)
+		case "refusal":
+			d.Refusal = jsonText(f)
+		case "reasoning_content":
+			d.ReasoningContent = jsonText(f)
+		case "reasoning":
+			d.Reasoning = jsonText(f)
+		case "tool_calls":
+			d.ToolCalls = nil
+			if f.IsArray() {
+				f.ForEach(func(_, tc gjson.Result) bool {
+					d.ToolCalls = append(d.ToolCalls, readToolCall(tc))
+					return true
+				})
+			}
+		}
+		return true
+	})
+}
+
+func readToolCall(v gjson.Result) ChunkToolCall {
+	var tc ChunkToolCall
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "index":
+			tc.Index = nil
+			if f.Type == gjson.Number {
+				i := int(f.Num)
+				tc.Index = &i
+			}
+		case "id":
+			tc.ID = jsonText(f)
+		case "function":
+			f.ForEach(func(k, g gjson.Result) bool {
+				switch k.Str {
+				case "name":
+					tc.Name = jsonText(g)
+				case "arguments":
+					tc.Arguments = arguments(g)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return tc
+}
+
+func readUsage(v gjson.Result) *ChunkUsage {
+	if !v.IsObject() {
+		return nil
+	}
+	u := &ChunkUsage{}
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "prompt_tokens":
+			u.PromptTokens = count(f)
+		case "completion_tokens":
+			u.CompletionTokens = count(f)
+		case "total_tokens":
+			u.TotalTokens = count(f)
+		}
+		return true
+	})
+	return u
+}
+
+// jsonText is a JSON string's text, or "" for any other value. Invalid UTF-8 is
+// replaced as encoding/json does.
+func jsonText(v gjson.Result) string {
+	if v.Type != gjson.String {
 		return ""
 	}
-	if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner)
+	if utf8.ValidString(v.Str) {
+		return v.Str
 	}
 	var s string
-	if json.Unmarshal(b, &s) != nil {
-		return ""
-	}
+	_ = json.Unmarshal([]byte(v.Raw), &s)
 	return s
 }
 
-// jsonArguments is a tool call's arguments: a JSON string holding JSON, as
-// OpenAI sends them, or the JSON object itself, as some servers do.
-type jsonArguments string
-
-func (a *jsonArguments) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		*a = jsonArguments(jsonString(b))
-	case bytes.Equal(b, []byte("null")):
-		*a = ""
+// arguments is a tool call's arguments: a JSON string holding JSON, as
+// OpenAI sends them, or the JSON value itself, as some servers do.
+func arguments(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return jsonText(v)
+	case gjson.Null:
+		return ""
 	default:
-		*a = jsonArguments(b)
+		return v.Raw
 	}
-	return nil
 }
 
 // count is a token count written as an integer or a float; anything else
-// (null, negative, non-numeric) reads as 0.
-type count int
-
-func (n *count) UnmarshalJSON(b []byte) error {
-	var f float64
-	if json.Unmarshal(b, &f) != nil || f < 0 || f > math.MaxInt32 {
-		*n = 0
-		return nil
+// (null, negative, non-numeric, huge) reads as 0.
+func count(v gjson.Result) int {
+	if v.Type != gjson.Number || v.Num < 0 || v.Num > math.MaxInt32 {
+		return 0
 	}
-	*n = count(f)
-	return nil
+	return int(v.Num)
 }

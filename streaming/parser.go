@@ -81,30 +81,30 @@ func (p *Parser) addDelta(d *ChunkDelta) {
 		r = d.Reasoning
 	}
 	if r != "" {
-		p.reasoning.WriteString(string(r))
-		p.events = append(p.events, Event{Kind: EventReasoning, Text: string(r)})
+		p.reasoning.WriteString(r)
+		p.events = append(p.events, Event{Kind: EventReasoning, Text: r})
 	}
 	if d.Content != "" {
-		p.text.WriteString(string(d.Content))
-		p.events = append(p.events, Event{Kind: EventText, Text: string(d.Content)})
+		p.text.WriteString(d.Content)
+		p.events = append(p.events, Event{Kind: EventText, Text: d.Content})
 	}
 	// A refusal is shown to the user like text: it is the model's answer.
 	if d.Refusal != "" {
-		p.text.WriteString(string(d.Refusal))
-		p.events = append(p.events, Event{Kind: EventText, Text: string(d.Refusal)})
+		p.text.WriteString(d.Refusal)
+		p.events = append(p.events, Event{Kind: EventText, Text: d.Refusal})
 	}
 	for i := range d.ToolCalls {
 		tc := &d.ToolCalls[i]
 		c := p.callFor(tc)
 		if tc.ID != "" && c.id == "" {
-			c.id = string(tc.ID)
+			c.id = tc.ID
 		}
-		if n := string(tc.Function.Name); n != "" && n != c.name {
+		if n := tc.Name; n != "" && n != c.name {
 			// Some servers repeat the full name in every delta; a name
 			// split in pieces is appended.
 			c.name += n
 		}
-		c.args.WriteString(string(tc.Function.Arguments))
+		c.args.WriteString(tc.Arguments)
 		p.events = append(p.events, Event{
 			Kind:      EventToolCallDelta,
 			ToolIndex: c.index,
@@ -127,7 +127,7 @@ func (p *Parser) callFor(tc *ChunkToolCall) *callState {
 		// No index: continue the latest call unless the id says otherwise.
 		key = p.calls[n-1].key
 	}
-	id := string(tc.ID)
+	id := tc.ID
 	// Search from the end: the current call is almost always the latest.
 	for i := len(p.calls) - 1; i >= 0; i-- {
 		c := p.calls[i]
