@@ -18,6 +18,10 @@
 //     sent less than FlushInterval before it; what the model said is kept by
 //     the messages table (the reply is saved as it streams).
 //
+// One event is one frame, except that consecutive session/update frames
+// sent in one turn and committed together share one event, one frame per
+// line (see persistence.Event.Frames).
+//
 // If the store cannot be written (disk full, read-only), a batch is dropped
 // and logged; the operations that need storage fail on their own.
 package journal
@@ -439,7 +443,22 @@ func (j *Journal) add(ev *persistence.Event) {
 	j.addLocked(ev)
 }
 
+// maxRunBody bounds the body of an event holding a run of frames.
+const maxRunBody = 256 << 10
+
 func (j *Journal) addLocked(ev *persistence.Event) {
+	// A session/update we send right after another of the same turn, both
+	// still pending, joins its event as one more line: a streamed reply is
+	// ~200 such frames, and one row instead of 200 is most of what the frame
+	// log costs a turn. The bytes and their order are kept.
+	if n := len(j.pending); n > 0 && joinsRun(ev) {
+		last := j.pending[n-1]
+		if joinsRun(last) && last.Stream == ev.Stream && last.Turn == ev.Turn &&
+			len(last.Body)+1+len(ev.Body) <= maxRunBody {
+			last.Body = append(append(last.Body, '\n'), ev.Body...)
+			return
+		}
+	}
 	j.pending = append(j.pending, ev)
 	if len(j.pending) >= j.opts.MaxBatch {
 		select {
@@ -447,6 +466,13 @@ func (j *Journal) addLocked(ev *persistence.Event) {
 		default:
 		}
 	}
+}
+
+// joinsRun reports whether ev may share an event with the session/update
+// frames sent before it: an outbound session/update of a session.
+func joinsRun(ev *persistence.Event) bool {
+	return ev.Direction == persistence.DirOut && ev.Kind == persistence.EventNotification &&
+		ev.Method == "session/update" && ev.Stream != ev.ConnectionID
 }
 
 func mustJSON(v any) []byte {

@@ -1,13 +1,15 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
 )
 
-// EventKind says what an event records. Frame kinds hold one JSON-RPC frame
-// exactly as it crossed the wire; lifecycle kinds are normalised facts about
+// EventKind says what an event records. Frame kinds hold a JSON-RPC frame
+// exactly as it crossed the wire (or a run of streamed updates, see
+// Event.Frames); lifecycle kinds are normalised facts about
 // sessions and turns; projection kinds are the changes the messages and
 // compactions tables are rebuilt from.
 type EventKind string
@@ -75,8 +77,20 @@ type Event struct {
 	Kind         EventKind
 	Method       string // the JSON-RPC method, for frames that have one (and responses: the request's)
 	// Body is the frame's bytes exactly as read or written (without the
-	// newline), or the event's JSON for lifecycle and projection kinds.
+	// newline), or the event's JSON for lifecycle and projection kinds. A
+	// run of outbound session/update notifications of one turn may share
+	// an event, one frame per line: Frames splits them.
 	Body []byte
+}
+
+// Frames returns the frames a frame event holds, in order (one, or a run of
+// streamed updates), or nil for other kinds. A JSON-RPC frame never
+// contains a raw newline, so the lines of Body are the frames.
+func (e *Event) Frames() [][]byte {
+	if !e.Kind.IsFrame() {
+		return nil
+	}
+	return bytes.Split(e.Body, []byte("\n"))
 }
 
 // Connection is the record of one ACP connection (one crow-acp process

@@ -175,14 +175,14 @@ func TestFrameLogFidelity(t *testing.T) {
 	var gotIn, gotOut []string
 	kinds := map[string]persistence.EventKind{}
 	for _, e := range all {
-		switch e.Direction {
-		case persistence.DirIn:
-			gotIn = append(gotIn, string(e.Body))
-		case persistence.DirOut:
-			gotOut = append(gotOut, string(e.Body))
-		}
-		if e.Kind.IsFrame() {
-			kinds[string(e.Body)] = e.Kind
+		for _, f := range e.Frames() {
+			switch e.Direction {
+			case persistence.DirIn:
+				gotIn = append(gotIn, string(f))
+			case persistence.DirOut:
+				gotOut = append(gotOut, string(f))
+			}
+			kinds[string(f)] = e.Kind
 		}
 	}
 	if !slices.Equal(gotIn, in) {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,7 +77,7 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	}
 	evicted := evictPageCache(bin)
 
-	var initT, newT, turnT, modelT, overT []time.Duration
+	var initT, newT, turnT, modelT, overT, cpuT []time.Duration
 	var rss, anon, file []int
 	for i := 0; i < runs; i++ {
 		r, err := oneProcess(bin, srv.URL(), db, dir, turns, direct, "bench")
@@ -90,6 +91,7 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 		for j := range r.turns {
 			overT = append(overT, r.turns[j]-r.model[j])
 		}
+		cpuT = append(cpuT, r.turnCPU)
 		rss = append(rss, r.peakRSSKiB)
 		anon = append(anon, r.anonKiB)
 		file = append(file, r.fileKiB)
@@ -105,6 +107,9 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	fmt.Printf("  %-34s %10s\n", "turn (prompt -> response)", median(turnT).Round(10*time.Microsecond))
 	fmt.Printf("  %-34s %10s\n", "model stream fetched (bytes only)", median(modelT).Round(10*time.Microsecond))
 	row("turn overhead beyond the model", overhead, 4*time.Millisecond)
+	if c := median(cpuT); c > 0 {
+		fmt.Printf("  %-34s %10s   (all threads; steadier than wall time on a busy machine)\n", "crow-acp CPU time per turn", c.Round(10*time.Microsecond))
+	}
 	sort.Ints(rss)
 	peak := rss[len(rss)-1]
 	if evicted != nil {
@@ -164,6 +169,7 @@ func directStreamTime(c rawStream) (time.Duration, error) {
 type result struct {
 	initialize, newSession time.Duration
 	turns, model           []time.Duration // per turn: through crow-acp, and read directly
+	turnCPU                time.Duration   // crow-acp's CPU time per turn (all threads)
 	peakRSSKiB             int
 	anonKiB, fileKiB       int // resident private memory vs mapped binary pages, at the end
 }
@@ -209,6 +215,7 @@ func oneProcess(bin, url, db, cwd string, turns int, direct rawStream, model str
 	if err := json.Unmarshal(res, &sess); err != nil {
 		return nil, err
 	}
+	cpu0 := cpuTime(cmd.Process.Pid)
 	for i := 0; i < turns; i++ {
 		d, err := directStreamTime(direct)
 		if err != nil {
@@ -223,6 +230,7 @@ func oneProcess(bin, url, db, cwd string, turns int, direct rawStream, model str
 		}
 		r.turns = append(r.turns, time.Since(t))
 	}
+	r.turnCPU = (cpuTime(cmd.Process.Pid) - cpu0) / time.Duration(turns)
 	st := procStatus(cmd.Process.Pid)
 	r.peakRSSKiB, r.anonKiB, r.fileKiB = st["VmHWM"], st["RssAnon"], st["RssFile"]
 	return r, nil
@@ -255,6 +263,26 @@ func waitResponse(rd *bufio.Reader, id int) (json.RawMessage, error) {
 		}
 		return f.Result, nil
 	}
+}
+
+// cpuTime is the CPU time the process's threads have run, from
+// /proc/PID/task/*/schedstat (nanoseconds; 0 where unavailable). Unlike wall
+// time it hardly moves with the machine's load.
+func cpuTime(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(n)
+		}
+	}
+	return total
 }
 
 // procStatus reads the kB fields of /proc/PID/status (empty where /proc is
