@@ -87,7 +87,8 @@ Configuration (highest precedence first): flags, environment variables, the
 file $XDG_CONFIG_HOME/crow-acp/config.toml (~/.config/crow-acp/config.toml),
 built-in defaults. "crow-acp config show" prints the result.
 
-Environment:
+Environment (most variables have a key in the file too: config.example.toml
+names each one's variable):
   OPENAI_BASE_URL         OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, OpenRouter...)
   OPENAI_API_KEY          API key, sent as a Bearer token; never logged or stored
                           (a provider in the file may name another variable)

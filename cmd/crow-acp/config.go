@@ -12,8 +12,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -73,12 +71,13 @@ type config struct {
 	modelsFrom source
 	modelSpec  *modelSpec
 
-	listPageSize value[int]    // sessions per session/list page
-	titles       value[string] // "local" or "model"
+	listPageSize value[int]           // sessions per session/list page
+	titles       value[string]        // "local" or "model" (file key session_titles)
+	leaseTTL     value[time.Duration] // a session's lock outlives its holder's last heartbeat by this
 
-	toolOutputLimit value[int]    // bytes of one tool result the model sees
-	commandTimeout  value[string] // run_command's default timeout (a Go duration)
-	tools           value[string] // "on", or "off": no tools for the model
+	toolOutputLimit value[int]           // bytes of one tool result the model sees
+	commandTimeout  value[time.Duration] // run_command's default timeout
+	tools           value[string]        // "on", or "off": no tools for the model
 
 	contextWindow value[int] // tokens; 0: not configured
 	outputReserve value[int] // tokens; 0: not configured
@@ -86,8 +85,7 @@ type config struct {
 	compact        compactionConfig
 	permissionMode value[string]
 
-	leaseTTL value[time.Duration] // env CROW_LEASE_TTL only
-	limits   limitsConfig         // [limits] and [requests]
+	limits limitsConfig // [limits] and [requests]
 }
 
 // modelSpec is what the configuration says about one model.
@@ -330,26 +328,12 @@ func loadConfig(cf *configFlags, getenv func(string) string) (*config, error) {
 		return nil, err
 	}
 	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
-	if cfg.listPageSize, err = r.int("", "CROW_LIST_PAGE_SIZE", nil, "", persistence.DefaultListLimit); err != nil {
+	if err := cfg.resolveToolsAndSessions(r, fc); err != nil {
 		return nil, err
-	}
-	cfg.titles = r.str("", "CROW_TITLES", nil, "", "local")
-	cfg.leaseTTL = value[time.Duration]{V: agent.DefaultLeaseTTL, From: fromDefault}
-	if v := r.str("", "CROW_LEASE_TTL", nil, "", ""); v.V != "" {
-		d, err := time.ParseDuration(strings.TrimSpace(v.V))
-		if err != nil || d < time.Second {
-			return nil, usagef("%s: %q is not a duration of at least 1s (such as 30s)", v.From, v.V)
-		}
-		cfg.leaseTTL = value[time.Duration]{V: d, From: v.From}
 	}
 	if cfg.limits, err = loadLimits(r, fc.Limits, fc.Requests); err != nil {
 		return nil, err
 	}
-	if cfg.toolOutputLimit, err = r.int("", "CROW_TOOL_OUTPUT_LIMIT", nil, "", agent.DefaultToolOutputLimit); err != nil {
-		return nil, err
-	}
-	cfg.commandTimeout = r.str("", "CROW_COMMAND_TIMEOUT", nil, "", tool.DefaultCommandTimeout.String())
-	cfg.tools = r.str("", "CROW_TOOLS", nil, "", "on")
 
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -375,14 +359,8 @@ func (c *config) validate() error {
 	if c.maxLineBytes.V < 1024 {
 		return usagef("max-line-bytes %d is too small: at least 1024 (from %s)", c.maxLineBytes.V, c.maxLineBytes.From)
 	}
-	if t := c.tools.V; t != "on" && t != "off" {
-		return usagef("tools %q: use on or off (from %s)", t, c.tools.From)
-	}
-	if c.toolOutputLimit.V < 1024 {
-		return usagef("tool output limit %d: at least 1024 bytes (from %s)", c.toolOutputLimit.V, c.toolOutputLimit.From)
-	}
-	if d, err := time.ParseDuration(c.commandTimeout.V); err != nil || d <= 0 {
-		return usagef("command timeout %q: want a duration such as 2m (from %s)", c.commandTimeout.V, c.commandTimeout.From)
+	if err := c.validateToolsAndSessions(); err != nil {
+		return err
 	}
 	if c.maxModelCalls.V < 1 {
 		return usagef("max model calls %d: must be at least 1 (from %s)", c.maxModelCalls.V, c.maxModelCalls.From)
@@ -392,12 +370,6 @@ func (c *config) validate() error {
 	}
 	if c.contextWindow.V != 0 && c.contextWindow.V < 1024 {
 		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.contextWindow.V, c.contextWindow.From)
-	}
-	if t := c.titles.V; t != "local" && t != "model" {
-		return usagef("session titles %q: use local or model (from %s)", t, c.titles.From)
-	}
-	if n := c.listPageSize.V; n < 1 || n > persistence.MaxListLimit {
-		return usagef("session list page size %d: use 1 to %d (from %s)", n, persistence.MaxListLimit, c.listPageSize.From)
 	}
 	if err := c.limits.validate(); err != nil {
 		return err
@@ -534,7 +506,6 @@ func (c *config) agentConfig() agent.Config {
 	if c.modelSpec == nil && (c.contextWindow.V > 0 || c.outputReserve.V > 0) {
 		models = append(models, agent.Model{Name: c.model.V, ContextWindow: c.contextWindow.V, OutputReserve: c.outputReserve.V})
 	}
-	commandTimeout, _ := time.ParseDuration(c.commandTimeout.V) // checked by validate
 	ac := agent.Config{
 		Models:        models,
 		Model:         c.model.V,
@@ -547,7 +518,7 @@ func (c *config) agentConfig() agent.Config {
 
 		NoTools:         c.tools.V == "off",
 		DefaultMode:     agent.ModeFromConfig(c.permissionMode.V),
-		CommandTimeout:  commandTimeout,
+		CommandTimeout:  c.commandTimeout.V,
 		ToolOutputLimit: c.toolOutputLimit.V,
 	}
 	c.limits.apply(&ac)

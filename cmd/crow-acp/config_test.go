@@ -140,6 +140,14 @@ func TestConfigFileErrors(t *testing.T) {
 		{"threshold", "[compaction]\nthreshold = 0\n", 2, "compaction.threshold", "out of range"},
 		{"mode", "[permissions]\nmode = \"yolo\"\n", 2, "permissions.mode", "unknown mode"},
 		{"empty db path", "[database]\npath = \"\"\n", 2, "database.path", "must not be empty"},
+		{"top-level key in a table", "[log]\nlevel = \"info\"\ntools = \"off\"\n", 3, "log.tools", "tools is a top-level key"},
+		{"tools type", "tools = false\n", 1, "tools", "expected a string"},
+		{"tools value", "model = \"a\"\ntools = \"no\"\n", 2, "tools", "use on or off"},
+		{"command timeout", "command_timeout = \"2 minutes\"\n", 1, "command_timeout", "not a duration"},
+		{"negative tool output limit", "tool_output_limit = -8192\n", 1, "tool_output_limit", "too small"},
+		{"session titles", "session_titles = \"ai\"\n", 1, "session_titles", "use local or model"},
+		{"list page size", "list_page_size = 501\n", 1, "list_page_size", "1 to 500"},
+		{"lease ttl", "lease_ttl = \"soon\"\n", 1, "lease_ttl", "not a duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -135,12 +135,16 @@ func (c *config) rows() []row {
 		num("context_window", c.contextWindow, "(not configured)"),
 		num("output_reserve", c.outputReserve, "(not configured)"),
 		num("max_model_calls", c.maxModelCalls, ""),
-		num("max_line_bytes", c.maxLineBytes, ""),
-		num("list_page_size", c.listPageSize, ""),
+	}
+	toolRows, sessionRows := c.toolAndSessionRows()
+	rows = append(rows, toolRows...)
+	rows = append(rows, num("max_line_bytes", c.maxLineBytes, ""))
+	rows = append(rows, sessionRows...)
+	rows = append(rows, []row{
 		{"database.path", backend.Describe(c.dbPath.V), c.dbPath.From}, // never a password
 		str("log.file", c.logFile, "(stderr for serve; none for other commands)"),
 		str("log.level", c.logLevel, ""),
-	}
+	}...)
 	rows = append(rows, c.compactionRows()...)
 	rows = append(rows, str("permissions.mode", c.permissionMode, ""))
 	return append(rows, c.limits.rows()...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,6 +25,15 @@ type fileConfig struct {
 	Model         *string `toml:"model"`    // default model name
 	Provider      *string `toml:"provider"` // default provider name
 	MaxModelCalls *int    `toml:"max_model_calls"`
+
+	// Tools and sessions. There is no [tools] or [sessions] table: these
+	// are top-level, like max_model_calls; their CROW_* variables win.
+	Tools           *string `toml:"tools"`             // CROW_TOOLS: "on" or "off"
+	CommandTimeout  *string `toml:"command_timeout"`   // CROW_COMMAND_TIMEOUT: a Go duration
+	ToolOutputLimit *int    `toml:"tool_output_limit"` // CROW_TOOL_OUTPUT_LIMIT: bytes
+	SessionTitles   *string `toml:"session_titles"`    // CROW_TITLES: "local" or "model"
+	ListPageSize    *int    `toml:"list_page_size"`    // CROW_LIST_PAGE_SIZE
+	LeaseTTL        *string `toml:"lease_ttl"`         // CROW_LEASE_TTL: a Go duration
 
 	Providers  map[string]providerFile `toml:"providers"`
 	Models     []modelFile             `toml:"models"`
@@ -167,6 +177,10 @@ func (f *loadedFile) decodeError(data []byte, err error) error {
 		row, _ := e.Position()
 		key := keyAt(row, e.Key())
 		msg := "unknown key (see config.example.toml for the keys crow-acp reads)"
+		if k := e.Key(); len(k) > 1 && topLevelKey(k[len(k)-1]) {
+			// TOML puts a key below a [table] header into that table.
+			msg = fmt.Sprintf("unknown key: %s is a top-level key, so it must come before the first [table]", k[len(k)-1])
+		}
 		if n := len(strict.Errors); n > 1 {
 			msg += fmt.Sprintf("; %d more unknown keys", n-1)
 		}
@@ -187,6 +201,18 @@ func (f *loadedFile) decodeError(data []byte, err error) error {
 		return &fileError{Path: path, Line: row, Key: keyAt(row, de.Key()), Msg: msg}
 	}
 	return &fileError{Path: path, Msg: err.Error()}
+}
+
+// topLevelKey reports whether name is a scalar key of the file's top level.
+func topLevelKey(name string) bool {
+	t := reflect.TypeFor[fileConfig]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.Pointer && strings.Split(f.Tag.Get("toml"), ",")[0] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // friendlyTypeError rewrites go-toml's "cannot decode TOML string into
@@ -341,6 +367,9 @@ func (f *loadedFile) validate() error {
 	}
 	if c.MaxModelCalls != nil && *c.MaxModelCalls < 1 {
 		return f.errorAt("max_model_calls", "must be at least 1")
+	}
+	if err := f.validateToolsAndSessions(); err != nil {
+		return err
 	}
 	if c.Log.Level != nil {
 		if err := checkLogLevel(*c.Log.Level); err != nil {
