@@ -226,6 +226,7 @@ func (a *Agent) saveToolResult(ctx context.Context, s *persistence.Session, c st
 		res.Output = "(no output)"
 	}
 	msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Content: res.Output, Status: status, Meta: raw}
+	countTokens(a.counterFor(a.sessionModel(s)), msg)
 	if err := a.store.AppendMessages(ctx, s.ID, msg); err != nil {
 		return storeError("save tool result", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
@@ -68,6 +69,8 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	// Writes outlive a cancelled turn: what the user saw must be kept.
 	persistCtx := context.WithoutCancel(ctx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: parts, Status: persistence.StatusComplete}
+	counter := a.counterFor(a.sessionModel(s))
+	countTokens(counter, user)
 	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
@@ -133,7 +136,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID}
+	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID, counter: a.counterFor(model)}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s)}
 	res, attempts, streamErr := a.streamWithRetry(ctx, s.ID, req, func(ev streaming.Event) error {
 		var u acp.SessionUpdate
@@ -193,6 +196,7 @@ type partialReply struct {
 	ctx             context.Context
 	sessionID       string
 	text, reasoning strings.Builder
+	counter         compaction.Counter   // counts the reply as it is written
 	msg             *persistence.Message // the stored row; nil until the first delta
 	saved           time.Time
 	err             error // the save that failed; the stream was abandoned
@@ -208,11 +212,13 @@ func (r *partialReply) save() error {
 	if r.msg == nil {
 		m := &persistence.Message{Role: persistence.RoleAssistant, Content: r.text.String(),
 			Reasoning: r.reasoning.String(), Status: persistence.StatusStreaming}
+		countTokens(r.counter, m)
 		if err = r.a.store.AppendMessages(r.ctx, r.sessionID, m); err == nil {
 			r.msg = m
 		}
 	} else {
 		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
+		countTokens(r.counter, r.msg)
 		err = r.a.store.UpdateMessage(r.ctx, r.msg)
 	}
 	if err != nil {
@@ -240,6 +246,7 @@ func (r *partialReply) final(res *streaming.Result) *persistence.Message {
 // finish writes the final reply: an update of the stored row, or a new row
 // if nothing was stored yet and there is something to keep.
 func (r *partialReply) finish(m *persistence.Message) error {
+	countTokens(r.counter, m)
 	if r.msg != nil {
 		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
 		return r.a.store.UpdateMessage(r.ctx, m)
@@ -350,4 +357,14 @@ func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
 		t.cancel()
 	}
 	return nil
+}
+
+// countTokens stores the message's token count with it, so that the next
+// request's context needs no recount (and no write to cache one). The
+// stored row keeps the encoding it was first written with; a reply is
+// always counted with the one counter of its turn.
+func countTokens(c compaction.Counter, m *persistence.Message) {
+	if c != nil {
+		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), c.Name()
+	}
 }

@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+// tokenCacheCounter counts writes that cache token counts.
+type tokenCacheCounter struct {
+	persistence.Store
+	n atomic.Int32
+}
+
+func (c *tokenCacheCounter) SetTokenCounts(ctx context.Context, sessionID, encoding string, counts map[int64]int) error {
+	c.n.Add(1)
+	return c.Store.SetTokenCounts(ctx, sessionID, encoding, counts)
+}
+
+// Messages are stored with their token counts, so building the next
+// request's context counts nothing and writes nothing.
+func TestMessagesStoredWithTokenCounts(t *testing.T) {
+	ctx := context.Background()
+	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { real.Close() })
+	store := &tokenCacheCounter{Store: real}
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	m.SetFallback(fakemodel.Reply{Text: "a reply in several words", Chunks: 4})
+	a := New(&recorder{}, store, streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: m.URL()}), Config{Model: "gpt-4o"}, nil)
+	t.Cleanup(a.Close)
+	sess, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"first", "second"} {
+		if _, err := a.Prompt(ctx, &acp.PromptRequest{SessionID: sess.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.n.Load(); n != 0 {
+		t.Errorf("%d writes cached token counts; the messages should have been stored with theirs", n)
+	}
+	msgs, err := real.Messages(ctx, sess.SessionID, persistence.MessageFilter{})
+	if err != nil || len(msgs) != 4 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+	c, _ := compaction.NewCounter("gpt-4o", "")
+	for _, msg := range msgs {
+		if want := compaction.MessageTokens(c, &msg); msg.TokenCount != want || msg.TokenEncoding != c.Name() {
+			t.Errorf("%s %q: stored %d tokens (%s), want %d (%s)", msg.Role, msg.Content, msg.TokenCount, msg.TokenEncoding, want, c.Name())
+		}
+	}
+}
