@@ -32,7 +32,8 @@ func textChunkFrame(n *SessionNotification) []byte {
 	if err1 != nil || err2 != nil {
 		return nil
 	}
-	b := make([]byte, 0, 128+len(sid)+len(text))
+	// Room for the fixed parts and the newline writeFrame adds.
+	b := make([]byte, 0, 160+len(sid)+len(text))
 	b = append(b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":`...)
 	b = append(b, sid...)
 	b = append(b, `,"update":{"sessionUpdate":"`...)

@@ -279,8 +279,14 @@ func (s *LineStream) writeFrame(b []byte) error {
 	if s.onFrame != nil {
 		s.onFrame(Outbound, b)
 	}
-	buf := make([]byte, 0, len(b)+1)
-	buf = append(append(buf, b...), '\n')
+	// The newline goes into spare capacity when the caller left some (the
+	// text-chunk fast path does): no copy per streamed token.
+	var buf []byte
+	if cap(b) > len(b) {
+		buf = append(b, '\n')
+	} else {
+		buf = append(append(make([]byte, 0, len(b)+1), b...), '\n')
+	}
 	_, err := s.w.Write(buf)
 	if err != nil && s.onError != nil {
 		s.onError(err)

@@ -211,6 +211,13 @@ type sessionParams struct {
 // OnFrame records one frame; it is acp.Options.OnFrame. It must be fast: it
 // runs on the read loop and under the writer's lock.
 func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
+	// The hot path: a streamed update that continues the pending run of
+	// its session costs an append, no event.
+	if dir == acp.Outbound {
+		if sid, ok := sessionUpdateSession(raw, true); ok && j.continueRun(sid, raw) {
+			return
+		}
+	}
 	ev := &persistence.Event{
 		ConnectionID: j.conn,
 		At:           time.Now().UTC(),
@@ -446,18 +453,36 @@ func (j *Journal) add(ev *persistence.Event) {
 // maxRunBody bounds the body of an event holding a run of frames.
 const maxRunBody = 256 << 10
 
+// continueRun adds an outbound session/update of session sid to the pending
+// run of the session's running turn, if the last pending event is one.
+func (j *Journal) continueRun(sid string, frame []byte) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.sessions[sid]
+	return st != nil && j.joinLocked(sid, st.active, frame)
+}
+
+// joinLocked appends frame as one more line of the last pending event when
+// that event is a run of session/update frames we sent in the same stream
+// and turn: a streamed reply is ~200 such frames, and one row instead of
+// 200 is most of what the frame log costs a turn. The bytes and their order
+// are kept.
+func (j *Journal) joinLocked(stream string, turn int64, frame []byte) bool {
+	n := len(j.pending)
+	if n == 0 {
+		return false
+	}
+	last := j.pending[n-1]
+	if !joinsRun(last) || last.Stream != stream || last.Turn != turn || len(last.Body)+1+len(frame) > maxRunBody {
+		return false
+	}
+	last.Body = append(append(last.Body, '\n'), frame...)
+	return true
+}
+
 func (j *Journal) addLocked(ev *persistence.Event) {
-	// A session/update we send right after another of the same turn, both
-	// still pending, joins its event as one more line: a streamed reply is
-	// ~200 such frames, and one row instead of 200 is most of what the frame
-	// log costs a turn. The bytes and their order are kept.
-	if n := len(j.pending); n > 0 && joinsRun(ev) {
-		last := j.pending[n-1]
-		if joinsRun(last) && last.Stream == ev.Stream && last.Turn == ev.Turn &&
-			len(last.Body)+1+len(ev.Body) <= maxRunBody {
-			last.Body = append(append(last.Body, '\n'), ev.Body...)
-			return
-		}
+	if joinsRun(ev) && j.joinLocked(ev.Stream, ev.Turn, ev.Body) {
+		return
 	}
 	j.pending = append(j.pending, ev)
 	if len(j.pending) >= j.opts.MaxBatch {
