@@ -15,7 +15,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // DefaultBaseURL is used when OpenAIConfig.BaseURL is empty.
@@ -126,7 +125,7 @@ func (c *OpenAIClient) Stream(ctx context.Context, req Request, onEvent func(Eve
 	if err := ctx.Err(); err != nil {
 		return p.Finish(), fmt.Errorf("streaming: %w", err)
 	}
-	params, err := buildParams(req)
+	body, err := requestBody(req)
 	if err != nil {
 		return p.Finish(), err
 	}
@@ -148,11 +147,12 @@ func (c *OpenAIClient) Stream(ctx context.Context, req Request, onEvent func(Eve
 		defer w.timer.Stop()
 	}
 
-	// What openai-go's NewStreaming does, with the chunks decoded as our
-	// lean Chunk (see there why).
+	// What openai-go's NewStreaming does, with our own body (see chatBody
+	// why; the SDK sends a []byte as it is, as application/json, with the
+	// client's headers and middleware) and the chunks decoded as our lean
+	// Chunk (see there why).
 	var raw *http.Response
-	err = c.api.Post(sctx, "chat/completions", params, &raw,
-		option.WithJSONSet("stream", true), option.WithMiddleware(w.middleware(c.apiKey)))
+	err = c.api.Post(sctx, "chat/completions", body, &raw, option.WithMiddleware(w.middleware(c.apiKey)))
 	if err == nil {
 		err = c.readStream(ssestream.NewDecoder(raw), &p, w, onEvent)
 	}
@@ -429,96 +429,6 @@ func errorMessage(body []byte) string {
 		}
 	}
 	return abbreviate(strings.TrimSpace(string(body)), 500)
-}
-
-// buildParams maps a Request onto openai-go's parameters.
-func buildParams(req Request) (openai.ChatCompletionNewParams, error) {
-	params := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(req.Model),
-		Messages:      make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	if req.MaxTokens > 0 {
-		params.MaxTokens = openai.Int(int64(req.MaxTokens))
-	}
-	for i, m := range req.Messages {
-		msg, err := buildMessage(m)
-		if err != nil {
-			return params, fmt.Errorf("streaming: message %d: %w", i, err)
-		}
-		params.Messages = append(params.Messages, msg)
-	}
-	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fn.Description = openai.String(t.Description)
-		}
-		if t.Parameters != nil {
-			fn.Parameters = shared.FunctionParameters(t.Parameters)
-		} else {
-			fn.Parameters = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
-	}
-	return params, nil
-}
-
-func buildMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
-	switch m.Role {
-	case RoleSystem:
-		return openai.SystemMessage(textWithParts(m)), nil
-	case RoleUser:
-		if len(m.Parts) == 0 {
-			return openai.UserMessage(m.Content), nil
-		}
-		parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(m.Parts)+1)
-		if m.Content != "" {
-			parts = append(parts, openai.TextContentPart(m.Content))
-		}
-		for _, p := range m.Parts {
-			switch p.Type {
-			case "text":
-				parts = append(parts, openai.TextContentPart(p.Text))
-			case "image":
-				if p.MimeType == "" || p.Data == "" {
-					return openai.ChatCompletionMessageParamUnion{}, errors.New("image part without mime type or data")
-				}
-				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
-					URL: "data:" + p.MimeType + ";base64," + p.Data,
-				}))
-			default:
-				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unsupported content part type %q", p.Type)
-			}
-		}
-		return openai.UserMessage(parts), nil
-	case RoleAssistant:
-		var a openai.ChatCompletionAssistantMessageParam
-		if text := textWithParts(m); text != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = openai.String(text)
-		}
-		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      tc.Name,
-						Arguments: argumentsForHistory(tc.Arguments),
-					},
-				},
-			})
-		}
-		if m.Reasoning != "" {
-			a.SetExtraFields(map[string]any{fieldReasoningContent: m.Reasoning})
-		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
-	case RoleTool:
-		if m.ToolCallID == "" {
-			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool message without tool call id")
-		}
-		return openai.ToolMessage(textWithParts(m), m.ToolCallID), nil
-	default:
-		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
-	}
 }
 
 // textWithParts is Content followed by any text parts; the roles other than

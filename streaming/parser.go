@@ -37,10 +37,6 @@ type callState struct {
 	args  strings.Builder
 }
 
-// fieldReasoningContent is the reasoning field of DeepSeek, GLM, vLLM and
-// llama.cpp, which crow-acp also sends back with earlier assistant turns.
-const fieldReasoningContent = "reasoning_content"
-
 // Add consumes one chunk and returns the events it produced, in order:
 // reasoning, text, tool-call deltas, finish, usage. The returned slice is
 // reused by the next call to Add; copy it to keep it.
