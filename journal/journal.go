@@ -30,8 +30,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,7 +69,8 @@ type Journal struct {
 	requests map[string]request       // inbound requests awaiting our response, by id
 	calls    map[string]request       // our requests awaiting the client's response, by id
 
-	flushMu sync.Mutex // one batch at a time, in order
+	flushMu sync.Mutex  // one batch at a time, in order
+	off     atomic.Bool // the connection could not be recorded: no frame log
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -86,7 +89,12 @@ type request struct {
 	turn    int64
 }
 
-// Open records the connection and starts the background writer.
+// Open starts the journal of a connection. The connection's record is
+// written in the background, before any frame: serving need not wait for a
+// database write (the first after a checkpoint also syncs the WAL), and a
+// response still waits for it, as for every frame before it. If the record
+// cannot be written (a read-only or full database), the journal turns
+// itself off, logs why, and the connection is served without a frame log.
 func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal, error) {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = DefaultFlushInterval
@@ -98,9 +106,8 @@ func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal,
 	if log == nil {
 		log = zap.NewNop()
 	}
-	host, _ := os.Hostname()
-	if err := store.CreateConnection(ctx, &persistence.Connection{ID: opts.ConnectionID, PID: os.Getpid(), Host: host}); err != nil {
-		return nil, err
+	if opts.ConnectionID == "" {
+		return nil, errors.New("journal: a connection id is required")
 	}
 	j := &Journal{
 		store: store, conn: opts.ConnectionID, opts: opts, log: log,
@@ -111,7 +118,21 @@ func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	go j.writer()
+	// Held until the record is written: no batch commits before it.
+	j.flushMu.Lock()
+	go func() {
+		host, _ := os.Hostname()
+		err := store.CreateConnection(context.WithoutCancel(ctx), &persistence.Connection{ID: opts.ConnectionID, PID: os.Getpid(), Host: host})
+		if err != nil {
+			log.Warn("frame log unavailable; serving without it", zap.Error(err))
+			j.off.Store(true)
+			j.mu.Lock()
+			j.pending = nil
+			j.mu.Unlock()
+		}
+		j.flushMu.Unlock()
+		j.writer()
+	}()
 	return j, nil
 }
 
@@ -160,7 +181,7 @@ func (j *Journal) Flush(ctx context.Context) {
 	batch := j.pending
 	j.pending = nil
 	j.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 || j.off.Load() {
 		return
 	}
 	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
@@ -211,6 +232,9 @@ type sessionParams struct {
 // OnFrame records one frame; it is acp.Options.OnFrame. It must be fast: it
 // runs on the read loop and under the writer's lock.
 func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
+	if j.off.Load() {
+		return
+	}
 	// The hot path: a streamed update that continues the pending run of
 	// its session costs an append, no event.
 	if dir == acp.Outbound {
@@ -439,6 +463,9 @@ func (j *Journal) streamOf(session string) string {
 }
 
 func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.EventKind, data any) {
+	if j.off.Load() {
+		return
+	}
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
 	})

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
@@ -91,5 +93,90 @@ func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 		if !bytes.Equal(got[i], sent[i]) {
 			t.Fatalf("frame %d: stored %.80q, sent %.80q", i, got[i], sent[i])
 		}
+	}
+}
+
+// refusingStore cannot record connections, as a read-only database.
+type refusingStore struct{ persistence.Store }
+
+func (refusingStore) CreateConnection(context.Context, *persistence.Connection) error {
+	return persistence.ErrStorageReadOnly
+}
+
+// When the connection cannot be recorded, the journal turns itself off:
+// frames are not kept and nothing is written, and the connection is served
+// as before.
+func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	j, err := Open(ctx, refusingStore{store}, Options{ConnectionID: "conn_ro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // flushes
+	j.Close()
+	if !j.off.Load() {
+		t.Fatal("journal still on")
+	}
+	evs, err := store.Events(ctx, "conn_ro", persistence.EventFilter{})
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("%d events stored, %v", len(evs), err)
+	}
+}
+
+// orderStore notes the order of the connection record and event writes.
+type orderStore struct {
+	persistence.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *orderStore) note(c string) {
+	o.mu.Lock()
+	o.calls = append(o.calls, c)
+	o.mu.Unlock()
+}
+
+func (o *orderStore) CreateConnection(ctx context.Context, c *persistence.Connection) error {
+	time.Sleep(20 * time.Millisecond) // a slow first write
+	o.note("connection")
+	return o.Store.CreateConnection(ctx, c)
+}
+
+func (o *orderStore) AppendEvents(ctx context.Context, evs ...*persistence.Event) error {
+	o.note("events")
+	return o.Store.AppendEvents(ctx, evs...)
+}
+
+// The connection's record is written before any of its frames, and a
+// response waits for both.
+func TestConnectionRecordedBeforeFrames(t *testing.T) {
+	ctx := context.Background()
+	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	store := &orderStore{Store: real}
+	j, err := Open(ctx, store, Options{ConnectionID: "conn_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // commits before returning
+	evs, err := real.Events(ctx, "conn_1", persistence.EventFilter{})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("%d events committed with the response, %v", len(evs), err)
+	}
+	j.Close()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.calls) < 2 || store.calls[0] != "connection" || store.calls[1] != "events" {
+		t.Fatalf("writes in order %v, want the connection first", store.calls)
 	}
 }
