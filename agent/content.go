@@ -52,6 +52,16 @@ func userParts(blocks []acp.ContentBlock, model Model) ([]persistence.Part, erro
 	return parts, nil
 }
 
+// storedParts is what a user message keeps of its blocks beside its text: a
+// prompt of one text block is its Content alone (replay shows the same
+// block), which halves what a plain prompt stores and reads back.
+func storedParts(parts []persistence.Part) []persistence.Part {
+	if len(parts) == 1 && parts[0].Type == "text" {
+		return nil
+	}
+	return parts
+}
+
 // modelText is the text the model reads for a user message.
 func modelText(parts []persistence.Part) string {
 	var b strings.Builder

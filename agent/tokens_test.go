@@ -63,3 +63,22 @@ func TestMessagesStoredWithTokenCounts(t *testing.T) {
 		}
 	}
 }
+
+// A prompt of one text block is stored as its text alone and replays as the
+// same block; a prompt of several blocks keeps them all.
+func TestPlainPromptStoredOnce(t *testing.T) {
+	one := []persistence.Part{{Type: "text", Text: "fix the test"}}
+	if got := storedParts(one); got != nil {
+		t.Errorf("one text block stored as parts %+v", got)
+	}
+	m := persistence.Message{Role: persistence.RoleUser, Content: modelText(one), Parts: storedParts(one)}
+	withParts := persistence.Message{Role: persistence.RoleUser, Content: modelText(one), Parts: one}
+	if a, b := replayUpdates(m), replayUpdates(withParts); len(a) != 1 || len(b) != 1 ||
+		a[0].UserMessageChunk.Content.Text.Text != b[0].UserMessageChunk.Content.Text.Text {
+		t.Errorf("replay differs: %+v vs %+v", a, b)
+	}
+	several := []persistence.Part{{Type: "text", Text: "see"}, {Type: "resource_link", URI: "file:///a.go", Name: "a.go"}}
+	if got := storedParts(several); len(got) != 2 {
+		t.Errorf("several blocks stored as %+v", got)
+	}
+}

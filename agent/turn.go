@@ -68,7 +68,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 
 	// Writes outlive a cancelled turn: what the user saw must be kept.
 	persistCtx := context.WithoutCancel(ctx)
-	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: parts, Status: persistence.StatusComplete}
+	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
 	counter := a.counterFor(a.sessionModel(s))
 	countTokens(counter, user)
 	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
