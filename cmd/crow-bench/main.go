@@ -120,7 +120,7 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	sort.Ints(file)
 	fmt.Printf("  %-34s %8.1f MB   (heap, stacks, SQLite cache)\n", "  of which private (RssAnon, max)", float64(anon[len(anon)-1])/1024)
 	fmt.Printf("  %-34s %8.1f MB   (the executable's pages, paged in by exec)\n", "  of which mapped binary (RssFile)", float64(file[len(file)-1])/1024)
-	fmt.Printf("  %-34s %8.1f MB   (%.1f MB mapped binary: the build's 2 MB folios, mapped whole)\n", "peak RSS, binary just built", float64(asBuilt.peakRSSKiB)/1024, float64(asBuilt.fileKiB)/1024)
+	fmt.Printf("  %-34s %8.1f MB   (%.1f MB mapped binary; right after go build, its 2 MB page-cache folios are mapped whole)\n", "peak RSS, first run as found", float64(asBuilt.peakRSSKiB)/1024, float64(asBuilt.fileKiB)/1024)
 	// An OpenAI model name loads the exact o200k vocabulary (the runs above
 	// use the estimator, as for local models).
 	if r, err := oneProcess(bin, srv.URL(), db, dir, turns, direct, "gpt-4o"); err == nil {

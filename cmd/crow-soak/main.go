@@ -287,7 +287,12 @@ func (a *agent) read(r *bufio.Reader) {
 					// Cancel mid-stream, as a user does; written off the
 					// read loop so reading never waits on writing.
 					st.sent = true
-					go a.notify("session/cancel", map[string]any{"sessionId": f.Params.SessionID})
+					written := make(chan struct{})
+					st.cancelWritten = written
+					go func(sid string) {
+						defer close(written)
+						a.notify("session/cancel", map[string]any{"sessionId": sid})
+					}(f.Params.SessionID)
 				}
 			}
 		case f.Method == "" && len(f.ID) > 0:
@@ -359,8 +364,14 @@ func (a *agent) session(ctx context.Context, cwd string, turns int) error {
 		}
 		a.mu.Lock()
 		got := st.text.String()
+		written := st.cancelWritten
 		delete(a.streams, s.SessionID)
 		a.mu.Unlock()
+		// A cancel still being written when the turn ended (a fast turn
+		// can end first) must not land on the next turn.
+		if written != nil {
+			<-written
+		}
 		switch {
 		case strings.Contains(string(res), `"end_turn"`):
 			if got != replyText {
@@ -380,8 +391,9 @@ func (a *agent) session(ctx context.Context, cwd string, turns int) error {
 }
 
 type stream struct {
-	text         strings.Builder
-	cancel, sent bool
+	text          strings.Builder
+	cancel, sent  bool
+	cancelWritten chan struct{} // closed once the cancel is written; nil if none was sent
 }
 
 func (a *agent) notify(method string, params any) {
