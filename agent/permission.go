@@ -19,6 +19,7 @@ const (
 	verdictAllowed verdict = iota
 	verdictRejected
 	verdictCancelled
+	verdictFailed // the call cannot succeed (its preview failed); nobody was asked
 )
 
 // Permission option ids sent in session/request_permission.
@@ -52,7 +53,7 @@ func permissionKeys(mode string, act *tool.Action) []string {
 
 // authorize decides whether a call may run: by mode, by the project's
 // stored "always" rules, or by asking the user. why explains a rejection to
-// the model and the user.
+// the model and the user, or why the call cannot succeed (verdictFailed).
 func (a *Agent) authorize(ctx context.Context, s *persistence.Session, call *acp.ToolCall, act *tool.Action) (v verdict, why string, err error) {
 	mode := a.sessionMode(ctx, s.ID)
 	if mode == ModePlan && (act.Access == tool.AccessEdit || act.Access == tool.AccessExecute || act.Access == tool.AccessOther) {
@@ -87,10 +88,30 @@ func (a *Agent) authorize(ctx context.Context, s *persistence.Session, call *acp
 		return verdictAllowed, "", nil
 	}
 
+	// Show what the call would do (an edit's diff) so the user approves
+	// the change itself, not just its title.
+	var content []acp.ToolCallContent
+	if act.Preview != nil {
+		c, err := act.Preview(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return verdictCancelled, "", nil
+		case err != nil && len(act.Outside) == 0:
+			// Asking to approve an edit that cannot happen is noise.
+			return verdictFailed, err.Error(), nil
+		case err != nil:
+			// Outside the workspace the error would tell the model about
+			// a file it has no permission to read yet (whether it exists,
+			// whether some text is in it): only the user sees it.
+			content = []acp.ToolCallContent{acp.ToolText("This call cannot succeed as asked: " + err.Error())}
+		default:
+			content = c
+		}
+	}
 	req := &acp.RequestPermissionRequest{
 		SessionID: s.ID,
 		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ToolCallID, Title: call.Title, Kind: call.Kind,
-			Status: acp.ToolStatusPending, Locations: call.Locations, RawInput: call.RawInput},
+			Status: acp.ToolStatusPending, Content: content, Locations: call.Locations, RawInput: call.RawInput},
 		Options: []acp.PermissionOption{
 			{OptionID: optAllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
 			{OptionID: optAllowAlways, Name: "Always allow " + describeKeys(keys), Kind: acp.PermissionAllowAlways},

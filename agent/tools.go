@@ -196,7 +196,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 	switch verdict {
 	case verdictCancelled:
 		return finish(tool.Failure("cancelled: the user cancelled the turn before permission was given"), persistence.StatusCancelled)
-	case verdictRejected:
+	case verdictRejected, verdictFailed:
 		return finish(tool.Failure("%s", why), persistence.StatusComplete)
 	}
 

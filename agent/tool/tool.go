@@ -60,6 +60,11 @@ type Action struct {
 	// PermissionKey names what an "always" decision covers, e.g. "edit" or
 	// "command:go". Empty for calls that never ask.
 	PermissionKey string
+	// Preview, when set, works out what Run would do without doing it (an
+	// edit's diff), for the permission request to show. Its error is the
+	// one Run would fail with: the call cannot succeed. Once previewed, Run
+	// does what was shown or fails if the file changed in between.
+	Preview func(ctx context.Context) ([]acp.ToolCallContent, error)
 	// Run performs the call. progress shows content while it runs (the
 	// embedded terminal of a command).
 	Run func(ctx context.Context, progress func([]acp.ToolCallContent)) Result

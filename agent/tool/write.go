@@ -41,35 +41,103 @@ func (writeFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	content := *a.Content
+	e := &edit{env: env, p: p, mayCreate: true, apply: func(_ string, created bool) (string, string, error) {
+		verb := "Updated"
+		if created {
+			verb = "Created"
+		}
+		return content, fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(content))), nil
+	}}
 	return &Action{
 		Title: "Write " + p.Display, Kind: acp.ToolKindEdit, Locations: locate(p, 0),
 		Access: AccessEdit, Outside: outside(p), PermissionKey: "edit",
-		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
-			old, err := env.readText(ctx, p)
-			created := errors.Is(err, errNotExist)
-			if err != nil && !created {
-				return Failure("%v", err)
-			}
-			if err := env.writeText(ctx, p, *a.Content); err != nil {
-				return Failure("write %s: %v", p.Display, err)
-			}
-			verb := "Updated"
-			if created {
-				verb = "Created"
-			}
-			return Result{
-				Output:  fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(*a.Content))),
-				Content: []acp.ToolCallContent{diff(p, old, created, *a.Content)},
-			}
-		},
+		Preview: e.preview, Run: e.run,
 	}, nil
 }
 
-// diff is the client's view of a change (oldText nil for a new file).
-func diff(p Path, old string, created bool, newText string) acp.ToolCallContent {
-	d := &acp.Diff{Path: p.Abs, NewText: newText}
-	if !created {
-		d.OldText = ptr(old)
+// maxDiffBytes bounds the old and new text of one diff sent to the client
+// (permission request and result): a bigger change is described in a line
+// instead, so a huge file does not become a multi-megabyte frame.
+const maxDiffBytes = 1 << 20
+
+// change is an edit worked out in memory: the file's current text and what
+// it becomes.
+type change struct {
+	old     string
+	created bool // the file does not exist yet
+	updated string
+	output  string // what the model reads once it is written
+}
+
+// edit is a prepared write_file or edit_file. Preview and Run both work out
+// the change with plan, so what the user approves is what gets written.
+type edit struct {
+	env       *Env
+	p         Path
+	mayCreate bool // a missing file is created (write_file)
+	// apply computes the new text from the current one; its error is the
+	// reason the edit cannot be made.
+	apply func(old string, created bool) (updated, output string, err error)
+
+	previewed bool
+	shown     *change // what the preview showed; nil if it failed
+}
+
+// plan reads the file (through the client when it offers reads, as every
+// tool does) and applies the edit in memory.
+func (e *edit) plan(ctx context.Context) (*change, error) {
+	old, err := e.env.readText(ctx, e.p)
+	created := errors.Is(err, errNotExist)
+	if err != nil && !(created && e.mayCreate) {
+		return nil, errors.New(notFound(e.p, err))
+	}
+	updated, output, err := e.apply(old, created)
+	if err != nil {
+		return nil, err
+	}
+	return &change{old: old, created: created, updated: updated, output: output}, nil
+}
+
+func (e *edit) preview(ctx context.Context) ([]acp.ToolCallContent, error) {
+	e.previewed = true
+	c, err := e.plan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.shown = c
+	return []acp.ToolCallContent{diff(e.p, c)}, nil
+}
+
+func (e *edit) run(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
+	c, err := e.plan(ctx)
+	if err != nil {
+		return Failure("%v", err)
+	}
+	// The user approved the diff of the file as it was then (or was told
+	// the edit could not apply): if it has changed since (the editor or
+	// another process wrote it), writing now would do something they did
+	// not see. A window remains between this read and the write; neither
+	// the disk nor ACP offers a compare-and-swap write.
+	if e.previewed && (e.shown == nil || c.created != e.shown.created || c.old != e.shown.old) {
+		return Failure("%s changed after the edit was shown for approval; nothing was written. Read the file again and redo the edit.", e.p.Display)
+	}
+	if err := e.env.writeText(ctx, e.p, c.updated); err != nil {
+		return Failure("write %s: %v", e.p.Display, err)
+	}
+	return Result{Output: c.output, Content: []acp.ToolCallContent{diff(e.p, c)}}
+}
+
+// diff is the client's view of a change (oldText nil for a new file), or a
+// line saying what changes when it is too big to show.
+func diff(p Path, c *change) acp.ToolCallContent {
+	if len(c.old)+len(c.updated) > maxDiffBytes {
+		return acp.ToolText(fmt.Sprintf("%s: %d bytes become %d bytes; the diff is too large to show (over %d KiB).",
+			p.Display, len(c.old), len(c.updated), maxDiffBytes>>10))
+	}
+	d := &acp.Diff{Path: p.Abs, NewText: c.updated}
+	if !c.created {
+		d.OldText = ptr(c.old)
 	}
 	return acp.ToolCallContent{Diff: d}
 }
@@ -114,34 +182,25 @@ func (editFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	e := &edit{env: env, p: p, apply: func(old string, _ bool) (string, string, error) {
+		n := strings.Count(old, a.Old)
+		switch {
+		case n == 0:
+			return "", "", fmt.Errorf("old text not found in %s; read the file and copy the text exactly", p.Display)
+		case n > 1 && !a.All:
+			return "", "", fmt.Errorf("old text found %d times in %s; include more surrounding lines to make it unique, or set all=true", n, p.Display)
+		}
+		count := 1
+		if a.All {
+			count = n
+		}
+		line := 1 + strings.Count(old[:strings.Index(old, a.Old)], "\n")
+		return strings.Replace(old, a.Old, *a.New, count),
+			fmt.Sprintf("Edited %s: %d replacement(s), first at line %d.", p.Display, count, line), nil
+	}}
 	return &Action{
 		Title: "Edit " + p.Display, Kind: acp.ToolKindEdit, Locations: locate(p, 0),
 		Access: AccessEdit, Outside: outside(p), PermissionKey: "edit",
-		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
-			old, err := env.readText(ctx, p)
-			if err != nil {
-				return Failure("%s", notFound(p, err))
-			}
-			n := strings.Count(old, a.Old)
-			switch {
-			case n == 0:
-				return Failure("old text not found in %s; read the file and copy the text exactly", p.Display)
-			case n > 1 && !a.All:
-				return Failure("old text found %d times in %s; include more surrounding lines to make it unique, or set all=true", n, p.Display)
-			}
-			count := 1
-			if a.All {
-				count = n
-			}
-			updated := strings.Replace(old, a.Old, *a.New, count)
-			if err := env.writeText(ctx, p, updated); err != nil {
-				return Failure("write %s: %v", p.Display, err)
-			}
-			line := 1 + strings.Count(old[:strings.Index(old, a.Old)], "\n")
-			return Result{
-				Output:  fmt.Sprintf("Edited %s: %d replacement(s), first at line %d.", p.Display, count, line),
-				Content: []acp.ToolCallContent{diff(p, old, false, updated)},
-			}
-		},
+		Preview: e.preview, Run: e.run,
 	}, nil
 }
