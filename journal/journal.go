@@ -235,12 +235,11 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	if j.off.Load() {
 		return
 	}
+	sid, isUpdate := sessionUpdateSession(raw, dir == acp.Outbound)
 	// The hot path: a streamed update that continues the pending run of
 	// its session costs an append, no event.
-	if dir == acp.Outbound {
-		if sid, ok := sessionUpdateSession(raw, true); ok && j.continueRun(sid, raw) {
-			return
-		}
+	if isUpdate && dir == acp.Outbound && j.continueRun(sid, raw) {
+		return
 	}
 	ev := &persistence.Event{
 		ConnectionID: j.conn,
@@ -251,7 +250,7 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	if dir == acp.Outbound {
 		ev.Direction = persistence.DirOut
 	}
-	if sid, ok := sessionUpdateSession(raw, dir == acp.Outbound); ok {
+	if isUpdate {
 		ev.Kind, ev.Method = persistence.EventNotification, "session/update"
 		j.notification(ev, sessionParams{SessionID: sid})
 		return
