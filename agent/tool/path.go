@@ -26,7 +26,11 @@ func ResolveRoots(roots []string) []string {
 		if r == "" || !filepath.IsAbs(r) {
 			continue
 		}
-		out = append(out, realPath(filepath.Clean(r)))
+		real, err := realPath(filepath.Clean(r))
+		if err != nil {
+			real = filepath.Clean(r) // as the client named it; paths are checked against it
+		}
+		out = append(out, real)
 	}
 	return out
 }
@@ -51,7 +55,12 @@ func (e *Env) Resolve(p string) (Path, error) {
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(e.Roots[0], abs)
 	}
-	abs = realPath(filepath.Clean(abs))
+	abs, err := realPath(filepath.Clean(abs))
+	if err != nil {
+		// Fail closed: a path whose links cannot be followed (too long, a
+		// loop, no permission) cannot be proved inside.
+		return Path{}, fmt.Errorf("path %q cannot be resolved: %w", p, err)
+	}
 	for _, r := range e.Roots {
 		if rel, ok := within(r, abs); ok {
 			if rel == "" {
@@ -79,20 +88,22 @@ func within(root, p string) (string, bool) {
 }
 
 // realPath resolves the symlinks of the longest existing prefix of p and
-// appends the rest (a file about to be created has no real path yet).
-func realPath(p string) string { return realPathDepth(p, 0) }
+// appends the rest (a file about to be created has no real path yet). It
+// fails when a link cannot be followed for another reason than a missing
+// file.
+func realPath(p string) (string, error) { return realPathDepth(p, 0) }
 
 // maxLinks bounds the symlinks followed in one path, as the kernel does.
 const maxLinks = 40
 
-func realPathDepth(p string, depth int) string {
+func realPathDepth(p string, depth int) (string, error) {
 	var rest []string
 	cur := p
 	for {
 		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...)
+			return filepath.Join(append([]string{r}, rest...)...), nil
 		} else if !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
-			return p
+			return "", err
 		}
 		// A symlink whose target does not exist yet: writing through it
 		// creates the target, so the path is where the target is (a
@@ -107,7 +118,7 @@ func realPathDepth(p string, depth int) string {
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
-			return p
+			return p, nil
 		}
 		rest = append([]string{filepath.Base(cur)}, rest...)
 		cur = parent
