@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/projection"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
@@ -92,11 +90,7 @@ func TestStorageFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { real.Close() })
+			real := newTestStore(t)
 			store := &faultStore{Store: real}
 			m := fakemodel.Start()
 			t.Cleanup(m.Close)

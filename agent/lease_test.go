@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
 // acquireCounter counts the lease writes that reach the store.
@@ -28,11 +26,7 @@ func (c *acquireCounter) AcquireLease(ctx context.Context, l *persistence.Lease,
 // older than a third of its TTL is, and one released is taken afresh.
 func TestLeaseRenewedOnlyWhenDue(t *testing.T) {
 	ctx := context.Background()
-	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { real.Close() })
+	real := newTestStore(t)
 	s := &persistence.Session{ID: "sess_lease", Cwd: t.TempDir()}
 	if err := real.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)

@@ -39,14 +39,20 @@ func (r *recorder) titles() []string {
 	return out
 }
 
-func newTestAgent(t *testing.T, cfg Config, replies ...fakemodel.Reply) (*Agent, *recorder, *fakemodel.Server) {
+// newTestStore is a real SQLite store in the test's directory.
+func newTestStore(t *testing.T) *sqlite.Store {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "crow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newTestAgent(t *testing.T, cfg Config, replies ...fakemodel.Reply) (*Agent, *recorder, *fakemodel.Server) {
+	t.Helper()
+	store := newTestStore(t)
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)
 	m.Enqueue(replies...)

@@ -2,14 +2,12 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
@@ -29,11 +27,7 @@ func (c *tokenCacheCounter) SetTokenCounts(ctx context.Context, sessionID, encod
 // request's context counts nothing and writes nothing.
 func TestMessagesStoredWithTokenCounts(t *testing.T) {
 	ctx := context.Background()
-	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { real.Close() })
+	real := newTestStore(t)
 	store := &tokenCacheCounter{Store: real}
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)

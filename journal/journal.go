@@ -30,7 +30,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -95,7 +94,7 @@ type request struct {
 // response still waits for it, as for every frame before it. If the record
 // cannot be written (a read-only or full database), the journal turns
 // itself off, logs why, and the connection is served without a frame log.
-func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal, error) {
+func Open(ctx context.Context, store persistence.Store, opts Options) *Journal {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = DefaultFlushInterval
 	}
@@ -107,7 +106,7 @@ func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal,
 		log = zap.NewNop()
 	}
 	if opts.ConnectionID == "" {
-		return nil, errors.New("journal: a connection id is required")
+		panic("journal: Options.ConnectionID is required")
 	}
 	j := &Journal{
 		store: store, conn: opts.ConnectionID, opts: opts, log: log,
@@ -133,7 +132,7 @@ func Open(ctx context.Context, store persistence.Store, opts Options) (*Journal,
 		j.flushMu.Unlock()
 		j.writer()
 	}()
-	return j, nil
+	return j
 }
 
 // ConnectionID is the connection's stream id.

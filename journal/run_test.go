@@ -15,23 +15,27 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
+// openStore is a real SQLite store in the test's directory.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "crow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // A streamed reply's session/update frames are stored as one event, one
 // frame per line, in order; anything else between them, a new turn, a
 // commit or the size cap starts a new event; every frame is kept.
 func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t)
 	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
 		t.Fatal(err)
 	}
-	j, err := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	var sent [][]byte
 	frame := func(dir acp.Direction, s string) {
 		j.OnFrame(dir, []byte(s))
@@ -108,15 +112,8 @@ func (refusingStore) CreateConnection(context.Context, *persistence.Connection) 
 // as before.
 func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	j, err := Open(ctx, refusingStore{store}, Options{ConnectionID: "conn_ro"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t)
+	j := Open(ctx, refusingStore{store}, Options{ConnectionID: "conn_ro"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // flushes
 	j.Close()
@@ -157,16 +154,9 @@ func (o *orderStore) AppendEvents(ctx context.Context, evs ...*persistence.Event
 // response waits for both.
 func TestConnectionRecordedBeforeFrames(t *testing.T) {
 	ctx := context.Background()
-	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer real.Close()
+	real := openStore(t)
 	store := &orderStore{Store: real}
-	j, err := Open(ctx, store, Options{ConnectionID: "conn_1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // commits before returning
 	evs, err := real.Events(ctx, "conn_1", persistence.EventFilter{})

@@ -75,24 +75,17 @@ func serve(ctx context.Context, cfg *config, std stdio) int {
 func connectAgent(ctx context.Context, cfg *config, store persistence.Store, in io.Reader, out io.Writer, log *zap.Logger) (*acp.Conn, *agent.Agent, func()) {
 	agentCfg := cfg.agentConfig()
 	agentCfg.ConnectionID = agent.NewConnectionID()
-	agentStore := store
-	connOpts := acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log}
-	jr, err := journal.Open(ctx, store, journal.Options{ConnectionID: agentCfg.ConnectionID, Logger: log})
-	if err != nil {
-		// A read-only or full database still serves what it can.
-		log.Warn("frame log unavailable; serving without it", zap.Error(err))
-	} else {
-		connOpts.OnFrame = jr.OnFrame
-		agentStore = jr.Store(store)
-		agentCfg.Journal = jr
-	}
+	// A database that cannot record the connection (read-only, full) turns
+	// the journal off by itself; the connection is served without it.
+	jr := journal.Open(ctx, store, journal.Options{ConnectionID: agentCfg.ConnectionID, Logger: log})
+	connOpts := acp.Options{MaxLineBytes: cfg.maxLineBytes.V, Logger: log, OnFrame: jr.OnFrame}
+	agentStore := jr.Store(store)
+	agentCfg.Journal = jr
 	conn := acp.NewConn(in, out, connOpts)
 	ag := agent.New(conn, agentStore, cfg.modelClient(), agentCfg, log)
 	return conn, ag, func() {
 		ag.Close()
-		if jr != nil {
-			jr.Close()
-		}
+		jr.Close()
 	}
 }
 
