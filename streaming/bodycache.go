@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"sync"
+
+	"github.com/openai/openai-go/v3/option"
 )
 
 // BodyCache keeps the JSON of the messages of a conversation's last
@@ -71,32 +76,74 @@ func sameMessage(a, b *Message) bool {
 		a.ToolCallID == b.ToolCallID && slices.Equal(a.Parts, b.Parts) && slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
+// payload is a request body kept as the pieces it was built from: the
+// fields around the messages and each message's cached JSON. A long
+// session without compaction sends megabytes every turn; joining them into
+// one fresh buffer per request cost an allocation, its zeroing and a copy
+// that all grew with the history (issue 19). The transport reads the
+// pieces as they are. No piece is written after the payload is built (the
+// cache replaces a message's JSON, never changes it), so the transport may
+// go on reading them even after the response has arrived.
+type payload struct {
+	pieces [][]byte
+	size   int64
+}
+
+func payloadOf(pieces ...[]byte) payload {
+	p := payload{pieces: pieces}
+	for _, b := range pieces {
+		p.size += int64(len(b))
+	}
+	return p
+}
+
+// open returns a reader of the whole body from its start.
+func (p payload) open() io.ReadCloser {
+	bufs := net.Buffers(slices.Clone(p.pieces))
+	return io.NopCloser(&bufs)
+}
+
+// bytes is the body in one slice.
+func (p payload) bytes() []byte { return bytes.Join(p.pieces, nil) }
+
+// send is the middleware that makes p the request's body, with its length
+// (no chunked encoding, which some endpoints refuse) and a way to read it
+// again.
+func (p payload) send() option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		req.Body, req.ContentLength = p.open(), p.size
+		req.GetBody = func() (io.ReadCloser, error) { return p.open(), nil }
+		return next(req)
+	}
+}
+
 // encodeBody is the request body of req: from its cache when it has one.
-func encodeBody(req Request, shape bodyShape) ([]byte, error) {
+func encodeBody(req Request, shape bodyShape) (payload, error) {
 	if req.BodyCache == nil {
-		return requestBody(req, shape)
+		b, err := requestBody(req, shape)
+		return payloadOf(b), err
 	}
 	return cachedBody(req, shape, req.BodyCache)
 }
 
 // cachedBody is requestBody with the messages' JSON from cache: the body
 // around them is encoded as requestBody encodes it, and the messages are
-// spliced in.
-func cachedBody(req Request, shape bodyShape, cache *BodyCache) ([]byte, error) {
+// placed between, comma-separated.
+func cachedBody(req Request, shape bodyShape, cache *BodyCache) (payload, error) {
 	msgs, err := cache.encoded(req.Messages, shape)
 	if err != nil {
-		return nil, err
+		return payload{}, err
 	}
 	// The fields around "messages", in chatBody's order.
 	head, err := encodeJSON(struct {
 		Model string `json:"model,omitempty"`
 	}{req.Model})
 	if err != nil {
-		return nil, err
+		return payload{}, err
 	}
 	full, err := requestBody(Request{Model: req.Model, Tools: req.Tools, MaxTokens: req.MaxTokens}, shape)
 	if err != nil {
-		return nil, err
+		return payload{}, err
 	}
 	// full is {<head fields>,"messages":[],<tail>}\n for an empty history.
 	head = bytes.TrimSuffix(head, []byte("}"))
@@ -105,23 +152,20 @@ func cachedBody(req Request, shape bodyShape, cache *BodyCache) ([]byte, error) 
 	}
 	head = append(head, `"messages":[`...)
 	if !bytes.HasPrefix(full, head) || !bytes.HasPrefix(full[len(head):], []byte("]")) {
-		return nil, fmt.Errorf("streaming: encoding the request: unexpected body layout")
+		return payload{}, fmt.Errorf("streaming: encoding the request: unexpected body layout")
 	}
-	tail := full[len(head):]
-	size := len(full) + len(msgs)
-	for _, m := range msgs {
-		size += len(m)
-	}
-	body := make([]byte, 0, size)
-	body = append(body, head...)
+	pieces := make([][]byte, 0, 2*len(msgs)+2)
+	pieces = append(pieces, head)
 	for i, m := range msgs {
 		if i > 0 {
-			body = append(body, ',')
+			pieces = append(pieces, comma)
 		}
-		body = append(body, m...)
+		pieces = append(pieces, m)
 	}
-	return append(body, tail...), nil
+	return payloadOf(append(pieces, full[len(head):])...), nil
 }
+
+var comma = []byte(",")
 
 // encodeJSON encodes v as requestBody does (no HTML escaping), without
 // the trailing newline.

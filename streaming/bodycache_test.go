@@ -2,6 +2,10 @@ package streaming
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,7 +23,8 @@ func TestBodyCacheWritesTheSameBody(t *testing.T) {
 		for step := range 12 {
 			want, wantErr := requestBody(req, shapeFor(req))
 			req.BodyCache = &cache
-			got, err := encodeBody(req, shapeFor(req))
+			p, err := encodeBody(req, shapeFor(req))
+			got := p.bytes()
 			req.BodyCache = nil
 			if (err != nil) != (wantErr != nil) {
 				t.Fatalf("conversation %d step %d: error %v, without the cache %v", conv, step, err, wantErr)
@@ -58,7 +63,52 @@ func BenchmarkRequestBodyCached(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.SetBytes(int64(len(body)))
+		// Read once, as the transport does: the pieces are copied there.
+		if _, err := io.Copy(io.Discard, body.open()); err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(body.size)
 		req.Messages = req.Messages[:len(req.Messages)-1]
+	}
+}
+
+// A cached body goes out whole, as requestBody writes it, with its length
+// (not chunked: some endpoints refuse a chunked upload) and as JSON, and
+// again with one more message on the next request.
+func TestCachedBodyOnTheWire(t *testing.T) {
+	type got struct {
+		length   int64
+		chunked  bool
+		ctype    string
+		body     []byte
+		readFail error
+	}
+	seen := make(chan got, 2)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		seen <- got{r.ContentLength, slices.Contains(r.TransferEncoding, "chunked"), r.Header.Get("Content-Type"), b, err}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer hs.Close()
+	c := NewOpenAI(OpenAIConfig{BaseURL: hs.URL + "/v1"})
+	req := longRequest()
+	req.BodyCache = &BodyCache{}
+	for i := range 2 {
+		if _, err := c.Stream(context.Background(), req, func(Event) error { return nil }); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		g := <-seen
+		want, err := requestBody(Request{Model: req.Model, Messages: req.Messages, Tools: req.Tools, MaxTokens: req.MaxTokens}, shapeFor(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.readFail != nil || !bytes.Equal(g.body, want) {
+			t.Fatalf("request %d: body differs from requestBody's (%d bytes, want %d; read error %v)", i, len(g.body), len(want), g.readFail)
+		}
+		if g.length != int64(len(want)) || g.chunked || g.ctype != "application/json" {
+			t.Fatalf("request %d: Content-Length %d (want %d), chunked %v, Content-Type %q", i, g.length, len(want), g.chunked, g.ctype)
+		}
+		req.Messages = append(req.Messages, Message{Role: RoleUser, Content: "and now?"})
 	}
 }

@@ -239,11 +239,12 @@ func (c *OpenAIClient) stream(ctx context.Context, req Request, shape bodyShape,
 	defer done()
 
 	// What openai-go's NewStreaming does, with our own body (see chatBody
-	// why; the SDK sends a []byte as it is, as application/json, with the
-	// client's headers and middleware) and the chunks decoded as our lean
-	// Chunk (see there why).
+	// why; the SDK sends it as application/json, with the client's headers
+	// and middleware; payload.send puts it in place of the empty body) and
+	// the chunks decoded as our lean Chunk (see there why).
 	var raw *http.Response
-	err = c.api.Post(sctx, "chat/completions", body, &raw, option.WithMiddleware(w.middleware(c.redactor)))
+	err = c.api.Post(sctx, "chat/completions", http.NoBody, &raw,
+		option.WithMiddleware(w.middleware(c.redactor)), option.WithMiddleware(body.send()))
 	if err == nil {
 		err = c.readStream(c.decoder(raw), &p, w, onEvent)
 	}
