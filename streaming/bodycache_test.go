@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"math/rand/v2"
 	"slices"
 	"testing"
 )
