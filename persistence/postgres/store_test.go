@@ -355,3 +355,21 @@ func TestOpenMissingSchema(t *testing.T) {
 		t.Errorf("Open with a missing schema: %v", err)
 	}
 }
+
+func TestPartsStoredOnce(t *testing.T) {
+	s := mustOpen(t, pgtest.URL(t))
+	persistencetest.PartsStoredOnce(t, s, persistencetest.PartsColumn{
+		Get: func(t *testing.T, id int64) *string {
+			var col *string
+			if err := s.pool.QueryRow(t.Context(), `SELECT parts::text FROM messages WHERE id = $1`, id).Scan(&col); err != nil {
+				t.Fatal(err)
+			}
+			return col
+		},
+		Set: func(t *testing.T, id int64, col string) {
+			if _, err := s.pool.Exec(t.Context(), `UPDATE messages SET parts = $1::json WHERE id = $2`, col, id); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}

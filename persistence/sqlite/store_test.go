@@ -612,3 +612,21 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 		t.Fatalf("rules after migration: %q", keys)
 	}
 }
+
+func TestPartsStoredOnce(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	persistencetest.PartsStoredOnce(t, s, persistencetest.PartsColumn{
+		Get: func(t *testing.T, id int64) *string {
+			var col *string
+			if err := s.db.QueryRowContext(t.Context(), `SELECT parts FROM messages WHERE id = ?`, id).Scan(&col); err != nil {
+				t.Fatal(err)
+			}
+			return col
+		},
+		Set: func(t *testing.T, id int64, col string) {
+			if _, err := s.db.ExecContext(t.Context(), `UPDATE messages SET parts = ? WHERE id = ?`, col, id); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
@@ -17,8 +18,11 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 	if err := m.CheckOwner(sessionID); err != nil {
 		return r, err
 	}
+	r.Content, r.Reasoning = s.d.Text(m.Content), s.d.Text(m.Reasoning)
 	var err error
-	if r.Parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
+	if partsAreContent(m.Parts, r.Content) {
+		r.Parts = contentParts
+	} else if r.Parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
 		return r, err
 	}
 	if r.ToolCalls, err = jsoncol.Slice("tool calls", m.ToolCalls); err != nil {
@@ -27,13 +31,37 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 	if r.Meta, err = s.rawJSON("meta", m.Meta); err != nil {
 		return r, err
 	}
-	r.Content, r.Reasoning = s.d.Text(m.Content), s.d.Text(m.Reasoning)
 	r.ToolCallID = s.d.Text(m.ToolCallID)
 	r.M, r.CreatedAt, r.Active = m, s.orNow(m.CreatedAt, t), true
 	if r.Created, err = s.d.Time(r.CreatedAt); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// contentParts is what the parts column holds for a message whose parts are
+// one text block equal to its content (a prompt of plain text): the text is
+// stored once, in content, and readParts rebuilds the block. It is JSON, as
+// PostgreSQL's json column requires, and never what jsoncol.Slice writes.
+const contentParts = `"content"`
+
+// partsAreContent reports whether parts are one text block holding exactly
+// content, valid UTF-8 (JSON would have replaced invalid bytes, so such a
+// text is stored as JSON to read back as before).
+func partsAreContent(parts []persistence.Part, content string) bool {
+	if len(parts) != 1 {
+		return false
+	}
+	p := parts[0]
+	return p == persistence.Part{Type: "text", Text: p.Text} && p.Text == content && utf8.ValidString(content)
+}
+
+// readParts decodes the parts column of a message with content.
+func readParts(col []byte, content string) ([]persistence.Part, error) {
+	if string(col) == contentParts {
+		return []persistence.Part{{Type: "text", Text: content}}, nil
+	}
+	return jsoncol.DecodeSlice[persistence.Part]("parts", col)
 }
 
 // encodeMessages encodes msgs; what names them in errors ("message 2").
@@ -179,7 +207,7 @@ func (s *Store) scanMessage(r Row, sessionID string) (persistence.Message, error
 	m.SessionID = sessionID
 	m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
 	var err error
-	if m.Parts, err = jsoncol.DecodeSlice[persistence.Part]("parts", parts); err != nil {
+	if m.Parts, err = readParts(parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {

@@ -1,0 +1,70 @@
+package persistencetest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// PartsColumn reads and writes a message's raw parts column, for tests
+// that look under the Store interface.
+type PartsColumn struct {
+	Get func(t *testing.T, id int64) *string // nil for NULL
+	Set func(t *testing.T, id int64, col string)
+}
+
+// PartsStoredOnce checks that a message whose parts are one text block equal
+// to its content keeps that text once (in content) and reads back the same
+// parts, that every other shape of parts reads back as written, and that a
+// row written before (the text in both columns) still reads.
+func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "parts"}); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("a prompt of plain text, \"quoted\", é, \n", 20)
+	cases := []*persistence.Message{
+		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text}}},
+		// Not the content: kept as JSON.
+		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text + "!"}}},
+		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text, Name: "n"}}},
+		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text}, {Type: "text", Text: text}}},
+		{Role: persistence.RoleUser, Content: "", Parts: []persistence.Part{{Type: "text"}}},
+		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{}},
+		{Role: persistence.RoleUser, Content: text},
+	}
+	mustAppend(t, s, "parts", cases...)
+	got := mustMessages(t, s, "parts", persistence.MessageFilter{})
+	for i, want := range cases {
+		if !reflect.DeepEqual(got[i].Parts, want.Parts) || (got[i].Parts == nil) != (want.Parts == nil) {
+			t.Errorf("message %d: Parts = %#v, want %#v", i, got[i].Parts, want.Parts)
+		}
+	}
+	if raw := col.Get(t, cases[0].ID); raw == nil || strings.Contains(*raw, "plain text") {
+		t.Errorf("parts equal to the content are stored again: %s", show(raw))
+	}
+	if raw := col.Get(t, cases[1].ID); raw == nil || !strings.Contains(*raw, "plain text") {
+		t.Errorf("parts other than the content are not stored: %s", show(raw))
+	}
+	if raw := col.Get(t, cases[len(cases)-1].ID); raw != nil {
+		t.Errorf("no parts stored as %q, want NULL", *raw)
+	}
+
+	// A row as stores wrote it before: the text in both columns.
+	old := &persistence.Message{Role: persistence.RoleUser, Content: "old prompt"}
+	mustAppend(t, s, "parts", old)
+	col.Set(t, old.ID, `[{"type":"text","text":"old prompt"}]`)
+	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: old.Seq - 1})
+	if want := []persistence.Part{{Type: "text", Text: "old prompt"}}; len(got) != 1 || !reflect.DeepEqual(got[0].Parts, want) {
+		t.Errorf("an old row reads back as %+v, want Parts %+v", got, want)
+	}
+}
+
+func show(col *string) string {
+	if col == nil {
+		return "NULL"
+	}
+	return *col
+}
