@@ -2,11 +2,8 @@ package persistence
 
 import (
 	"bytes"
-	"compress/flate"
 	"context"
 	"errors"
-	"io"
-	"sync"
 	"time"
 )
 
@@ -95,49 +92,21 @@ func (e *Event) Frames() [][]byte {
 		return nil
 	}
 	body := e.Body
-	if packed, ok := bytes.CutPrefix(body, []byte(packedRun)); ok && e.Direction == DirOut {
-		if b, err := io.ReadAll(flate.NewReader(bytes.NewReader(packed))); err == nil {
+	if e.Direction == DirOut {
+		if b, ok, err := unpack(body); ok && err == nil {
 			body = b
 		}
 	}
 	return bytes.Split(body, []byte("\n"))
 }
 
-// packedRun starts the Body of a run of streamed frames stored compressed.
-// Every frame crow-acp writes starts with '{', so no frame starts with it.
-const packedRun = "\x00deflate\n"
-
-// packer is the one DEFLATE writer PackFrames uses, kept for the life of
-// the process: a writer holds ~1 MB of state, and a pool would drop it at
-// every garbage collection and allocate it again. BestSpeed: a run's
-// frames repeat one envelope, which the fast matcher finds as well as the
-// default level does, at a quarter of the CPU, and it never touches the
-// default level's 512 KB hash table.
-var packer struct {
-	sync.Mutex
-	w *flate.Writer
-}
-
 // PackFrames returns the Body of a run of outbound frames (frames joined
-// by newlines) DEFLATE-compressed behind packedRun, or body itself when
+// by newlines) DEFLATE-compressed behind packedPrefix, or body itself when
 // that is not smaller. A streamed reply's frames repeat the same envelope
 // around a few characters each: packed, a run costs about what its text
 // does instead of ~10x. Event.Frames gives the exact bytes back.
 func PackFrames(body []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(body)/4 + len(packedRun))
-	buf.WriteString(packedRun)
-	packer.Lock()
-	defer packer.Unlock()
-	if packer.w == nil {
-		packer.w, _ = flate.NewWriter(nil, flate.BestSpeed)
-	}
-	w := packer.w
-	w.Reset(&buf)
-	if _, err := w.Write(body); err != nil || w.Close() != nil || buf.Len() >= len(body) {
-		return body
-	}
-	return buf.Bytes()
+	return pack(body)
 }
 
 // Connection is the record of one ACP connection (one crow-acp process

@@ -5,6 +5,16 @@ import (
 	"time"
 )
 
+// IsProjection reports whether k is a projection kind: an event the
+// messages and compactions tables are rebuilt from.
+func (k EventKind) IsProjection() bool {
+	switch k {
+	case EventMessageAppended, EventMessageUpdated, EventMessagesChanged, EventSessionImported:
+		return true
+	}
+	return false
+}
+
 // MessageRecord is the body of message_appended and message_updated events:
 // a message as the store wrote it. Every backend writes the same JSON, so a
 // session's messages can be rebuilt from its events anywhere.
@@ -46,16 +56,31 @@ func (r MessageRecord) Message(sessionID string) Message {
 }
 
 // EventMessagesChanged is a projection kind: the body (a ChangeRecord) is
-// the state, after the change, of every row a compaction operation touched
-// (compact, expand, collapse, delete).
+// what a compaction operation (compact, expand, collapse, delete) changed:
+// the rows it added, whole; the compaction state of the rows it touched;
+// the rows it deleted; the compaction record after the change.
 const EventMessagesChanged EventKind = "messages_changed"
 
 // ChangeRecord is the body of a messages_changed event.
 type ChangeRecord struct {
-	Messages          []MessageRecord `json:"messages,omitempty"`        // rows as they are after the change
+	// Messages are rows the change added (a summary), as they are after it.
+	// Records written before patches existed also hold every touched row
+	// here, whole: a rebuild still reads them.
+	Messages          []MessageRecord `json:"messages,omitempty"`
+	Patches           []MessagePatch  `json:"patches,omitempty"`         // existing rows whose compaction state changed
 	DeletedMessages   []int64         `json:"deletedMessages,omitempty"` // rows the change deleted
 	Compaction        *Compaction     `json:"compaction,omitempty"`      // the record after the change
 	DeletedCompaction int64           `json:"deletedCompaction,omitempty"`
+}
+
+// MessagePatch is the compaction state after a change of the existing
+// messages IDs: a compaction operation changes is_active and
+// compacted_into_id of the rows it touches and nothing else, so that is all
+// its event records of them (O(rows), not O(their text)).
+type MessagePatch struct {
+	IDs             []int64 `json:"ids"`
+	IsActive        bool    `json:"isActive"`
+	CompactedIntoID *int64  `json:"compactedIntoId,omitempty"`
 }
 
 // EventSessionImported is a projection kind: the body (an ImportRecord) is

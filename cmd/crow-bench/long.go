@@ -26,6 +26,15 @@ import (
 // editor's long thread has them.
 const longTurns = 1000
 
+// longReply is turn i's reply: varied prose (persistencetest.Prose, so that
+// the bytes stored per conversation byte are not those of a repeated line,
+// which compresses to nothing) streamed as real providers do, about a token
+// (4 characters) a chunk.
+func longReply(i int) fakemodel.Reply {
+	text := persistencetest.Prose(uint64(i), 4000)
+	return fakemodel.Reply{Text: text, Chunks: len(text) / 4}
+}
+
 // longMessages is the length of the session written straight to the store.
 const longMessages = 10_000
 
@@ -135,7 +144,6 @@ func buildTurns(ctx context.Context, bin string, c longCase, cwd string, n int) 
 	defer cancel()
 	srv := fakemodel.Start()
 	defer srv.Close()
-	srv.SetFallback(reply())
 	p, err := startAgent(longCommand(bin, srv.URL(), c))
 	if err != nil {
 		return "", err
@@ -149,6 +157,9 @@ func buildTurns(ctx context.Context, bin string, c longCase, cwd string, n int) 
 		return "", fmt.Errorf("session/new: %w", err)
 	}
 	for i := 0; i < n; i++ {
+		// The fallback, not a queued reply: a compaction's summary request
+		// during the turn gets it too.
+		srv.SetFallback(longReply(i))
 		if _, err := p.prompt(ctx, sess.SessionID, "turn "+strconv.Itoa(i)+": go on with the work"); err != nil {
 			return "", fmt.Errorf("turn %d: %w", i+1, err)
 		}

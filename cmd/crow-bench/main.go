@@ -33,7 +33,9 @@ func main() {
 	turns := flag.Int("turns", 5, "prompt turns per process")
 	db := flag.String("db", "", "store to measure: empty for a fresh SQLite file, or a postgres:// URL (a fresh schema is used and dropped)")
 	longRuns := flag.Int("long-runs", 5, "processes loading each long session (1,000 turns, 10,000 messages), and as many loading it and prompting")
+	keep := flag.Bool("keep", false, "keep the temporary directory (the databases) and print its path")
 	flag.Parse()
+	keepDir = keep
 	if err := bench(*bin, *runs, *turns, *db, *longRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "crow-bench:", err)
 		os.Exit(1)
@@ -41,6 +43,9 @@ func main() {
 }
 
 // The scripted reply: 200 chunks of 20 characters, no delay.
+// keepDir is the -keep flag.
+var keepDir *bool
+
 func reply() fakemodel.Reply {
 	return fakemodel.Reply{Text: strings.Repeat("abcdefghijklmnopqrs ", 200), Chunks: 200}
 }
@@ -57,7 +62,11 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if *keepDir {
+		fmt.Fprintln(os.Stderr, "keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	db, kind, cleanup, err := benchDB(dsn, dir)
 	if err != nil {
 		return err

@@ -35,7 +35,19 @@ func BenchMessage(i int) *persistence.Message {
 	return m
 }
 
-// FillLongSession creates session id with n BenchMessages, appended in
+// ProseMessage is BenchMessage(i) with varied text (Prose) of the same
+// length instead of one line repeated: for figures of bytes stored, which
+// a repeated line makes meaningless.
+func ProseMessage(i int) *persistence.Message {
+	m := BenchMessage(i)
+	m.Content = Prose(uint64(i), len(m.Content))
+	for j := range m.Parts {
+		m.Parts[j].Text = m.Content
+	}
+	return m
+}
+
+// FillLongSession creates session id with n ProseMessages, appended in
 // batches, the older half compacted into a summary as a long session would
 // have it.
 func FillLongSession(ctx context.Context, s persistence.Store, id string, n int) error {
@@ -47,7 +59,7 @@ func FillLongSession(ctx context.Context, s persistence.Store, id string, n int)
 	for i := 0; i < n; i += batch {
 		msgs := make([]*persistence.Message, min(batch, n-i))
 		for j := range msgs {
-			msgs[j] = BenchMessage(i + j)
+			msgs[j] = ProseMessage(i + j)
 		}
 		if err := s.AppendMessages(ctx, id, msgs...); err != nil {
 			return err

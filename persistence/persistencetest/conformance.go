@@ -72,8 +72,9 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"WindowCache", testWindowCache},
 	}
 	tests = append(tests, compactionTests...)
-	tests = append(tests, eventTests...) // events.go
-	tests = append(tests, leaseTests...) // lease.go
+	tests = append(tests, eventTests...)      // events.go
+	tests = append(tests, eventBytesTests...) // eventbytes.go
+	tests = append(tests, leaseTests...)      // lease.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, open(t))

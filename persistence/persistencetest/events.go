@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,18 +206,15 @@ func testEventsProjection(t *testing.T, base persistence.Store) {
 	}
 	for i, want := range []*persistence.Message{u, a} {
 		var rec persistence.MessageRecord
-		if err := json.Unmarshal(evs[i].Body, &rec); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, &evs[i], &rec)
 		checkMessage(t, "recorded message", *want, rec.Message("p"))
 	}
 	var cr persistence.ChangeRecord
-	if err := json.Unmarshal(evs[2].Body, &cr); err != nil {
-		t.Fatal(err)
-	}
-	if cr.Compaction == nil || cr.Compaction.ID != c.ID || len(cr.Messages) != 2 ||
-		cr.Messages[0].ID != u.ID || cr.Messages[0].IsActive || cr.Messages[1].ID != sum.ID || !cr.Messages[1].IsActive {
-		t.Errorf("change record %+v, want compaction %d, %d inactive and summary %d", cr, c.ID, u.ID, sum.ID)
+	mustRecord(t, &evs[2], &cr)
+	if cr.Compaction == nil || cr.Compaction.ID != c.ID || len(cr.Messages) != 1 || cr.Messages[0].ID != sum.ID || !cr.Messages[0].IsActive ||
+		len(cr.Patches) != 1 || !slices.Equal(cr.Patches[0].IDs, []int64{u.ID}) || cr.Patches[0].IsActive ||
+		cr.Patches[0].CompactedIntoID == nil || *cr.Patches[0].CompactedIntoID != c.ID {
+		t.Errorf("change record %+v, want compaction %d, summary %d added and %d patched inactive", cr, c.ID, sum.ID, u.ID)
 	}
 }
 
@@ -288,8 +286,9 @@ func testUpdateMessage(t *testing.T, s persistence.Store) {
 		t.Fatalf("events %+v, want appended then updated", evs)
 	}
 	var rec persistence.MessageRecord
-	if err := json.Unmarshal(evs[1].Body, &rec); err != nil || rec.Content != "partial reply" || rec.Seq != m.Seq {
-		t.Errorf("update record %+v, %v", rec, err)
+	mustRecord(t, &evs[1], &rec)
+	if rec.Content != "partial reply" || rec.Seq != m.Seq {
+		t.Errorf("update record %+v", rec)
 	}
 	for _, bad := range []*persistence.Message{
 		{ID: m.ID + 100, SessionID: "u"},

@@ -29,10 +29,17 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 	var order []int64
 	st := &State{}
 	for _, e := range events {
+		if !e.Kind.IsProjection() {
+			continue
+		}
+		body, err := e.Record()
+		if err != nil {
+			return nil, err
+		}
 		switch e.Kind {
 		case persistence.EventMessageAppended, persistence.EventMessageUpdated:
 			var rec persistence.MessageRecord
-			if err := json.Unmarshal(e.Body, &rec); err != nil {
+			if err := json.Unmarshal(body, &rec); err != nil {
 				return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
 			}
 			m := rec.Message(sessionID)
@@ -53,7 +60,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 			}
 		case persistence.EventSessionImported:
 			var rec persistence.ImportRecord
-			if err := json.Unmarshal(e.Body, &rec); err != nil {
+			if err := json.Unmarshal(body, &rec); err != nil {
 				return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
 			}
 			byID, order, st.Compactions = make(map[int64]*persistence.Message), nil, nil
@@ -68,7 +75,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 			}
 		case persistence.EventMessagesChanged:
 			var rec persistence.ChangeRecord
-			if err := json.Unmarshal(e.Body, &rec); err != nil {
+			if err := json.Unmarshal(body, &rec); err != nil {
 				return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
 			}
 			for _, r := range rec.Messages {
@@ -79,6 +86,19 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 				}
 				byID[m.ID] = &m
 				order = append(order, m.ID)
+			}
+			for _, p := range rec.Patches {
+				for _, id := range p.IDs {
+					m, ok := byID[id]
+					if !ok {
+						return nil, fmt.Errorf("event %d: change of unknown message %d", e.Seq, id)
+					}
+					m.IsActive, m.CompactedIntoID = p.IsActive, nil
+					if p.CompactedIntoID != nil {
+						into := *p.CompactedIntoID
+						m.CompactedIntoID = &into
+					}
+				}
 			}
 			for _, id := range rec.DeletedMessages {
 				delete(byID, id)

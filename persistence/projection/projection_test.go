@@ -1,11 +1,14 @@
 package projection_test
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
@@ -137,5 +140,79 @@ func TestVerifyOddText(t *testing.T) {
 	r, err := projection.Verify(ctx, s, "s")
 	if err != nil || !r.OK() {
 		t.Errorf("Verify = %+v, %v; want no differences", r, err)
+	}
+}
+
+// TestRebuildOldShapes: events written before patches and packed records
+// (every touched row recorded whole in messages_changed, bodies plain JSON)
+// still rebuild, mixed with events of the new shapes.
+func TestRebuildOldShapes(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := func(id, seq int64, role persistence.Role, content string, active bool, into *int64) persistence.MessageRecord {
+		return persistence.MessageRecord{ID: id, Seq: seq, Role: role, Content: content, Status: persistence.StatusComplete,
+			CreatedAt: at, IsActive: active, CompactedIntoID: into}
+	}
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	one, two := int64(1), int64(2)
+	long := strings.Repeat("a long reply that is packed. ", 40)
+	var evs []persistence.Event
+	add := func(k persistence.EventKind, b []byte) {
+		evs = append(evs, persistence.Event{Seq: int64(len(evs) + 1), Kind: k, Body: b})
+	}
+	// Old shapes: plain bodies, whole rows in the change record.
+	add(persistence.EventMessageAppended, body(rec(10, 1, persistence.RoleUser, "q", true, nil)))
+	add(persistence.EventMessageAppended, body(rec(11, 2, persistence.RoleAssistant, "", true, nil)))
+	add(persistence.EventMessageUpdated, body(rec(11, 2, persistence.RoleAssistant, "an answer", true, nil)))
+	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{
+		Messages: []persistence.MessageRecord{
+			rec(10, 1, persistence.RoleUser, "q", false, &one),
+			rec(11, 2, persistence.RoleAssistant, "an answer", false, &one),
+			rec(12, 3, persistence.RoleSummary, "sum", true, nil),
+		},
+		Compaction: &persistence.Compaction{ID: 1, Policy: "summarise", CompactedIDs: []int64{10, 11}, AddedIDs: []int64{12}},
+	}))
+	// New shapes: a packed record, a patch.
+	add(persistence.EventMessageAppended, persistence.PackRecord(body(rec(13, 4, persistence.RoleAssistant, long, true, nil))))
+	add(persistence.EventMessagesChanged, persistence.PackRecord(body(persistence.ChangeRecord{
+		Patches:    []persistence.MessagePatch{{IDs: []int64{12, 13}, IsActive: false, CompactedIntoID: &two}},
+		Messages:   []persistence.MessageRecord{rec(14, 5, persistence.RoleSummary, "sum2", true, nil)},
+		Compaction: &persistence.Compaction{ID: 2, Policy: "summarise", CompactedIDs: []int64{12, 13}, AddedIDs: []int64{14}},
+	})))
+	if !bytes.HasPrefix(evs[4].Body, []byte{0}) {
+		t.Fatalf("the long record is not packed: %.40q", evs[4].Body)
+	}
+	st, err := projection.Rebuild("s", evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		id      int64
+		content string
+		active  bool
+		into    int64
+	}
+	var got []row
+	for _, m := range st.Messages {
+		r := row{m.ID, m.Content, m.IsActive, 0}
+		if m.CompactedIntoID != nil {
+			r.into = *m.CompactedIntoID
+		}
+		got = append(got, r)
+	}
+	want := []row{{10, "q", false, 1}, {11, "an answer", false, 1}, {12, "sum", false, 2}, {13, long, false, 2}, {14, "sum2", true, 0}}
+	if !reflect.DeepEqual(got, want) || len(st.Compactions) != 2 {
+		t.Errorf("rebuilt %+v (%d compactions), want %+v", got, len(st.Compactions), want)
+	}
+
+	// A patch of a message the log never made is an error, not a row.
+	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{Patches: []persistence.MessagePatch{{IDs: []int64{99}}}}))
+	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "unknown message 99") {
+		t.Errorf("patch of an unknown message: %v", err)
 	}
 }

@@ -119,7 +119,7 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 					int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
 			}
 		}
-		return s.recordChange(ctx, tx, c.SessionID, append(append([]int64(nil), addedIDs...), c.CompactedIDs...), nil, compactionID, false, t)
+		return s.recordChange(ctx, tx, c.SessionID, addedIDs, c.CompactedIDs, nil, compactionID, false, t)
 	})
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func (s *Store) setExpanded(ctx context.Context, tx conn, c *persistence.Compact
 	if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = ? WHERE id = ?`, expanded, c.ID); err != nil {
 		return err
 	}
-	return s.recordChange(ctx, tx, c.SessionID, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, c.ID, false, s.now())
+	return s.recordChange(ctx, tx, c.SessionID, nil, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, c.ID, false, s.now())
 }
 
 // CollapseCompaction undoes ExpandCompaction.
@@ -332,7 +332,7 @@ func (s *Store) DeleteCompaction(ctx context.Context, sessionID string, id int64
 		if _, err := tx.Exec(ctx, `DELETE FROM compactions WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return s.recordChange(ctx, tx, sessionID, c.CompactedIDs, c.AddedIDs, id, true, s.now())
+		return s.recordChange(ctx, tx, sessionID, nil, c.CompactedIDs, c.AddedIDs, id, true, s.now())
 	})
 	if err != nil {
 		return s.errorf("delete compaction", err)
@@ -372,24 +372,15 @@ func (s *Store) SetTokenCounts(ctx context.Context, sessionID, encoding string, 
 	return nil
 }
 
-// recordChange records, inside tx, the state after a compaction operation of
-// the messages msgIDs (deleted: ids it removed) and of compaction compID
-// (compDeleted: removed).
-func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, msgIDs, deleted []int64, compID int64, compDeleted bool, t time.Time) error {
+// recordChange records, inside tx, what a compaction operation changed: the
+// messages it added (whole), the compaction state after it of the messages
+// it touched, the messages it deleted, and compaction compID (compDeleted:
+// removed).
+func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, added, touched, deleted []int64, compID int64, compDeleted bool, t time.Time) error {
 	rec := persistence.ChangeRecord{DeletedMessages: deleted}
-	gone := make(map[int64]bool, len(deleted))
-	for _, id := range deleted {
-		gone[id] = true
-	}
-	var live []int64
-	for _, id := range msgIDs {
-		if !gone[id] {
-			live = append(live, id)
-		}
-	}
-	if len(live) > 0 {
+	if len(added) > 0 {
 		rows, err := tx.Query(ctx, `SELECT `+MessageColumns+` FROM messages
-			WHERE session_id = ? AND {in_ids} ORDER BY seq`, sessionID, s.d.IDs(live))
+			WHERE session_id = ? AND {in_ids} ORDER BY seq`, sessionID, s.d.IDs(added))
 		msgs, err := s.scanMessages(rows, err, sessionID)
 		if err != nil {
 			return err
@@ -397,6 +388,10 @@ func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, msg
 		for i := range msgs {
 			rec.Messages = append(rec.Messages, persistence.RecordOf(&msgs[i]))
 		}
+	}
+	var err error
+	if rec.Patches, err = s.patches(ctx, tx, sessionID, touched, deleted); err != nil {
+		return err
 	}
 	if compDeleted {
 		rec.DeletedCompaction = compID
@@ -412,4 +407,63 @@ func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, msg
 		return err
 	}
 	return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+}
+
+// patches reads the compaction state of the messages ids (but those
+// deleted), one patch per distinct state, ids in seq order.
+func (s *Store) patches(ctx context.Context, tx conn, sessionID string, ids, deleted []int64) ([]persistence.MessagePatch, error) {
+	gone := make(map[int64]bool, len(deleted))
+	for _, id := range deleted {
+		gone[id] = true
+	}
+	live := make([]int64, 0, len(ids))
+	for _, id := range distinctIDs(ids) {
+		if !gone[id] {
+			live = append(live, id)
+		}
+	}
+	if len(live) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, is_active, compacted_into_id FROM messages
+		WHERE session_id = ? AND {in_ids} ORDER BY seq`, sessionID, s.d.IDs(live))
+	type state struct {
+		active bool
+		into   int64 // 0: none
+	}
+	type row struct {
+		id int64
+		state
+	}
+	list, err := collect(rows, err, func(r Row) (row, error) {
+		var (
+			x    row
+			into *int64
+		)
+		err := r.Scan(&x.id, &x.active, &into)
+		if into != nil {
+			x.into = *into
+		}
+		return x, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []persistence.MessagePatch
+	at := make(map[state]int)
+	for _, x := range list {
+		i, ok := at[x.state]
+		if !ok {
+			i = len(out)
+			at[x.state] = i
+			p := persistence.MessagePatch{IsActive: x.active}
+			if x.into != 0 {
+				into := x.into
+				p.CompactedIntoID = &into
+			}
+			out = append(out, p)
+		}
+		out[i].IDs = append(out[i].IDs, x.id)
+	}
+	return out, nil
 }

@@ -129,7 +129,8 @@ func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Ev
 }
 
 // projectionEvent builds the event the store records beside a change to the
-// messages or compactions tables, attributed to the write's origin.
+// messages or compactions tables, attributed to the write's origin; its body
+// is packed from persistence.MinPackedBody bytes on (Event.Record reads it).
 func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, body any, at time.Time) (*persistence.Event, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -137,7 +138,7 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}
 	return &persistence.Event{
 		Stream: sessionID, ConnectionID: s.origin.ConnectionID, Turn: s.origin.Turn,
-		At: at, Kind: kind, Body: b,
+		At: at, Kind: kind, Body: persistence.PackRecord(b),
 	}, nil
 }
 

@@ -1,0 +1,118 @@
+package persistencetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/projection"
+)
+
+// eventBytesTests pin what the projection events cost: the event log must
+// not hold a session's text many times over.
+var eventBytesTests = []struct {
+	name string
+	fn   func(t *testing.T, s persistence.Store)
+}{
+	{"ChangeRecordsPatches", testChangeRecordsPatches},
+	{"RecordsPacked", testRecordsPacked},
+}
+
+// mustRecord decodes the record of a lifecycle or projection event into v.
+func mustRecord(t *testing.T, e *persistence.Event, v any) {
+	t.Helper()
+	b, err := e.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("event %d (%s): %v: %.200q", e.Seq, e.Kind, err, b)
+	}
+}
+
+// lastEvent is the session's last event, which must be of kind k.
+func lastEvent(t *testing.T, s persistence.Store, sessionID string, k persistence.EventKind) persistence.Event {
+	t.Helper()
+	evs, err := s.Events(t.Context(), sessionID, persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Kind != k {
+		t.Fatalf("%d events, the last not a %s", len(evs), k)
+	}
+	return evs[len(evs)-1]
+}
+
+// testChangeRecordsPatches: a compaction operation records the compaction
+// state of the rows it touches, not their text: O(rows) bytes, however
+// long the messages; every operation still rebuilds exactly.
+func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "patch"})
+	const n, size = 100, 2000
+	var ids []int64
+	for i := range n {
+		m := userMsg(Prose(uint64(i), size))
+		mustAppend(t, s, "patch", m)
+		ids = append(ids, m.ID)
+	}
+	c := &persistence.Compaction{SessionID: "patch", Policy: "summarise", CompactedIDs: ids}
+	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
+		t.Fatal(err)
+	}
+	ops := []struct {
+		name string
+		do   func() error
+	}{
+		{"compact", func() error { return nil }},
+		{"expand", func() error { return s.ExpandCompaction(ctx, "patch", c.ID) }},
+		{"collapse", func() error { return s.CollapseCompaction(ctx, "patch", c.ID) }},
+		{"expand again", func() error { return s.ExpandCompaction(ctx, "patch", c.ID) }},
+		{"delete", func() error { return s.DeleteCompaction(ctx, "patch", c.ID) }},
+	}
+	for _, op := range ops {
+		if err := op.do(); err != nil {
+			t.Fatalf("%s: %v", op.name, err)
+		}
+		e := lastEvent(t, s, "patch", persistence.EventMessagesChanged)
+		rec, err := e.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An id, its comma and the record's envelope: far below one
+		// message's text, let alone n of them.
+		if limit := 16*n + 1024; len(rec) > limit || len(e.Body) > limit {
+			t.Errorf("%s of %d messages of %d bytes: record %d bytes, stored %d; want <= %d", op.name, n, size, len(rec), len(e.Body), limit)
+		}
+		r, err := projection.Verify(ctx, s, "patch")
+		if err != nil || !r.OK() {
+			t.Fatalf("after %s: %v %q", op.name, err, r.Differences)
+		}
+	}
+}
+
+// testRecordsPacked: a projection event's record of MinPackedBody bytes or
+// more is stored compressed and reads back through Event.Record; a short
+// one is stored as it is.
+func testRecordsPacked(t *testing.T, s persistence.Store) {
+	mustCreate(t, s, &persistence.Session{ID: "packed"})
+	long := userMsg(Prose(7, 4000))
+	mustAppend(t, s, "packed", long)
+	e := lastEvent(t, s, "packed", persistence.EventMessageAppended)
+	if bytes.HasPrefix(e.Body, []byte("{")) || len(e.Body) > 3000 {
+		t.Errorf("the record of a %d-byte message is stored in %d bytes: %.40q", len(long.Content), len(e.Body), e.Body)
+	}
+	var rec persistence.MessageRecord
+	mustRecord(t, &e, &rec)
+	checkMessage(t, "packed record", *long, rec.Message("packed"))
+
+	short := userMsg("hi")
+	mustAppend(t, s, "packed", short)
+	e = lastEvent(t, s, "packed", persistence.EventMessageAppended)
+	if !bytes.HasPrefix(e.Body, []byte("{")) {
+		t.Errorf("a short record is stored packed: %q", e.Body)
+	}
+	mustRecord(t, &e, &rec)
+	checkMessage(t, "short record", *short, rec.Message("packed"))
+}
