@@ -61,7 +61,43 @@ func readParts(col []byte, content string) ([]persistence.Part, error) {
 	if string(col) == contentParts {
 		return []persistence.Part{{Type: "text", Text: content}}, nil
 	}
-	return jsoncol.DecodeSlice[persistence.Part]("parts", col)
+	return jsoncol.DecodeObjects("parts", col, setPart)
+}
+
+// setPart and setToolCall store one JSON field of a part or a tool call
+// (their json tags) for jsoncol.DecodeObjects.
+func setPart(p *persistence.Part, key, val string) bool {
+	switch key {
+	case "type":
+		p.Type = val
+	case "text":
+		p.Text = val
+	case "uri":
+		p.URI = val
+	case "name":
+		p.Name = val
+	case "mimeType":
+		p.MimeType = val
+	case "data":
+		p.Data = val
+	default:
+		return false
+	}
+	return true
+}
+
+func setToolCall(c *persistence.ToolCall, key, val string) bool {
+	switch key {
+	case "id":
+		c.ID = val
+	case "name":
+		c.Name = val
+	case "arguments":
+		c.Arguments = val
+	default:
+		return false
+	}
+	return true
 }
 
 // encodeMessages encodes msgs; what names them in errors ("message 2").
@@ -210,7 +246,7 @@ func (s *Store) scanMessage(r Row, sessionID string) (persistence.Message, error
 	if m.Parts, err = readParts(parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	if m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", toolCalls); err != nil {
+	if m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", toolCalls, setToolCall); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if meta != nil {

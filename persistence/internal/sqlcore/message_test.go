@@ -1,0 +1,30 @@
+package sqlcore
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// TestSettersKnowEveryField keeps setPart and setToolCall in step with the
+// json tags of Part and ToolCall: a field they miss would send every
+// column holding it through encoding/json (right, but slow).
+func TestSettersKnowEveryField(t *testing.T) {
+	check := func(typ reflect.Type, set func(key string, v reflect.Value) bool) {
+		for i := range typ.NumField() {
+			key, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			v := reflect.New(typ)
+			if !set(key, v) || v.Elem().Field(i).String() != "x" {
+				t.Errorf("%s.%s (%q) is not decoded by its setter", typ.Name(), typ.Field(i).Name, key)
+			}
+		}
+	}
+	check(reflect.TypeFor[persistence.Part](), func(key string, v reflect.Value) bool {
+		return setPart(v.Interface().(*persistence.Part), key, "x")
+	})
+	check(reflect.TypeFor[persistence.ToolCall](), func(key string, v reflect.Value) bool {
+		return setToolCall(v.Interface().(*persistence.ToolCall), key, "x")
+	})
+}
