@@ -20,7 +20,8 @@ FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./
 	./agent/tool:FuzzCommandRule \
 	./persistence/postgres:FuzzKeywordDSN \
 	./streaming:FuzzParseOverflow ./streaming:FuzzWindowResponses ./streaming:FuzzResponsesEvents \
-	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects
+	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \
+	./persistence:FuzzFrames
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

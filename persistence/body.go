@@ -36,9 +36,19 @@ var packer struct {
 // pack returns body DEFLATE-compressed behind packedPrefix, or body itself
 // when that is not smaller.
 func pack(body []byte) []byte {
+	packed := deflate(packedPrefix, body)
+	if packed == nil || len(packed) >= len(body) {
+		return body
+	}
+	return packed
+}
+
+// deflate returns prefix and then b DEFLATE-compressed, or nil if the
+// writer fails.
+func deflate(prefix string, b []byte) []byte {
 	var buf bytes.Buffer
-	buf.Grow(len(body)/4 + len(packedPrefix))
-	buf.WriteString(packedPrefix)
+	buf.Grow(len(b)/2 + len(prefix))
+	buf.WriteString(prefix)
 	packer.Lock()
 	defer packer.Unlock()
 	if packer.w == nil {
@@ -46,8 +56,8 @@ func pack(body []byte) []byte {
 	}
 	w := packer.w
 	w.Reset(&buf)
-	if _, err := w.Write(body); err != nil || w.Close() != nil || buf.Len() >= len(body) {
-		return body
+	if _, err := w.Write(b); err != nil || w.Close() != nil {
+		return nil
 	}
 	return buf.Bytes()
 }
@@ -63,12 +73,18 @@ func unpack(body []byte) (out []byte, ok bool, err error) {
 	if !ok {
 		return body, false, nil
 	}
+	out, err = inflate(packed)
+	return out, true, err
+}
+
+// inflate returns what packed inflates to, at most maxUnpacked bytes.
+func inflate(packed []byte) ([]byte, error) {
 	src := bytes.NewReader(packed)
 	r, _ := inflaters.Get().(io.ReadCloser)
 	if r == nil {
 		r = flate.NewReader(src)
 	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	defer inflaters.Put(r)
 	var buf bytes.Buffer
@@ -76,11 +92,11 @@ func unpack(body []byte) (out []byte, ok bool, err error) {
 	n, err := buf.ReadFrom(io.LimitReader(r, int64(maxUnpacked)+1))
 	switch {
 	case err != nil:
-		return nil, true, fmt.Errorf("packed body: %w", err)
+		return nil, fmt.Errorf("packed body: %w", err)
 	case n > int64(maxUnpacked):
-		return nil, true, fmt.Errorf("packed body: inflates to more than %d bytes", maxUnpacked)
+		return nil, fmt.Errorf("packed body: inflates to more than %d bytes", maxUnpacked)
 	}
-	return buf.Bytes(), true, nil
+	return buf.Bytes(), nil
 }
 
 // PackRecord is the Body stored for a projection event's JSON record: the

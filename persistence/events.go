@@ -86,27 +86,24 @@ type Event struct {
 // Frames returns the frames a frame event holds, in order (one, or a run of
 // streamed updates), byte for byte as they crossed the wire, or nil for
 // other kinds. A JSON-RPC frame never contains a raw newline, so the lines
-// of Body are the frames; a packed run (PackFrames) is inflated first.
+// of Body are the frames; a packed run (PackFrames, or plain DEFLATE as
+// earlier versions stored it) is unpacked first. A packed body that does not
+// unpack is returned as it is, one line a frame.
 func (e *Event) Frames() [][]byte {
 	if !e.Kind.IsFrame() {
 		return nil
 	}
 	body := e.Body
 	if e.Direction == DirOut {
-		if b, ok, err := unpack(body); ok && err == nil {
+		if packed, ok := bytes.CutPrefix(body, []byte(framesPrefix)); ok {
+			if frames, err := unpackFrames(packed); err == nil {
+				return frames
+			}
+		} else if b, ok, err := unpack(body); ok && err == nil {
 			body = b
 		}
 	}
 	return bytes.Split(body, []byte("\n"))
-}
-
-// PackFrames returns the Body of a run of outbound frames (frames joined
-// by newlines) DEFLATE-compressed behind packedPrefix, or body itself when
-// that is not smaller. A streamed reply's frames repeat the same envelope
-// around a few characters each: packed, a run costs about what its text
-// does instead of ~10x. Event.Frames gives the exact bytes back.
-func PackFrames(body []byte) []byte {
-	return pack(body)
 }
 
 // Connection is the record of one ACP connection (one crow-acp process
