@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
@@ -10,10 +11,19 @@ import (
 // replay re-sends a stored conversation as the session/update notifications
 // a client saw when it happened, in seq order. It includes compacted
 // (inactive) messages: the user sees the original conversation while the
-// model sees the compacted view.
-func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) error {
+// model sees the compacted view. A client that can batch (acp.Conn) gets
+// the frames in few writes, all of them before replay returns.
+func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
+	var out interface {
+		SessionUpdate(context.Context, *acp.SessionNotification) error
+	} = a.client
+	if c, ok := a.client.(batcher); ok {
+		b := c.Batch()
+		out = b
+		defer func() { err = errors.Join(err, b.Flush()) }()
+	}
 	send := func(u acp.SessionUpdate) error {
-		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
+		return out.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
 	}
 	mark, err := a.compactionReplay(ctx, sessionID, msgs)
 	if err != nil {
@@ -32,6 +42,9 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 	}
 	return nil
 }
+
+// batcher is a client that can send many updates in few writes.
+type batcher interface{ Batch() *acp.UpdateBatch }
 
 // replayUpdates are the updates that show one stored message.
 func replayUpdates(m persistence.Message) []acp.SessionUpdate {
