@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // IsProjection reports whether k is a projection kind: an event the
@@ -33,6 +35,61 @@ type MessageRecord struct {
 	CreatedAt       time.Time       `json:"createdAt"`
 	IsActive        bool            `json:"isActive"`
 	CompactedIntoID *int64          `json:"compactedIntoId,omitempty"`
+	// ContentFrom, in a message_updated record, says that Content is what
+	// the update appended to the message's content, which was ContentFrom
+	// bytes long; 0: Content is the whole value. ReasoningFrom likewise.
+	// A streamed reply is saved as it grows: recorded whole each time, a
+	// long reply would cost its length squared.
+	ContentFrom   int `json:"contentFrom,omitempty"`
+	ReasoningFrom int `json:"reasoningFrom,omitempty"`
+}
+
+// UpdateRecord is the record of an update that turned a message's content
+// and reasoning from prevContent and prevReasoning into m's: where the new
+// text extends the old, only what was appended (see ContentFrom).
+func UpdateRecord(m *Message, prevContent, prevReasoning string) MessageRecord {
+	r := RecordOf(m)
+	r.Content, r.ContentFrom = appended(prevContent, m.Content)
+	r.Reasoning, r.ReasoningFrom = appended(prevReasoning, m.Reasoning)
+	return r
+}
+
+// appended is what next adds to prev and where, when next extends prev; or
+// next whole, at 0. Only valid UTF-8 is cut: a record is JSON, which would
+// turn a stray byte of prev into three and put the cut elsewhere.
+func appended(prev, next string) (string, int) {
+	if prev == "" || len(next) < len(prev) || next[:len(prev)] != prev || !utf8.ValidString(prev) || !utf8.ValidString(next) {
+		return next, 0
+	}
+	return next[len(prev):], len(prev)
+}
+
+// applyAppended is the text a record's field (text, from) makes of prev.
+func applyAppended(prev, text string, from int) (string, error) {
+	if from == 0 {
+		return text, nil
+	}
+	if from != len(prev) {
+		return "", fmt.Errorf("appends at byte %d of a text of %d bytes", from, len(prev))
+	}
+	return prev + text, nil
+}
+
+// Updated is the message an update record r makes of prev (the message as
+// the records before r left it), in session sessionID: its text appended
+// to prev's where r says so (ContentFrom, ReasoningFrom), and its
+// compaction state prev's, which updates never change.
+func (r MessageRecord) Updated(sessionID string, prev *Message) (Message, error) {
+	m := r.Message(sessionID)
+	var err error
+	if m.Content, err = applyAppended(prev.Content, r.Content, r.ContentFrom); err != nil {
+		return m, fmt.Errorf("content of message %d: %w", r.ID, err)
+	}
+	if m.Reasoning, err = applyAppended(prev.Reasoning, r.Reasoning, r.ReasoningFrom); err != nil {
+		return m, fmt.Errorf("reasoning of message %d: %w", r.ID, err)
+	}
+	m.IsActive, m.CompactedIntoID = prev.IsActive, prev.CompactedIntoID
+	return m, nil
 }
 
 // RecordOf is the record of m.

@@ -17,6 +17,7 @@ var eventBytesTests = []struct {
 }{
 	{"ChangeRecordsPatches", testChangeRecordsPatches},
 	{"RecordsPacked", testRecordsPacked},
+	{"UpdateRecordsAppended", testUpdateRecordsAppended},
 }
 
 // mustRecord decodes the record of a lifecycle or projection event into v.
@@ -115,4 +116,65 @@ func testRecordsPacked(t *testing.T, s persistence.Store) {
 	}
 	mustRecord(t, &e, &rec)
 	checkMessage(t, "short record", *short, rec.Message("packed"))
+}
+
+// testUpdateRecordsAppended: a reply saved as it grows records each time
+// only what it appended, so its text is recorded about once, not once a
+// save; an update that rewrites the text, or text that is not valid UTF-8,
+// records the whole value; every state rebuilds exactly.
+func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	mustCreate(t, s, &persistence.Session{ID: "grow"})
+	reply := &persistence.Message{Role: persistence.RoleAssistant, Status: persistence.StatusStreaming}
+	mustAppend(t, s, "grow", reply)
+	const saves = 50
+	text := Prose(3, 4000)
+	recorded := 0
+	for i := 1; i <= saves; i++ {
+		reply.Content = text[:len(text)*i/saves]
+		reply.Reasoning = text[:len(text)*i/saves/4]
+		if err := s.UpdateMessage(ctx, reply); err != nil {
+			t.Fatal(err)
+		}
+		e := lastEvent(t, s, "grow", persistence.EventMessageUpdated)
+		rec, err := e.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded += len(rec)
+	}
+	// The text and a quarter of it for the reasoning, once, and each
+	// record's envelope (~250 bytes).
+	if limit := len(text)*5/4 + saves*300; recorded > limit {
+		t.Errorf("a reply of %d bytes saved %d times recorded %d bytes, want <= %d", len(text), saves, recorded, limit)
+	}
+	verifyOK(t, s, "grow", "after a growing reply")
+
+	for _, c := range []struct{ what, content string }{
+		{"a rewrite", "something else entirely"},
+		{"text with a stray byte", "something else \xff entirely"},
+		{"more after a stray byte", "something else \xff entirely, and more"},
+		{"a shorter text", "some"},
+		{"an empty text", ""},
+		{"text again", "text again"},
+	} {
+		reply.Content, reply.Status = c.content, persistence.StatusComplete
+		if err := s.UpdateMessage(ctx, reply); err != nil {
+			t.Fatal(err)
+		}
+		verifyOK(t, s, "grow", "after "+c.what)
+	}
+	if _, err := s.InterruptStreaming(ctx, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK(t, s, "grow", "after InterruptStreaming")
+}
+
+// verifyOK checks the session's tables equal its rebuild from events.
+func verifyOK(t *testing.T, s persistence.Store, sessionID, when string) {
+	t.Helper()
+	r, err := projection.Verify(t.Context(), s, sessionID)
+	if err != nil || !r.OK() {
+		t.Fatalf("%s: %v %q", when, err, r.Differences)
+	}
 }

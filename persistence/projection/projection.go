@@ -50,10 +50,13 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 			case e.Kind == persistence.EventMessageUpdated && !exists:
 				return nil, fmt.Errorf("event %d: update of unknown message %d", e.Seq, m.ID)
 			case exists:
-				// An update rewrites content and status; compaction state is
-				// the projection's own.
-				m.IsActive, m.CompactedIntoID = old.IsActive, old.CompactedIntoID
-				*old = m
+				// An update rewrites content and status, or appends to the
+				// text; compaction state is the projection's own.
+				up, err := rec.Updated(sessionID, old)
+				if err != nil {
+					return nil, fmt.Errorf("event %d: %w", e.Seq, err)
+				}
+				*old = up
 			default:
 				byID[m.ID] = &m
 				order = append(order, m.ID)

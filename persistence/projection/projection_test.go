@@ -216,3 +216,33 @@ func TestRebuildOldShapes(t *testing.T) {
 		t.Errorf("patch of an unknown message: %v", err)
 	}
 }
+
+// TestRebuildAppendedUpdates: an update record that appends (contentFrom)
+// extends the text the records before it made, and one whose base does not
+// match that text is an error, not a wrong message.
+func TestRebuildAppendedUpdates(t *testing.T) {
+	body := func(r persistence.MessageRecord) []byte {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	evs := []persistence.Event{
+		{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "Hel", IsActive: true})},
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "lo, ", ContentFrom: 3, Reasoning: "think"})},
+		{Seq: 3, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "world", ContentFrom: 7, Reasoning: "ing", ReasoningFrom: 5})},
+	}
+	st, err := projection.Rebuild("s", evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Messages[0]; m.Content != "Hello, world" || m.Reasoning != "thinking" || !m.IsActive {
+		t.Errorf("rebuilt %+v", m)
+	}
+	evs = append(evs, persistence.Event{Seq: 4, Kind: persistence.EventMessageUpdated,
+		Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Content: "!", ContentFrom: 99})})
+	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "appends at byte 99") {
+		t.Errorf("an append at the wrong place: %v", err)
+	}
+}

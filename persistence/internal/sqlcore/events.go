@@ -142,6 +142,19 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}, nil
 }
 
+// priorText reads, inside tx, the text a message holds before an update
+// rewrites it (none if there is no such message): its message_updated event
+// records only what the update appends to it (persistence.UpdateRecord).
+func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (persistence.Message, error) {
+	var m persistence.Message
+	err := tx.QueryRow(ctx, `SELECT content, reasoning FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
+		Scan(&m.Content, &m.Reasoning)
+	if s.d.IsNoRows(err) {
+		return m, nil
+	}
+	return m, err
+}
+
 // Events returns a stream's events in seq order.
 func (s *Store) Events(ctx context.Context, stream string, f persistence.EventFilter) ([]persistence.Event, error) {
 	q := `SELECT id, seq, connection_id, at, direction, turn, kind, method, body

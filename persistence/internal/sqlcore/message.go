@@ -290,6 +290,10 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 			}
 			return err
 		}
+		prior, err := s.priorText(ctx, tx, m.SessionID, m.ID)
+		if err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
 			UPDATE messages SET content = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?
 			WHERE id = ? AND session_id = ?
@@ -302,7 +306,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if len(msgs) == 0 {
 			return notFound
 		}
-		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.RecordOf(&msgs[0]), t)
+		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
 		if err != nil {
 			return err
 		}
@@ -325,7 +329,8 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 		n = len(msgs)
 		evs := make([]*persistence.Event, len(msgs))
 		for i := range msgs {
-			if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageUpdated, persistence.RecordOf(&msgs[i]), t); err != nil {
+			rec := persistence.UpdateRecord(&msgs[i], msgs[i].Content, msgs[i].Reasoning) // only the status changed
+			if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageUpdated, rec, t); err != nil {
 				return err
 			}
 		}
