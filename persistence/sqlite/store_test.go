@@ -630,3 +630,34 @@ func TestPartsStoredOnce(t *testing.T) {
 		},
 	})
 }
+
+// TestMessagesWhateverLastSeq: the room a read makes for a session's rows
+// comes from its last_seq, which must neither lose rows when it is too low
+// nor allocate without bound when it is damaged.
+func TestMessagesWhateverLastSeq(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, &persistence.Session{ID: "seq"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.AppendMessages(ctx, "seq", &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, last := range []int64{1 << 62, 2, 0, -7} {
+		if _, err := s.db.ExecContext(ctx, `UPDATE sessions SET last_seq = ? WHERE id = 'seq'`, last); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := s.Messages(ctx, "seq", persistence.MessageFilter{})
+		if err != nil || len(msgs) != 5 || msgs[4].Content != "4" {
+			t.Errorf("last_seq %d: %d messages, %v; want all 5", last, len(msgs), err)
+		}
+		if msgs, err := s.Messages(ctx, "seq", persistence.MessageFilter{AfterSeq: 3}); err != nil || len(msgs) != 2 {
+			t.Errorf("last_seq %d, after seq 3: %d messages, %v; want 2", last, len(msgs), err)
+		}
+	}
+	if _, err := s.Messages(ctx, "nope", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("messages of an unknown session: %v, want ErrNotFound", err)
+	}
+}

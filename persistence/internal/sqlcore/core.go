@@ -314,11 +314,19 @@ func (s *Store) bumpSession(ctx context.Context, tx conn, id string, n int, at a
 
 // collect reads rows with scan and closes them.
 func collect[T any](rows Rows, err error, scan func(r Row) (T, error)) ([]T, error) {
+	return collectN(rows, err, 0, scan)
+}
+
+// collectN is collect with room made for n rows.
+func collectN[T any](rows Rows, err error, n int, scan func(r Row) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []T
+	if n > 0 {
+		out = make([]T, 0, n)
+	}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

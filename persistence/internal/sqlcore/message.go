@@ -210,18 +210,38 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		// {active} is a literal, so the partial index applies.
 		q = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq`
 	}
+	// The session's last seq bounds how many rows a read of all its
+	// messages returns: their slice is made once instead of grown by
+	// copies (a 10,000-message load allocated twice its final size). Not
+	// for the active ones, which may be far fewer.
+	var hint int64
+	if !f.ActiveOnly {
+		var last int64
+		err := s.read().QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, sessionID).Scan(&last)
+		if s.d.IsNoRows(err) {
+			return nil, fmt.Errorf("session %q: %w", sessionID, persistence.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		hint = min(max(last-f.AfterSeq, 0), maxRowsHint)
+	}
 	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq)
-	msgs, err := s.scanMessages(rows, err, sessionID)
+	msgs, err := collectN(rows, err, int(hint), func(r Row) (persistence.Message, error) { return s.scanMessage(r, sessionID) })
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) == 0 {
+	if len(msgs) == 0 && f.ActiveOnly {
 		if err := s.requireSession(ctx, s.read(), sessionID); err != nil {
 			return nil, err
 		}
 	}
 	return msgs, nil
 }
+
+// maxRowsHint bounds the rows a read makes room for up front: a damaged
+// last_seq must not allocate gigabytes.
+const maxRowsHint = 1 << 16
 
 // scanMessages reads rows of MessageColumns and closes them.
 func (s *Store) scanMessages(rows Rows, err error, sessionID string) ([]persistence.Message, error) {
