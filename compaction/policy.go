@@ -124,7 +124,7 @@ func Prune(c Counter, fixed int, view []persistence.Message, s Settings) *Plan {
 
 // IsPruneMarker reports whether m replaces pruned tool output.
 func IsPruneMarker(m *persistence.Message) bool {
-	if len(m.Meta) == 0 {
+	if len(m.Meta) == 0 || m.Role != persistence.RoleTool { // markers are tool results (prune)
 		return false
 	}
 	var meta summaryMeta
