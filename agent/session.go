@@ -104,12 +104,6 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err := a.replay(ctx, s.ID, msgs); err != nil {
 		return nil, err
 	}
-	if len(msgs) > 0 {
-		// What the replay showed, for the frame log's one event about
-		// it (the frames themselves are not logged again).
-		a.record(ctx, s.ID, persistence.EventSessionLoaded, map[string]any{
-			"messages": len(msgs), "firstSeq": msgs[0].Seq, "lastSeq": msgs[len(msgs)-1].Seq})
-	}
 	// The compaction check counts with the model's tokenizer (whose
 	// vocabulary may still have to be built) and may compact: the client
 	// does not wait for it. It runs right after the response, before the
@@ -117,6 +111,14 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	acp.AfterResponse(ctx, func() { a.compactOnLoad(context.WithoutCancel(ctx), s, msgs, seed) })
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
 	a.afterOpen(ctx, s)
+	// What the replay showed, for the frame log's one event about the
+	// load (the replayed frames are not logged again), once the updates
+	// after the response are sent: the journal keeps them in that event.
+	loaded := map[string]any{"messages": len(msgs)}
+	if len(msgs) > 0 {
+		loaded["firstSeq"], loaded["lastSeq"] = msgs[0].Seq, msgs[len(msgs)-1].Seq
+	}
+	acp.AfterResponse(ctx, func() { a.record(ctx, s.ID, persistence.EventSessionLoaded, loaded) })
 	meta := decodeMeta(s.Metadata)
 	return &acp.LoadSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }

@@ -10,7 +10,12 @@
 //
 //   - A response reaches the client only after it, and every frame before
 //     it, is committed: OnFrame commits synchronously before a response is
-//     written.
+//     written. One exception: a successful session/load's request and
+//     response are committed with the updates sent right after the
+//     response, in its session_loaded event, when the agent records that
+//     event (Record, once those updates are sent; at most openLoadGrace
+//     later without it): a crash in between loses the record of that load,
+//     never anything stored.
 //   - The store wrapper returned by Store commits pending frames before every
 //     write that records a projection event (messages, compactions and their
 //     undo, imports), so a session's seq order is causal order: the prompt
@@ -21,7 +26,10 @@
 //
 // One event is one frame, except that consecutive session/update frames
 // sent in one turn and committed together share one event, one frame per
-// line (see persistence.Event.Frames).
+// line (see persistence.Event.Frames), and that a successful session/load
+// is one session_loaded event: what its replay sent (counted, never stored
+// again) and its own frames, stored as differences from the connection's
+// previous load of the session (loadrecord.go; Frames reads them back).
 //
 // If the store cannot be written (disk full, read-only), a batch is dropped
 // and logged; the operations that need storage fail on their own.
@@ -101,7 +109,36 @@ type sessionState struct {
 	lastTurn int64
 	active   int64        // the running turn; 0: none
 	replay   *replayTally // a session/load is replaying the session
+	// load is a session/load answered and not yet recorded: it takes the
+	// updates sent right after its response (loadrecord.go).
+	load *openLoad
+	// replayNext: a session/load came while load was open; its replay
+	// starts when load is recorded (the updates after a response are sent
+	// before the next request is handled, but may be read after it).
+	replayNext bool
+	// lastLoad is the frames of the last load recorded on this
+	// connection, which the next one is stored as differences from, and
+	// their crc32c.
+	lastLoad    []loadFrame
+	lastLoadSum string
 }
+
+// openLoad is a successful session/load between its response and its
+// session_loaded event.
+type openLoad struct {
+	at     time.Time // of the response
+	frames []loadFrame
+	bytes  int
+	record map[string]any
+}
+
+// openLoadGrace is how long a load waits for the agent's session_loaded
+// record (sent once the updates after its response are) before it is
+// recorded without it; maxOpenLoad bounds the updates it takes.
+const (
+	openLoadGrace = time.Second
+	maxOpenLoad   = 64 << 10
+)
 
 // replayTally counts the session/update frames a session/load sends before
 // its response: the stored conversation shown again, not new traffic. The
@@ -141,7 +178,8 @@ type request struct {
 	method  string
 	session string // "" if outside any session
 	turn    int64
-	held    *persistence.Event // an over-size prompt frame, recorded with its answer
+	held    *persistence.Event // an over-size prompt or a load's frame, recorded with its answer
+	load    bool               // a session/load whose frames go into its session_loaded event
 }
 
 // Open starts the journal of a connection. The connection's record is
@@ -223,7 +261,8 @@ func (j *Journal) Close() {
 			j.addLocked(r.held)
 		}
 	}
-	for id := range j.sessions {
+	for id, st := range j.sessions {
+		j.finishLoadLocked(id, st)
 		j.lifecycleLocked(id, 0, persistence.EventSessionClosed, map[string]any{"reason": "connection closed"})
 	}
 	j.mu.Unlock()
@@ -238,6 +277,7 @@ func (j *Journal) Flush(ctx context.Context) {
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
+	j.finishStaleLoadsLocked(time.Now())
 	batch := j.pending
 	j.pending = nil
 	j.mu.Unlock()
@@ -254,12 +294,25 @@ func (j *Journal) Flush(ctx context.Context) {
 // on, such as compaction_started.
 func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
 	j.mu.Lock()
-	if st := j.sessions[sessionID]; st != nil && st.replay != nil && kind == persistence.EventSessionLoaded {
-		// The agent's account of a replay joins the load's one event.
-		if m, ok := data.(map[string]any); ok {
+	if st := j.sessions[sessionID]; st != nil && kind == persistence.EventSessionLoaded && (st.replay != nil || st.load != nil) {
+		// The agent's account of a replay joins the load's one event;
+		// after the response (and the updates that follow it) it also
+		// closes the load.
+		m, _ := data.(map[string]any)
+		if st.replay != nil {
 			st.replay.agent = m
+			j.mu.Unlock()
+			return
 		}
+		for k, v := range m {
+			replay, _ := st.load.record["replay"].(map[string]any)
+			if replay != nil {
+				replay[k] = v
+			}
+		}
+		j.finishLoadLocked(sessionID, st)
 		j.mu.Unlock()
+		j.Flush(ctx)
 		return
 	}
 	turn := int64(0)
@@ -310,7 +363,7 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	// The hot paths: a load's replay is counted, not recorded; a streamed
 	// update that continues the pending run of its session costs an
 	// append, no event.
-	if isUpdate && dir == acp.Outbound && (j.tallyReplay(sid, raw) || j.continueRun(sid, raw)) {
+	if isUpdate && dir == acp.Outbound && j.absorbUpdate(sid, raw) {
 		return
 	}
 	ev := &persistence.Event{
@@ -401,12 +454,19 @@ func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, s
 		} else {
 			req.turn = st.active
 			if ev.Method == "session/load" && st.active == 0 {
-				st.replay = &replayTally{}
+				req.load = true
+				if st.load != nil {
+					st.replayNext = true
+				} else {
+					st.replay = &replayTally{}
+				}
 			}
 		}
 	}
 	ev.Stream, ev.Turn = j.streamOf(req.session), req.turn
-	if ev.Method == "session/prompt" && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
+	if req.load || ev.Method == "session/prompt" && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
+		// A load's request joins its session_loaded event (if it
+		// succeeds); an over-size prompt waits for its answer.
 		req.held = ev
 	} else {
 		j.addLocked(ev)
@@ -471,13 +531,27 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	r, ok := j.requests[id]
 	delete(j.requests, id)
 	ev.Method = r.method
+	ok = ok && len(errObj) == 0
+	st := j.sessions[r.session]
+	if r.load && r.held != nil && ok && st != nil && st.replay != nil {
+		// The request, this response and the updates after it become
+		// one session_loaded event (finishLoadLocked); not committed
+		// before the response is written, unlike every other response.
+		j.finishLoadLocked(r.session, st) // an earlier load still open
+		st.load = &openLoad{at: ev.At, record: map[string]any{"via": r.method, "replay": st.replay.record()},
+			frames: []loadFrame{{persistence.DirIn, r.held.Body}, {persistence.DirOut, ev.Body}}}
+		st.load.bytes = len(r.held.Body) + len(ev.Body)
+		st.replay = nil
+		j.mu.Unlock()
+		j.Flush(context.Background())
+		return
+	}
 	if r.held != nil {
 		if refusedAsTooLarge(errObj) {
 			r.held.Body = omittedPrompt(r.held.Body, r.session)
 		}
 		j.addLocked(r.held)
 	}
-	ok = ok && len(errObj) == 0
 	switch {
 	case r.method == "session/new" && ok && res.SessionID != "":
 		j.sessions[res.SessionID] = &sessionState{}
@@ -574,19 +648,6 @@ func (j *Journal) add(ev *persistence.Event) {
 	j.addLocked(ev)
 }
 
-// tallyReplay counts an outbound session/update of session sid when a
-// session/load of it is replaying.
-func (j *Journal) tallyReplay(sid string, frame []byte) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	st := j.sessions[sid]
-	if st == nil || st.replay == nil {
-		return false
-	}
-	st.replay.add(frame)
-	return true
-}
-
 // packRuns returns evs with every outbound frame event of at least
 // minPackedRun bytes packed (persistence.PackFrames), as copies: evs stay
 // as they are, to go back to the queue (and take more frames) if the write
@@ -617,15 +678,6 @@ const minPackedRun = 256
 // maxRunBody bounds the body of an event holding a run of frames.
 const maxRunBody = 256 << 10
 
-// continueRun adds an outbound session/update of session sid to the pending
-// run of the session's running turn, if the last pending event is one.
-func (j *Journal) continueRun(sid string, frame []byte) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	st := j.sessions[sid]
-	return st != nil && j.joinLocked(sid, st.active, frame)
-}
-
 // joinLocked appends frame as one more line of the last pending event when
 // that event is a run of session/update frames we sent in the same stream
 // and turn: a streamed reply is ~200 such frames, and one row instead of
@@ -645,6 +697,9 @@ func (j *Journal) joinLocked(stream string, turn int64, frame []byte) bool {
 }
 
 func (j *Journal) addLocked(ev *persistence.Event) {
+	if st := j.sessions[ev.Stream]; st != nil && st.load != nil {
+		j.finishLoadLocked(ev.Stream, st) // keeps the stream's order
+	}
 	if joinsRun(ev) && j.joinLocked(ev.Stream, ev.Turn, ev.Body) {
 		return
 	}
@@ -673,4 +728,83 @@ func mustJSON(v any) []byte {
 		return []byte("{}")
 	}
 	return b
+}
+
+// absorbUpdate takes an outbound session/update of session sid without a
+// new event, under one lock (the hot path of a streamed reply): the load
+// of sid just answered takes it, or a load's replay counts it, or it joins
+// the pending run of the session's running turn.
+func (j *Journal) absorbUpdate(sid string, frame []byte) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.sessions[sid]
+	switch {
+	case st == nil:
+		return false
+	case st.load != nil && st.load.bytes+len(frame) <= maxOpenLoad:
+		st.load.frames = append(st.load.frames, loadFrame{persistence.DirOut, bytes.Clone(frame)})
+		st.load.bytes += len(frame)
+		return true
+	case st.load != nil:
+		j.finishLoadLocked(sid, st)
+		return false
+	case st.replay != nil:
+		st.replay.add(frame)
+		return true
+	}
+	return j.joinLocked(sid, st.active, frame)
+}
+
+// finishLoadLocked queues the session_loaded event of sid's open load, if
+// any: its record, and its frames as differences from the last load's.
+func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
+	l := st.load
+	if l == nil {
+		return
+	}
+	st.load = nil
+	if st.replayNext {
+		st.replay, st.replayNext = &replayTally{}, false
+	}
+	sent := sentRecord{Frames: len(l.frames), CRC32C: fmt.Sprintf("%08x", plainLoad(l.frames)), Data: encodeLoad(l.frames, st.lastLoad)}
+	if st.lastLoad != nil {
+		sent.Base = st.lastLoadSum
+	}
+	st.lastLoad, st.lastLoadSum = l.frames, sent.CRC32C
+	l.record["sent"] = sent
+	j.addLocked(&persistence.Event{
+		Stream: sid, ConnectionID: j.conn, At: l.at, Kind: persistence.EventSessionLoaded, Body: mustJSON(l.record),
+	})
+}
+
+// finishStaleLoadsLocked records the loads that waited openLoadGrace for
+// the agent's record.
+func (j *Journal) finishStaleLoadsLocked(now time.Time) {
+	for sid, st := range j.sessions {
+		if st.load != nil && now.Sub(st.load.at) >= openLoadGrace {
+			j.finishLoadLocked(sid, st)
+		}
+	}
+}
+
+// beforeWrite readies sid's events for a write to the session that is
+// about to commit what is pending: its open load is recorded, and the
+// request of a load still running (a load may repair what a dead writer
+// left) is recorded now, before what it writes, as a frame event of its
+// own (that load is then recorded as loads were before, frame by frame).
+func (j *Journal) beforeWrite(sid string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.sessions[sid]
+	if st == nil {
+		return
+	}
+	j.finishLoadLocked(sid, st)
+	for id, r := range j.requests {
+		if r.load && r.session == sid && r.held != nil {
+			j.addLocked(r.held)
+			r.held, r.load = nil, false
+			j.requests[id] = r
+		}
+	}
 }

@@ -34,6 +34,7 @@ var _ persistence.Store = (*orderedStore)(nil)
 func (o *orderedStore) write(sessionID string, op func(s persistence.Store) error) error {
 	o.j.flushMu.Lock()
 	defer o.j.flushMu.Unlock()
+	o.j.beforeWrite(sessionID)
 	o.j.mu.Lock()
 	pending := o.j.pending
 	o.j.pending = nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	_ "github.com/mattn/go-sqlite3" // the SQLite file's size, read directly
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
@@ -320,21 +318,7 @@ func dbBytes(ctx context.Context, db string) (int64, error) {
 			WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(&n)
 		return n, err
 	}
-	d, err := sql.Open("sqlite3", "file:"+db)
-	if err != nil {
-		return 0, err
-	}
-	defer d.Close()
-	if _, err := d.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return 0, err
-	}
-	var pages, free, size int64
-	for q, v := range map[string]*int64{`PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free, `PRAGMA page_size`: &size} {
-		if err := d.QueryRowContext(ctx, q).Scan(v); err != nil {
-			return 0, err
-		}
-	}
-	return (pages - free) * size, nil
+	return persistencetest.SQLitePagesInUse(ctx, db)
 }
 
 func ratio(a, b int64) float64 {

@@ -1,0 +1,293 @@
+package journal
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// A successful session/load is stored as one session_loaded event: the
+// replay's tally, and the load's own frames (its request, its response and
+// the updates sent right after it: available commands, context usage) in
+// the event's "sent" field. An editor reopens threads often and each load
+// sends the same ~2.5 KB again with a new request id, so the frames are
+// stored as differences from the previous load of the session on the same
+// connection (the "base", named by its checksum): a load costs a few
+// hundred bytes. The first load of a connection is stored whole,
+// DEFLATE-compressed. Frames reads them back byte for byte.
+
+// sentRecord is the "sent" field of a session_loaded event.
+type sentRecord struct {
+	Frames int    `json:"frames"`
+	CRC32C string `json:"crc32c"`         // of the frames in their plain form (plainLoad)
+	Base   string `json:"base,omitempty"` // crc32c of the load the differences refer to
+	Data   []byte `json:"data"`           // encodeLoad's output (base64 in the JSON)
+}
+
+// loadFrame is one frame of a load as it crossed the wire.
+type loadFrame struct {
+	dir  persistence.Direction
+	body []byte
+}
+
+// The encoding of a load's frames, in order, each:
+//
+//	direction: 'i' (client to agent) or 'o'
+//	'l' len body                           the frame as it is
+//	'd' index prefix suffix len middle     base frame index with its bytes
+//	                                       between prefix and suffix replaced
+//
+// numbers are unsigned varints. The whole may be DEFLATE-compressed
+// behind a 'z'.
+const (
+	opLiteral = 'l'
+	opDelta   = 'd'
+	packedOps = 'z'
+	// minDelta is the least a difference must share with its base to be
+	// worth its four numbers.
+	minDelta = 16
+	// minPackedLoad is the smallest encoding worth compressing.
+	minPackedLoad = 256
+	// maxLoadBytes bounds what a load record decodes to: a load's own
+	// frames are a few KB; a huge one means a damaged record.
+	maxLoadBytes = 64 << 20
+)
+
+var errLoadRecord = errors.New("damaged load record")
+
+// plainLoad is the checksummed form of a load's frames: each frame behind
+// its direction letter, joined by newlines (a frame holds no raw newline).
+func plainLoad(frames []loadFrame) uint32 {
+	var crc uint32
+	for i, f := range frames {
+		if i > 0 {
+			crc = crc32.Update(crc, castagnoli, []byte{'\n'})
+		}
+		crc = crc32.Update(crc, castagnoli, []byte{dirLetter(f.dir)})
+		crc = crc32.Update(crc, castagnoli, f.body)
+	}
+	return crc
+}
+
+func dirLetter(d persistence.Direction) byte {
+	if d == persistence.DirIn {
+		return 'i'
+	}
+	return 'o'
+}
+
+// encodeLoad encodes frames, each as a difference from the base frame at
+// the same position when that shares enough bytes with it.
+func encodeLoad(frames, base []loadFrame) []byte {
+	var out []byte
+	for i, f := range frames {
+		out = append(out, dirLetter(f.dir))
+		if i < len(base) && base[i].dir == f.dir {
+			b := base[i].body
+			p := commonPrefix(f.body, b)
+			s := commonSuffix(f.body[p:], b[p:])
+			if p+s >= minDelta {
+				out = append(out, opDelta)
+				out = binary.AppendUvarint(out, uint64(i))
+				out = binary.AppendUvarint(out, uint64(p))
+				out = binary.AppendUvarint(out, uint64(s))
+				mid := f.body[p : len(f.body)-s]
+				out = binary.AppendUvarint(out, uint64(len(mid)))
+				out = append(out, mid...)
+				continue
+			}
+		}
+		out = append(out, opLiteral)
+		out = binary.AppendUvarint(out, uint64(len(f.body)))
+		out = append(out, f.body...)
+	}
+	if len(out) < minPackedLoad {
+		return out
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(packedOps)
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	if _, err := w.Write(out); err != nil || w.Close() != nil || buf.Len() >= len(out) {
+		return out
+	}
+	return buf.Bytes()
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[len(a)-1-i] != b[len(b)-1-i] {
+			return i
+		}
+	}
+	return n
+}
+
+// decodeLoad reverses encodeLoad against base.
+func decodeLoad(data []byte, base []loadFrame) ([]loadFrame, error) {
+	if len(data) > 0 && data[0] == packedOps {
+		r := flate.NewReader(bytes.NewReader(data[1:]))
+		plain, err := io.ReadAll(io.LimitReader(r, maxLoadBytes+1))
+		if err != nil || len(plain) > maxLoadBytes {
+			return nil, fmt.Errorf("%w: cannot inflate", errLoadRecord)
+		}
+		data = plain
+	}
+	var out []loadFrame
+	total := 0
+	num := func() (int, bool) {
+		v, n := binary.Uvarint(data)
+		if n <= 0 || v > maxLoadBytes {
+			return 0, false
+		}
+		data = data[n:]
+		return int(v), true
+	}
+	take := func(n int) ([]byte, bool) {
+		if n > len(data) {
+			return nil, false
+		}
+		b := data[:n]
+		data = data[n:]
+		return b, true
+	}
+	for len(data) > 0 {
+		if len(data) < 2 || (data[0] != 'i' && data[0] != 'o') {
+			return nil, fmt.Errorf("%w: frame %d: bad header", errLoadRecord, len(out))
+		}
+		f := loadFrame{dir: persistence.DirOut}
+		if data[0] == 'i' {
+			f.dir = persistence.DirIn
+		}
+		op := data[1]
+		data = data[2:]
+		switch op {
+		case opLiteral:
+			n, ok := num()
+			body, ok2 := take(n)
+			if !ok || !ok2 {
+				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
+			}
+			f.body = bytes.Clone(body)
+		case opDelta:
+			i, ok1 := num()
+			p, ok2 := num()
+			s, ok3 := num()
+			n, ok4 := num()
+			if !ok1 || !ok2 || !ok3 || !ok4 {
+				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
+			}
+			if i >= len(base) || p+s > len(base[i].body) {
+				return nil, fmt.Errorf("%w: frame %d: refers past its base", errLoadRecord, len(out))
+			}
+			mid, ok := take(n)
+			if !ok {
+				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
+			}
+			b := base[i].body
+			f.body = make([]byte, 0, p+n+s)
+			f.body = append(append(append(f.body, b[:p]...), mid...), b[len(b)-s:]...)
+		default:
+			return nil, fmt.Errorf("%w: frame %d: unknown op %q", errLoadRecord, len(out), op)
+		}
+		if total += len(f.body); total > maxLoadBytes {
+			return nil, fmt.Errorf("%w: too large", errLoadRecord)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Frame is one frame of a stream's log, byte for byte as it crossed the
+// wire (secrets masked as the journal stores them).
+type Frame struct {
+	Seq       int64 // of the event that holds it
+	Direction persistence.Direction
+	Body      []byte
+}
+
+// Frames returns the frames recorded in evs, a stream's events in seq
+// order from its first (a load's frames may be stored as differences from
+// an earlier load's): the frames of frame events (persistence.Event.Frames)
+// and of session/load requests, responses and the updates after them kept
+// in session_loaded events. A replay is never among them: its
+// session_loaded event says what it sent (frames, bytes, CRC-32C).
+func Frames(evs []persistence.Event) ([]Frame, error) {
+	var out []Frame
+	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
+	for _, e := range evs {
+		if e.Kind.IsFrame() {
+			for _, f := range e.Frames() {
+				out = append(out, Frame{Seq: e.Seq, Direction: e.Direction, Body: f})
+			}
+			continue
+		}
+		if e.Kind != persistence.EventSessionLoaded {
+			continue
+		}
+		body, err := e.Record()
+		if err != nil {
+			return out, fmt.Errorf("%w: %v", errLoadRecord, err)
+		}
+		frames, key, err := loadedFrames(body, loads)
+		if err != nil {
+			return out, fmt.Errorf("event %d: %w", e.Seq, err)
+		}
+		if frames == nil {
+			continue // recorded before loads kept their frames here
+		}
+		loads[key] = frames
+		for _, f := range frames {
+			out = append(out, Frame{Seq: e.Seq, Direction: f.dir, Body: f.body})
+		}
+	}
+	return out, nil
+}
+
+// loadedFrames decodes the frames a session_loaded event's body holds
+// (nil if none) and the key later loads name it by; loads are the earlier
+// loads of the stream.
+func loadedFrames(body []byte, loads map[string][]loadFrame) ([]loadFrame, string, error) {
+	var rec struct {
+		Sent *sentRecord `json:"sent"`
+	}
+	if err := json.Unmarshal(body, &rec); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", errLoadRecord, err)
+	}
+	if rec.Sent == nil {
+		return nil, "", nil
+	}
+	var base []loadFrame
+	if rec.Sent.Base != "" {
+		var ok bool
+		if base, ok = loads[rec.Sent.Base]; !ok {
+			return nil, "", fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
+		}
+	}
+	frames, err := decodeLoad(rec.Sent.Data, base)
+	if err != nil {
+		return nil, "", err
+	}
+	key := fmt.Sprintf("%08x", plainLoad(frames))
+	if len(frames) != rec.Sent.Frames || key != rec.Sent.CRC32C {
+		return nil, "", fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
+	}
+	return frames, key, nil
+}

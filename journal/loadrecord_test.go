@@ -1,0 +1,152 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// TestOldLoadEventsStillRead: a database written before loads kept their
+// frames in session_loaded (request, response and the updates after it as
+// frame events, the response and updates packed; a session_loaded record
+// without "sent") reads back frame for frame, with a new-style load after
+// it.
+func TestOldLoadEventsStillRead(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	const sid = "sess_0123456789abcdef0123456789abcdef"
+	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	old := newLoadFrames(sid)(1)
+	ev := func(kind persistence.EventKind, dir persistence.Direction, method string, body []byte) *persistence.Event {
+		return &persistence.Event{Stream: sid, ConnectionID: "conn_old", Kind: kind, Direction: dir, Method: method, Body: body}
+	}
+	if err := store.AppendEvents(ctx,
+		ev(persistence.EventRequest, persistence.DirIn, "session/load", old[0]),
+		ev(persistence.EventResponse, persistence.DirOut, "session/load", persistence.PackFrames(old[1])),
+		ev(persistence.EventSessionLoaded, "", "", []byte(`{"connectionId":"conn_old","pid":7,"replay":{"bytes":10,"crc32c":"00000000","frames":1},"via":"session/load"}`)),
+		ev(persistence.EventNotification, persistence.DirOut, "session/update", persistence.PackFrames(bytes.Join(old[2:], []byte("\n")))),
+	); err != nil {
+		t.Fatal(err)
+	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_new", FlushInterval: 1 << 40})
+	newer := newLoadFrames(sid)(2)
+	j.OnFrame(acp.Inbound, newer[0])
+	for _, f := range newer[1:] {
+		j.OnFrame(acp.Outbound, f)
+	}
+	j.Record(ctx, sid, persistence.EventSessionLoaded, map[string]any{"messages": 0})
+	j.Close()
+	evs, err := store.Events(ctx, sid, persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range append(old, newer...) {
+		want = append(want, string(f))
+	}
+	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
+		t.Errorf("frames back: %s", firstDiff(back, want))
+	}
+}
+
+// TestLoadRecordRoundTrip: frames come back byte for byte whether stored
+// whole, packed or as differences from a base, with control characters,
+// invalid UTF-8 and frames that share nothing with their base.
+func TestLoadRecordRoundTrip(t *testing.T) {
+	in, out := persistence.DirIn, persistence.DirOut
+	base := []loadFrame{{in, []byte(`{"id":1,"method":"session/load","params":{"cwd":"/tmp/\u0001"}}`)}, {out, []byte(`{"id":1,"result":{"x":"` + strings.Repeat("é\x01", 300) + `"}}`)}}
+	cases := [][]loadFrame{
+		nil,
+		{{in, []byte(`{"id":22,"method":"session/load","params":{"cwd":"/tmp/\u0001"}}`)}, {out, []byte(`{"id":22,"result":{"x":"` + strings.Repeat("é\x01", 300) + `"}}`)}},
+		{{out, []byte("\xff\xfe not utf-8 \x00")}, {in, []byte(strings.Repeat("{}", 5000))}, {out, nil}},
+		{{in, []byte(`{"id":1,"method":"session/load","params":{"cwd":"/tmp/\u0001"}}`)}, {out, []byte(`{"id":1`)}}, // a prefix of its base
+	}
+	for i, frames := range cases {
+		for _, b := range [][]loadFrame{nil, base} {
+			data := encodeLoad(frames, b)
+			got, err := decodeLoad(data, b)
+			if err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			}
+			if len(got) != len(frames) {
+				t.Fatalf("case %d: %d frames back, want %d", i, len(got), len(frames))
+			}
+			for k := range frames {
+				if got[k].dir != frames[k].dir || !bytes.Equal(got[k].body, frames[k].body) {
+					t.Fatalf("case %d frame %d: back %s %q, want %s %q", i, k, got[k].dir, got[k].body, frames[k].dir, frames[k].body)
+				}
+			}
+		}
+	}
+	if d := encodeLoad(cases[1], base); len(d) > 20 {
+		t.Errorf("a load differing from its base by the request id takes %d bytes: %q", len(d), d)
+	}
+}
+
+// TestDamagedLoadRecordIsReported: a load record whose base is missing,
+// whose data is cut or whose checksum does not match is an error that
+// names the event, never frames made up.
+func TestDamagedLoadRecordIsReported(t *testing.T) {
+	frames := []loadFrame{{persistence.DirIn, []byte(`{"id":1}`)}, {persistence.DirOut, []byte(`{"id":1,"result":{}}`)}}
+	body := func(s sentRecord) []byte {
+		b, _ := json.Marshal(map[string]any{"via": "session/load", "sent": s})
+		return b
+	}
+	good := sentRecord{Frames: 2, CRC32C: "", Data: encodeLoad(frames, nil)}
+	good.CRC32C = fmt.Sprintf("%08x", plainLoad(frames))
+	for name, b := range map[string][]byte{
+		"missing base": body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Base: "0badbeef", Data: good.Data}),
+		"cut data":     body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Data: good.Data[:len(good.Data)-3]}),
+		"checksum":     body(sentRecord{Frames: 2, CRC32C: "00000000", Data: good.Data}),
+		"frame count":  body(sentRecord{Frames: 3, CRC32C: good.CRC32C, Data: good.Data}),
+		"not json":     []byte("\x00\xff{"),
+	} {
+		_, err := Frames([]persistence.Event{{Seq: 4, Kind: persistence.EventSessionLoaded, Body: b}})
+		if !errors.Is(err, errLoadRecord) || !strings.Contains(err.Error(), "event 4") {
+			t.Errorf("%s: error %v, want a damaged load record at event 4", name, err)
+		}
+	}
+	if fs, err := Frames([]persistence.Event{{Seq: 4, Kind: persistence.EventSessionLoaded, Body: body(good)}}); err != nil || len(fs) != 2 {
+		t.Errorf("the good record: %d frames, %v", len(fs), err)
+	}
+}
+
+// FuzzLoadRecord: decoding any bytes as a load record (against a base)
+// never panics and never returns more than maxLoadBytes; encoding any
+// frames and decoding them gives them back.
+func FuzzLoadRecord(f *testing.F) {
+	base := []loadFrame{{persistence.DirIn, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/load"}`)}, {persistence.DirOut, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"session/load"}`), []byte("il\x02{}"))
+	f.Add([]byte("\x00\x01\x1b[31m\r\t"), []byte("od\x00\x05\x05\x01x"))
+	f.Add([]byte("\xff\xfe\xc3\x28 invalid utf-8"), []byte("z\x00\x00\x00\xff\xff"))
+	f.Add(bytes.Repeat([]byte(`{"a":"b"}`), 20000), []byte("il\xff\xff\xff\xff\x0f"))
+	f.Add([]byte{}, []byte("od\x01\x00\x00\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, frame, data []byte) {
+		if got, err := decodeLoad(data, base); err == nil {
+			n := 0
+			for _, g := range got {
+				n += len(g.body)
+			}
+			if n > maxLoadBytes {
+				t.Fatalf("decoded %d bytes", n)
+			}
+		}
+		if bytes.IndexByte(frame, '\n') >= 0 {
+			return
+		}
+		frames := []loadFrame{{persistence.DirIn, frame}, {persistence.DirOut, append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), frame...)}}
+		got, err := decodeLoad(encodeLoad(frames, base), base)
+		if err != nil || len(got) != 2 || !bytes.Equal(got[0].body, frames[0].body) || !bytes.Equal(got[1].body, frames[1].body) {
+			t.Fatalf("round trip of %q: %v", frame, err)
+		}
+	})
+}
