@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -227,7 +228,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		hint = min(max(last-f.AfterSeq, 0), maxRowsHint)
 	}
 	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq)
-	msgs, err := collectN(rows, err, int(hint), func(r Row) (persistence.Message, error) { return s.scanMessage(r, sessionID) })
+	msgs, err := s.scanMessagesN(rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -245,32 +246,64 @@ const maxRowsHint = 1 << 16
 
 // scanMessages reads rows of MessageColumns and closes them.
 func (s *Store) scanMessages(rows Rows, err error, sessionID string) ([]persistence.Message, error) {
-	return collect(rows, err, func(r Row) (persistence.Message, error) { return s.scanMessage(r, sessionID) })
+	return s.scanMessagesN(rows, err, 0, sessionID)
 }
 
-// scanMessage reads one row of MessageColumns.
-func (s *Store) scanMessage(r Row, sessionID string) (persistence.Message, error) {
-	var (
-		m                      persistence.Message
-		role, status           string
-		parts, toolCalls, meta []byte
-	)
-	if err := r.Scan(&m.ID, &m.Seq, &role, &m.Content, &parts, &m.Reasoning,
-		&m.ToolCallID, &toolCalls, &status, &meta, &m.IsActive, &m.CompactedIntoID,
-		&m.TokenCount, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt)); err != nil {
-		return m, err
+// scanMessagesN is scanMessages with room made for n rows.
+func (s *Store) scanMessagesN(rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
+	sc := s.newMessageScanner(sessionID)
+	return collectN(rows, err, n, sc.scan)
+}
+
+// messageScanner reads rows of MessageColumns. Its Scan destinations are
+// made once for a read, not for each row: every variable whose address
+// goes to Scan is an allocation of its own, and a load reads thousands
+// of rows.
+type messageScanner struct {
+	sessionID              string
+	m                      persistence.Message // the columns scanned as they are
+	role, status           string
+	parts, toolCalls, meta []byte
+	// database/sql reaches an *int through a string and ParseInt, a
+	// **int64 through reflection.
+	compactedInto sql.NullInt64
+	tokens        int64
+	dest          []any
+}
+
+func (s *Store) newMessageScanner(sessionID string) *messageScanner {
+	sc := &messageScanner{sessionID: sessionID}
+	m := &sc.m
+	sc.dest = []any{&m.ID, &m.Seq, &sc.role, &m.Content, &sc.parts, &m.Reasoning,
+		&m.ToolCallID, &sc.toolCalls, &sc.status, &sc.meta, &m.IsActive, &sc.compactedInto,
+		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt)}
+	return sc
+}
+
+// scan reads one row.
+func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
+	sc.m = persistence.Message{}
+	sc.parts, sc.toolCalls, sc.meta = nil, nil, nil
+	if err := r.Scan(sc.dest...); err != nil {
+		return persistence.Message{}, err
 	}
-	m.SessionID = sessionID
-	m.Role, m.Status = persistence.Role(role), persistence.MessageStatus(status)
+	m := sc.m
+	m.SessionID = sc.sessionID
+	m.Role, m.Status = persistence.Role(sc.role), persistence.MessageStatus(sc.status)
+	if sc.compactedInto.Valid {
+		id := sc.compactedInto.Int64
+		m.CompactedIntoID = &id
+	}
+	m.TokenCount = int(sc.tokens)
 	var err error
-	if m.Parts, err = readParts(parts, m.Content); err != nil {
+	if m.Parts, err = readParts(sc.parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	if m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", toolCalls, setToolCall); err != nil {
+	if m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", sc.toolCalls, setToolCall); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	if meta != nil {
-		m.Meta = json.RawMessage(meta)
+	if sc.meta != nil {
+		m.Meta = json.RawMessage(sc.meta)
 	}
 	m.CreatedAt = m.CreatedAt.UTC()
 	return m, nil
