@@ -230,20 +230,9 @@ func TestLoadAddsAtMostOneKB(t *testing.T) {
 	frames := newLoadFrames(sid)
 	var sent []string
 	load := func(j *Journal, id int) {
-		for i, f := range frames(id) {
-			dir := acp.Outbound
-			if i == 0 {
-				dir = acp.Inbound
-			}
-			j.OnFrame(dir, f)
+		for _, f := range driveLoad(ctx, j, sid, frames(id)) {
 			sent = append(sent, string(f))
-			if i == 0 {
-				for k := range 20 { // the replay
-					j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed %d"}}}}`, sid, k)))
-				}
-			}
 		}
-		j.Record(ctx, sid, persistence.EventSessionLoaded, map[string]any{"messages": 20, "firstSeq": 1, "lastSeq": 20})
 	}
 	j := Open(ctx, store, Options{ConnectionID: "conn_0123456789abcdef0123456789abcdef", FlushInterval: 1 << 40})
 	load(j, 1)
@@ -270,6 +259,56 @@ func TestLoadAddsAtMostOneKB(t *testing.T) {
 	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(sent, "\n") {
 		t.Errorf("%d frames back, %d sent; first difference: %s", len(back), len(sent), firstDiff(back, sent))
 	}
+}
+
+// driveLoad sends frames through j as one session/load of sid does (the
+// request, a replay of 20 updates, the response, the updates after it,
+// the agent's record) and returns the frames the log must keep.
+func driveLoad(ctx context.Context, j *Journal, sid string, frames [][]byte) [][]byte {
+	for i, f := range frames {
+		dir := acp.Outbound
+		if i == 0 {
+			dir = acp.Inbound
+		}
+		j.OnFrame(dir, f)
+		if i == 0 {
+			for k := range 20 { // the replay
+				j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed %d"}}}}`, sid, k)))
+			}
+		}
+	}
+	j.Record(ctx, sid, persistence.EventSessionLoaded, map[string]any{"messages": 20, "firstSeq": 1, "lastSeq": 20})
+	return frames
+}
+
+// BenchmarkLoadRecord is what one more session/load of a session on the
+// same connection costs the frame log (crow-bench's "database growth per
+// load"): SQLite bytes in use per load, and the time to record it.
+func BenchmarkLoadRecord(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "crow.db")
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	const sid = "sess_0123456789abcdef0123456789abcdef"
+	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
+		b.Fatal(err)
+	}
+	frames := newLoadFrames(sid)
+	j := Open(ctx, store, Options{ConnectionID: "conn_0123456789abcdef0123456789abcdef", FlushInterval: 1 << 40})
+	defer j.Close()
+	driveLoad(ctx, j, sid, frames(1))
+	before := pagesInUse(b, path)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		driveLoad(ctx, j, sid, frames(n+1))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(pagesInUse(b, path)-before)/float64(n), "db-bytes/load")
 }
 
 // newLoadFrames returns what a load with request id n sends besides its
@@ -341,7 +380,7 @@ func framesBack(t *testing.T, evs []persistence.Event, sent [][]byte, keep func(
 }
 
 // pagesInUse is persistencetest.SQLitePagesInUse or a failed test.
-func pagesInUse(t *testing.T, path string) int64 {
+func pagesInUse(t testing.TB, path string) int64 {
 	t.Helper()
 	n, err := persistencetest.SQLitePagesInUse(t.Context(), path)
 	if err != nil {
