@@ -43,7 +43,7 @@ answer answers plan plans step steps part parts whole rest end ends half
 `)
 
 // Prose returns about n bytes of varied English-like text, the same for
-// the same seed: sentences of words drawn at random from a few hundred,
+// the same seed: sentences of words drawn at random from 401,
 // with punctuation and now and then a line break. Benchmarks that measure
 // bytes stored need it: a repeated line compresses to almost nothing and
 // proves little about what a real conversation costs.
