@@ -28,7 +28,8 @@ type UpdateBatch struct {
 // Batch returns an empty UpdateBatch writing to c.
 func (c *Conn) Batch() *UpdateBatch { return &UpdateBatch{c: c} }
 
-// SessionUpdate adds n's frame, and writes the batch once it is full.
+// SessionUpdate adds n's frame (encoded at once: n is not kept), and
+// writes the batch once it is full.
 func (b *UpdateBatch) SessionUpdate(_ context.Context, n *SessionNotification) error {
 	if n.Update.Other != nil {
 		if err := b.c.checkUpdateKind(n.Update.Kind()); err != nil {

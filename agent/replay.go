@@ -14,16 +14,19 @@ import (
 // model sees the compacted view. A client that can batch (acp.Conn) gets
 // the frames in few writes, all of them before replay returns.
 func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
-	var out interface {
-		SessionUpdate(context.Context, *acp.SessionNotification) error
-	} = a.client
+	send := func(u acp.SessionUpdate) error {
+		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
+	}
 	if c, ok := a.client.(batcher); ok {
 		b := c.Batch()
-		out = b
 		defer func() { err = errors.Join(err, b.Flush()) }()
-	}
-	send := func(u acp.SessionUpdate) error {
-		return out.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
+		// The batch encodes each notification before it returns: one
+		// will do for the whole replay.
+		n := &acp.SessionNotification{SessionID: sessionID}
+		send = func(u acp.SessionUpdate) error {
+			n.Update = u
+			return b.SessionUpdate(ctx, n)
+		}
 	}
 	mark, err := a.compactionReplay(ctx, sessionID, msgs)
 	if err != nil {

@@ -47,8 +47,7 @@ func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
 		}
 		return out
 	case persistence.RoleTool:
-		var meta toolMeta
-		_ = json.Unmarshal(m.Meta, &meta) // no meta: a result stored before tools had any
+		meta := decodeToolMeta(m.Meta)
 		c := ix.calls[m.ToolCallID]
 		if meta.Name == "" {
 			meta.Name = c.Name
@@ -82,6 +81,18 @@ func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
 		}
 	}
 	return nil
+}
+
+// decodeToolMeta reads a tool result's meta; a result stored before tools
+// had any has none. (The variable given to Unmarshal is made only when
+// there is something to decode: a replay reads thousands of results.)
+func decodeToolMeta(raw json.RawMessage) toolMeta {
+	if len(raw) == 0 {
+		return toolMeta{}
+	}
+	var meta toolMeta
+	_ = json.Unmarshal(raw, &meta)
+	return meta
 }
 
 func rawInput(args string) json.RawMessage {
