@@ -59,6 +59,9 @@ func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest
 	a.connectMCP(s.ID, req.McpServers) // in the background: resume stays fast
 	a.log.Info("session resumed", zap.String("session", s.ID))
 	a.afterOpen(ctx, s)
+	// For the frame log: the resume's frames, and the updates after its
+	// response, make one session_loaded event (as a load's do).
+	acp.AfterResponse(ctx, func() { a.record(ctx, s.ID, persistence.EventSessionLoaded, map[string]any{}) })
 	meta := decodeMeta(s.Metadata)
 	return &acp.ResumeSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }

@@ -291,10 +291,20 @@ func (j *Journal) Flush(ctx context.Context) {
 
 // Record appends a lifecycle event to a session (in its running turn, if
 // any) and commits it before returning: use it for facts later steps depend
-// on, such as compaction_started.
+// on, such as compaction_started. session_loaded is the exception: the
+// journal writes that event for each load or resume, and the agent's
+// record only adds to it (during the replay, or once the updates after
+// the response are sent, which then closes it); with no load of the
+// session to add to (one made during a turn, or recorded already because
+// another write came first) it is dropped.
 func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
 	j.mu.Lock()
-	if st := j.sessions[sessionID]; st != nil && kind == persistence.EventSessionLoaded && (st.replay != nil || st.load != nil) {
+	if kind == persistence.EventSessionLoaded {
+		st := j.sessions[sessionID]
+		if st == nil || st.replay == nil && st.load == nil {
+			j.mu.Unlock()
+			return
+		}
 		// The agent's account of a replay joins the load's one event;
 		// after the response (and the updates that follow it) it also
 		// closes the load.
@@ -453,13 +463,16 @@ func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, s
 			j.lifecycleLocked(sid, req.turn, persistence.EventTurnStarted, map[string]any{"requestId": rawID})
 		} else {
 			req.turn = st.active
-			if ev.Method == "session/load" && st.active == 0 {
+			switch {
+			case ev.Method == "session/load" && st.active == 0:
 				req.load = true
 				if st.load != nil {
 					st.replayNext = true
 				} else {
 					st.replay = &replayTally{}
 				}
+			case ev.Method == "session/resume" && st.active == 0:
+				req.load = true // no replay: its frames only
 			}
 		}
 	}
@@ -533,12 +546,16 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	ev.Method = r.method
 	ok = ok && len(errObj) == 0
 	st := j.sessions[r.session]
-	if r.load && r.held != nil && ok && st != nil && st.replay != nil {
+	if r.load && r.held != nil && ok && st != nil && (st.replay != nil || r.method == "session/resume") {
 		// The request, this response and the updates after it become
 		// one session_loaded event (finishLoadLocked); not committed
 		// before the response is written, unlike every other response.
+		record := map[string]any{"via": r.method}
+		if st.replay != nil {
+			record["replay"] = st.replay.record()
+		}
 		j.finishLoadLocked(r.session, st) // an earlier load still open
-		st.load = &openLoad{at: ev.At, record: map[string]any{"via": r.method, "replay": st.replay.record()},
+		st.load = &openLoad{at: ev.At, record: record,
 			frames: []loadFrame{{persistence.DirIn, r.held.Body}, {persistence.DirOut, ev.Body}}}
 		st.load.bytes = len(r.held.Body) + len(ev.Body)
 		st.replay = nil

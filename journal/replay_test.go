@@ -388,3 +388,51 @@ func pagesInUse(t testing.TB, path string) int64 {
 	}
 	return n
 }
+
+// TestResumeIsOneEvent: a session/resume (acpx reconnects with it) sends
+// the same response and updates as a load, without a replay: its frames
+// are one session_loaded event too, stored as differences from the load
+// before it, and read back byte for byte.
+func TestResumeIsOneEvent(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	const sid = "sess_0123456789abcdef0123456789abcdef"
+	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
+	var sent []string
+	for _, f := range driveLoad(ctx, j, sid, newLoadFrames(sid)(1)) {
+		sent = append(sent, string(f))
+	}
+	resume := newLoadFrames(sid)(2)
+	resume[0] = bytes.Replace(resume[0], []byte(`"session/load"`), []byte(`"session/resume"`), 1)
+	for i, f := range resume {
+		dir := acp.Outbound
+		if i == 0 {
+			dir = acp.Inbound
+		}
+		j.OnFrame(dir, f)
+		sent = append(sent, string(f))
+	}
+	j.Record(ctx, sid, persistence.EventSessionLoaded, map[string]any{})
+	j.Close()
+	evs, err := store.Events(ctx, sid, persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(sent, "\n") {
+		t.Errorf("frames back: %s", firstDiff(back, sent))
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if strings.Join(kinds, " ") != "session_loaded session_loaded session_closed" {
+		t.Errorf("events %v, want a session_loaded for the load and the resume, then session_closed", kinds)
+	}
+	last, _ := evs[1].Record()
+	if !bytes.Contains(last, []byte(`"via":"session/resume"`)) || bytes.Contains(last, []byte(`"replay"`)) || len(last) > 300 {
+		t.Errorf("the resume's record (%d bytes): %s", len(last), last)
+	}
+}
