@@ -130,7 +130,13 @@ func FuzzLoadRecord(f *testing.F) {
 	f.Add([]byte("\xff\xfe\xc3\x28 invalid utf-8"), []byte("z\x00\x00\x00\xff\xff"))
 	f.Add(bytes.Repeat([]byte(`{"a":"b"}`), 20000), []byte("il\xff\xff\xff\xff\x0f"))
 	f.Add([]byte{}, []byte("od\x01\x00\x00\xff\xff\xff\xff\x0f"))
+	f.Add([]byte(`{"via":"session/load","sent":{"frames":1,"crc32c":"00000000","data":"aWwCe30="}}`), []byte(`{"sent":{"base":"x","data":"!!"}}`))
 	f.Fuzz(func(t *testing.T, frame, data []byte) {
+		// Any body of a session_loaded event: an error or frames, never
+		// a panic.
+		for _, body := range [][]byte{frame, data} {
+			_, _ = Frames([]persistence.Event{{Seq: 1, Kind: persistence.EventSessionLoaded, Body: body}})
+		}
 		if got, err := decodeLoad(data, base); err == nil {
 			n := 0
 			for _, g := range got {
