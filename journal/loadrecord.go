@@ -2,14 +2,13 @@ package journal
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 
+	"github.com/crow-acp/crow-acp/internal/deflate"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -91,8 +90,8 @@ func encodeLoad(frames, base []loadFrame) []byte {
 		out = append(out, dirLetter(f.dir))
 		if i < len(base) && base[i].dir == f.dir {
 			b := base[i].body
-			p := commonPrefix(f.body, b)
-			s := commonSuffix(f.body[p:], b[p:])
+			p := deflate.CommonPrefix(f.body, b)
+			s := deflate.CommonSuffix(f.body[p:], b[p:])
 			if p+s >= minDelta {
 				out = append(out, opDelta)
 				out = binary.AppendUvarint(out, uint64(i))
@@ -111,41 +110,18 @@ func encodeLoad(frames, base []loadFrame) []byte {
 	if len(out) < minPackedLoad {
 		return out
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(packedOps)
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
-	if _, err := w.Write(out); err != nil || w.Close() != nil || buf.Len() >= len(out) {
+	packed := deflate.Pack(string(packedOps), out)
+	if packed == nil || len(packed) >= len(out) {
 		return out
 	}
-	return buf.Bytes()
-}
-
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-func commonSuffix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[len(a)-1-i] != b[len(b)-1-i] {
-			return i
-		}
-	}
-	return n
+	return packed
 }
 
 // decodeLoad reverses encodeLoad against base.
 func decodeLoad(data []byte, base []loadFrame) ([]loadFrame, error) {
 	if len(data) > 0 && data[0] == packedOps {
-		r := flate.NewReader(bytes.NewReader(data[1:]))
-		plain, err := io.ReadAll(io.LimitReader(r, maxLoadBytes+1))
-		if err != nil || len(plain) > maxLoadBytes {
+		plain, err := deflate.Unpack(data[1:], maxLoadBytes)
+		if err != nil {
 			return nil, fmt.Errorf("%w: cannot inflate", errLoadRecord)
 		}
 		data = plain

@@ -2,10 +2,9 @@ package persistence
 
 import (
 	"bytes"
-	"compress/flate"
 	"fmt"
-	"io"
-	"sync"
+
+	deflatepkg "github.com/crow-acp/crow-acp/internal/deflate"
 )
 
 // packedPrefix starts a Body stored DEFLATE-compressed: a run of frames
@@ -22,17 +21,6 @@ const MinPackedBody = 256
 // tests.
 var maxUnpacked = 1 << 30
 
-// packer is the one DEFLATE writer of the process, kept for its life: a
-// writer holds ~1 MB of state, and a pool would drop it at every garbage
-// collection and allocate it again. BestSpeed: a run's frames repeat one
-// envelope, which the fast matcher finds as well as the default level does,
-// at a quarter of the CPU, and it never touches the default level's 512 KB
-// hash table.
-var packer struct {
-	sync.Mutex
-	w *flate.Writer
-}
-
 // pack returns body DEFLATE-compressed behind packedPrefix, or body itself
 // when that is not smaller.
 func pack(body []byte) []byte {
@@ -45,26 +33,7 @@ func pack(body []byte) []byte {
 
 // deflate returns prefix and then b DEFLATE-compressed, or nil if the
 // writer fails.
-func deflate(prefix string, b []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(b)/2 + len(prefix))
-	buf.WriteString(prefix)
-	packer.Lock()
-	defer packer.Unlock()
-	if packer.w == nil {
-		packer.w, _ = flate.NewWriter(nil, flate.BestSpeed)
-	}
-	w := packer.w
-	w.Reset(&buf)
-	if _, err := w.Write(b); err != nil || w.Close() != nil {
-		return nil
-	}
-	return buf.Bytes()
-}
-
-// inflaters keeps DEFLATE readers for reuse: a rebuild reads thousands of
-// packed records, and each new reader allocates its 32 KB window.
-var inflaters sync.Pool
+func deflate(prefix string, b []byte) []byte { return deflatepkg.Pack(prefix, b) }
 
 // unpack inflates body if it starts with packedPrefix (ok), else returns it
 // as it is.
@@ -78,26 +47,7 @@ func unpack(body []byte) (out []byte, ok bool, err error) {
 }
 
 // inflate returns what packed inflates to, at most maxUnpacked bytes.
-func inflate(packed []byte) ([]byte, error) {
-	src := bytes.NewReader(packed)
-	r, _ := inflaters.Get().(io.ReadCloser)
-	if r == nil {
-		r = flate.NewReader(src)
-	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
-		return nil, err
-	}
-	defer inflaters.Put(r)
-	var buf bytes.Buffer
-	buf.Grow(min(4*len(packed), 1<<20))
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(maxUnpacked)+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("packed body: %w", err)
-	case n > int64(maxUnpacked):
-		return nil, fmt.Errorf("packed body: inflates to more than %d bytes", maxUnpacked)
-	}
-	return buf.Bytes(), nil
-}
+func inflate(packed []byte) ([]byte, error) { return deflatepkg.Unpack(packed, maxUnpacked) }
 
 // PackRecord is the Body stored for a projection event's JSON record: the
 // record itself, or, from MinPackedBody bytes on, the record

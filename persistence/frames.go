@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	deflatepkg "github.com/crow-acp/crow-acp/internal/deflate"
 )
 
 // framesPrefix starts the Body of a run of frames stored as the text once
@@ -30,14 +32,14 @@ func PackFrames(body []byte) []byte {
 	pre, suf := make([]int, n), make([]int, n)
 	var prev []byte
 	for i, f := range frames {
-		p, s := commonPrefix(prev, f), 0
+		p, s := deflatepkg.CommonPrefix(prev, f), 0
 		if i >= 2 {
 			// Keep to the envelope: a chunk that starts like the one
 			// before it would otherwise lend it a character, and the
 			// middles would no longer join into the text.
 			p = min(p, pre[i-1])
 		}
-		s = commonSuffix(prev[p:], f[p:])
+		s = deflatepkg.CommonSuffix(prev[p:], f[p:])
 		if i >= 2 {
 			s = min(s, suf[i-1])
 		}
@@ -65,26 +67,6 @@ func PackFrames(body []byte) []byte {
 		return body
 	}
 	return packed
-}
-
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-func commonSuffix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 1; i <= n; i++ {
-		if a[len(a)-i] != b[len(b)-i] {
-			return i - 1
-		}
-	}
-	return n
 }
 
 // maxPackedFrames bounds the frames of one packed run (a run's body is at
