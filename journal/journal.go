@@ -112,10 +112,12 @@ type sessionState struct {
 	// load is a session/load answered and not yet recorded: it takes the
 	// updates sent right after its response (loadrecord.go).
 	load *openLoad
-	// replayNext: a session/load came while load was open; its replay
-	// starts when load is recorded (the updates after a response are sent
-	// before the next request is handled, but may be read after it).
-	replayNext bool
+	// replayNext counts the session/loads read while another load was
+	// replaying or open (the read loop runs ahead of the dispatcher, which
+	// handles them in order): the next one's replay starts when neither
+	// is, so that it takes neither the earlier replay's frames nor the
+	// updates after the earlier response.
+	replayNext int
 	// lastLoad is the frames of the last load recorded on this
 	// connection, which the next one is stored as differences from, and
 	// their crc32c.
@@ -309,7 +311,7 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 		// after the response (and the updates that follow it) it also
 		// closes the load.
 		m, _ := data.(map[string]any)
-		if st.replay != nil {
+		if st.load == nil {
 			st.replay.agent = m
 			j.mu.Unlock()
 			return
@@ -466,8 +468,8 @@ func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, s
 			switch {
 			case ev.Method == "session/load" && st.active == 0:
 				req.load = true
-				if st.load != nil {
-					st.replayNext = true
+				if st.load != nil || st.replay != nil {
+					st.replayNext++
 				} else {
 					st.replay = &replayTally{}
 				}
@@ -551,14 +553,16 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		// one session_loaded event (finishLoadLocked); not committed
 		// before the response is written, unlike every other response.
 		record := map[string]any{"via": r.method}
-		if st.replay != nil {
-			record["replay"] = st.replay.record()
+		if r.method == "session/load" { // a resume replays nothing
+			if st.replay != nil {
+				record["replay"] = st.replay.record()
+			}
+			st.replay = nil
 		}
 		j.finishLoadLocked(r.session, st) // an earlier load still open
 		st.load = &openLoad{at: ev.At, record: record,
 			frames: []loadFrame{{persistence.DirIn, r.held.Body}, {persistence.DirOut, ev.Body}}}
 		st.load.bytes = len(r.held.Body) + len(ev.Body)
-		st.replay = nil
 		j.mu.Unlock()
 		j.Flush(context.Background())
 		return
@@ -582,6 +586,7 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	var replay *replayTally
 	if st := j.sessions[r.session]; st != nil && r.method == "session/load" {
 		replay, st.replay = st.replay, nil // the replay ends with the response
+		startQueuedReplay(st)
 	}
 	if r.method == "session/delete" && ok {
 		// Its events went with it; the answer belongs to the connection.
@@ -780,9 +785,7 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 		return
 	}
 	st.load = nil
-	if st.replayNext {
-		st.replay, st.replayNext = &replayTally{}, false
-	}
+	startQueuedReplay(st)
 	sent := sentRecord{Frames: len(l.frames), CRC32C: fmt.Sprintf("%08x", plainLoad(l.frames)), Data: encodeLoad(l.frames, st.lastLoad)}
 	if st.lastLoad != nil {
 		sent.Base = st.lastLoadSum
@@ -792,6 +795,15 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: l.at, Kind: persistence.EventSessionLoaded, Body: mustJSON(l.record),
 	})
+}
+
+// startQueuedReplay starts the replay of the next session/load read while
+// an earlier one was replaying or open, once neither is.
+func startQueuedReplay(st *sessionState) {
+	if st.replayNext > 0 && st.replay == nil && st.load == nil {
+		st.replay = &replayTally{}
+		st.replayNext--
+	}
 }
 
 // finishStaleLoadsLocked records the loads that waited openLoadGrace for

@@ -1,0 +1,106 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// TestLoadPipelinedDuringReplay: a client may send its next session/load
+// (or a session/resume, then a load) while the previous load is still
+// replaying: the read loop reads it at once, the dispatcher handles it
+// after the first load's response and the updates after it. Each load's
+// tally counts its own replay, and no replayed frame is recorded.
+func TestLoadPipelinedDuringReplay(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
+	var want []string
+	upd := func(kind string, i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":%q,"n":%d}}}`, kind, i)
+	}
+	replay := func(n int) {
+		for k := range n {
+			j.OnFrame(acp.Outbound, []byte(upd("agent_message_chunk", k)))
+		}
+	}
+	request := func(id int, method string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`, id, method)
+	}
+	response := func(id int) string { return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id) }
+	after := func(i int) {
+		j.OnFrame(acp.Outbound, []byte(upd("available_commands_update", i)))
+		j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 10})
+	}
+
+	// Load 1 replays; loads 2 and (after a resume) 4 are read meanwhile.
+	j.OnFrame(acp.Inbound, []byte(request(1, "session/load")))
+	replay(4)
+	j.OnFrame(acp.Inbound, []byte(request(2, "session/load")))
+	j.OnFrame(acp.Inbound, []byte(request(3, "session/resume")))
+	j.OnFrame(acp.Inbound, []byte(request(4, "session/load")))
+	replay(6)
+	j.OnFrame(acp.Outbound, []byte(response(1)))
+	after(1)
+	replay(10)
+	j.OnFrame(acp.Outbound, []byte(response(2)))
+	after(2)
+	j.OnFrame(acp.Outbound, []byte(response(3)))
+	j.OnFrame(acp.Outbound, []byte(upd("available_commands_update", 3)))
+	j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{})
+	replay(10)
+	j.OnFrame(acp.Outbound, []byte(response(4)))
+	after(4)
+	j.Close()
+	for i := 1; i <= 4; i++ {
+		method := "session/load"
+		if i == 3 {
+			method = "session/resume"
+		}
+		want = append(want, request(i, method), response(i), upd("available_commands_update", i))
+	}
+
+	evs, err := store.Events(ctx, "sess_a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
+		t.Errorf("frames back:\n%s\nwant (no replayed frame, each load's own together):\n%s", strings.Join(back, "\n"), strings.Join(want, "\n"))
+	}
+	var tallies []int
+	for _, e := range evs {
+		if e.Kind != persistence.EventSessionLoaded {
+			continue
+		}
+		var d struct {
+			Via    string
+			Replay *struct{ Frames int } `json:"replay"`
+		}
+		rec, err := e.Record()
+		if err == nil {
+			err = json.Unmarshal(rec, &d)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case d.Via == "session/resume" && d.Replay != nil:
+			t.Errorf("the resume's session_loaded has a replay: %s", rec)
+		case d.Via == "session/load" && d.Replay == nil:
+			t.Errorf("a load's session_loaded has no replay: %s", rec)
+		case d.Via == "session/load":
+			tallies = append(tallies, d.Replay.Frames)
+		}
+	}
+	if fmt.Sprint(tallies) != "[10 10 10]" {
+		t.Errorf("replays tallied %v, want [10 10 10]", tallies)
+	}
+}
