@@ -288,6 +288,20 @@ func (j *Journal) Flush(ctx context.Context) {
 	}
 	if err := j.store.AppendEvents(context.WithoutCancel(ctx), packRuns(batch)...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
+		j.forgetDroppedLoads(batch)
+	}
+}
+
+// forgetDroppedLoads: a load whose session_loaded event was dropped cannot
+// be the base the next load of its session is stored as differences from
+// (that load is stored whole instead).
+func (j *Journal) forgetDroppedLoads(dropped []*persistence.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range dropped {
+		if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
+			st.lastLoad, st.lastLoadSum = nil, ""
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -102,5 +103,63 @@ func TestLoadPipelinedDuringReplay(t *testing.T) {
 	}
 	if fmt.Sprint(tallies) != "[10 10 10]" {
 		t.Errorf("replays tallied %v, want [10 10 10]", tallies)
+	}
+}
+
+// dropLoadStore refuses, once, a batch of events holding a session_loaded
+// event (a full disk, a lost connection to PostgreSQL).
+type dropLoadStore struct {
+	persistence.Store
+	dropped bool
+}
+
+func (d *dropLoadStore) AppendEvents(ctx context.Context, evs ...*persistence.Event) error {
+	for _, e := range evs {
+		if e.Kind == persistence.EventSessionLoaded && !d.dropped {
+			d.dropped = true
+			return errors.New("disk full")
+		}
+	}
+	return d.Store.AppendEvents(ctx, evs...)
+}
+
+// TestLoadAfterADroppedLoadRecord: when the store refuses the batch that
+// holds a load's session_loaded event (the journal drops it and logs), the
+// next load of the session is not stored as differences from that lost
+// load: its frames still read back.
+func TestLoadAfterADroppedLoadRecord(t *testing.T) {
+	ctx := context.Background()
+	real := openStore(t)
+	if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	store := &dropLoadStore{Store: real}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
+	frames := newLoadFrames("sess_a")
+	var want []string
+	for i := 1; i <= 2; i++ {
+		fs := frames(i)
+		j.OnFrame(acp.Inbound, fs[0])
+		j.OnFrame(acp.Outbound, fs[1])
+		for _, f := range fs[2:] {
+			j.OnFrame(acp.Outbound, f)
+		}
+		j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{})
+		if i == 2 {
+			for _, f := range fs {
+				want = append(want, string(f))
+			}
+		}
+	}
+	j.Close()
+	if !store.dropped {
+		t.Fatal("no batch was refused")
+	}
+	evs, err := real.Events(ctx, "sess_a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
+		t.Errorf("frames back:\n%s\nwant the second load's:\n%s", strings.Join(back, "\n"), strings.Join(want, "\n"))
 	}
 }
