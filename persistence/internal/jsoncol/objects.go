@@ -6,26 +6,25 @@ import (
 )
 
 // DecodeObjects is DecodeSlice for a slice of structs whose fields are all
-// strings (message parts, tool calls), read without reflection: a session
-// load decodes one such column per message. set stores the value of key in
-// *v and reports whether key is one of v's JSON names, spelled exactly.
+// strings (message parts, tool calls), read without reflection from a
+// column read as a string (not NULL): a session load decodes one such
+// column per message. set stores the value of key in *v and reports
+// whether key is one of v's JSON names, spelled exactly. The values that
+// needed no unescaping are substrings of s, not copies.
 //
 // It reads the compact form Slice writes ([{"key":"value",...},...]); for
 // anything else (whitespace, null, other value types, keys set does not
 // know, bad JSON) it returns what DecodeSlice returns, so the result is
 // always encoding/json's.
-func DecodeObjects[T any](field string, b []byte, set func(v *T, key, val string) bool) ([]T, error) {
-	if b == nil {
-		return nil, nil
-	}
-	if out, ok := decodeObjects(b, set); ok {
+func DecodeObjects[T any](field string, s string, set func(v *T, key, val string) bool) ([]T, error) {
+	if out, ok := decodeObjects(s, set); ok {
 		return out, nil
 	}
-	return DecodeSlice[T](field, b)
+	return DecodeSlice[T](field, []byte(s))
 }
 
 // decodeObjects reads b in the compact form; ok is false for anything else.
-func decodeObjects[T any](b []byte, set func(v *T, key, val string) bool) (out []T, ok bool) {
+func decodeObjects[T any](b string, set func(v *T, key, val string) bool) (out []T, ok bool) {
 	if len(b) < 2 || b[0] != '[' {
 		return nil, false
 	}
@@ -84,7 +83,7 @@ func decodeObjects[T any](b []byte, set func(v *T, key, val string) bool) (out [
 // U+FFFD) and returns it with the index after its closing quote. A key
 // (plain) must have no escapes and be ASCII: encoding/json matches keys
 // more loosely than set does, so such keys go to encoding/json.
-func readString(b []byte, i int, plain bool) (s string, next int, ok bool) {
+func readString(b string, i int, plain bool) (s string, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return "", 0, false
 	}
@@ -94,11 +93,11 @@ func readString(b []byte, i int, plain bool) (s string, next int, ok bool) {
 		c := b[i]
 		switch {
 		case c == '"':
-			return string(b[start:i]), i + 1, true
+			return b[start:i], i + 1, true
 		case c < ' ':
 			return "", 0, false
 		case c >= utf8.RuneSelf && !plain:
-			r, size := utf8.DecodeRune(b[i:])
+			r, size := utf8.DecodeRuneInString(b[i:])
 			if r == utf8.RuneError && size == 1 {
 				return unquote(b, start, i)
 			}
@@ -117,7 +116,7 @@ func readString(b []byte, i int, plain bool) (s string, next int, ok bool) {
 
 // unquote finishes reading a string whose content starts at b[start] and
 // needs decoding from b[i] on.
-func unquote(b []byte, start, i int) (string, int, bool) {
+func unquote(b string, start, i int) (string, int, bool) {
 	out := make([]byte, 0, len(b)-start)
 	out = append(out, b[start:i]...)
 	for i < len(b) {
@@ -172,7 +171,7 @@ func unquote(b []byte, start, i int) (string, int, bool) {
 			out = append(out, c)
 			i++
 		default:
-			r, size := utf8.DecodeRune(b[i:])
+			r, size := utf8.DecodeRuneInString(b[i:])
 			if r == utf8.RuneError && size == 1 {
 				out = utf8.AppendRune(out, utf8.RuneError)
 			} else {
@@ -185,12 +184,13 @@ func unquote(b []byte, start, i int) (string, int, bool) {
 }
 
 // hex4 is the rune of the four hex digits at b[i:], or -1.
-func hex4(b []byte, i int) rune {
+func hex4(b string, i int) rune {
 	if i+4 > len(b) {
 		return -1
 	}
 	var r rune
-	for _, c := range b[i : i+4] {
+	for j := i; j < i+4; j++ {
+		c := b[j]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'

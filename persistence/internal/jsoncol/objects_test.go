@@ -33,7 +33,7 @@ func setCall(c *call, key, val string) bool {
 func checkSameAsJSON(t *testing.T, b []byte) {
 	t.Helper()
 	want, wantErr := DecodeSlice[call]("calls", b)
-	got, err := DecodeObjects("calls", b, setCall)
+	got, err := DecodeObjects("calls", string(b), setCall)
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("%q: error %v, encoding/json's %v", b, err, wantErr)
 	}
@@ -63,7 +63,6 @@ func TestDecodeObjectsIsEncodingJSON(t *testing.T) {
 	for _, s := range objectSeeds {
 		checkSameAsJSON(t, []byte(s))
 	}
-	checkSameAsJSON(t, nil)
 }
 
 func TestDecodeObjectsRoundTrip(t *testing.T) {
@@ -72,7 +71,7 @@ func TestDecodeObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := []byte(col.(string))
+	b := col.(string)
 	if _, ok := decodeObjects(b, setCall); !ok {
 		t.Errorf("%s: what Slice writes is not read without encoding/json", b)
 	}

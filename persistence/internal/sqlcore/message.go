@@ -58,11 +58,14 @@ func partsAreContent(parts []persistence.Part, content string) bool {
 }
 
 // readParts decodes the parts column of a message with content.
-func readParts(col []byte, content string) ([]persistence.Part, error) {
-	if string(col) == contentParts {
+func readParts(col sql.NullString, content string) ([]persistence.Part, error) {
+	switch {
+	case !col.Valid:
+		return nil, nil
+	case col.String == contentParts:
 		return []persistence.Part{{Type: "text", Text: content}}, nil
 	}
-	return jsoncol.DecodeObjects("parts", col, setPart)
+	return jsoncol.DecodeObjects("parts", col.String, setPart)
 }
 
 // setPart and setToolCall store one JSON field of a part or a tool call
@@ -260,10 +263,13 @@ func (s *Store) scanMessagesN(rows Rows, err error, n int, sessionID string) ([]
 // goes to Scan is an allocation of its own, and a load reads thousands
 // of rows.
 type messageScanner struct {
-	sessionID              string
-	m                      persistence.Message // the columns scanned as they are
-	role, status           string
-	parts, toolCalls, meta []byte
+	sessionID    string
+	m            persistence.Message // the columns scanned as they are
+	role, status string
+	meta         []byte
+	// The JSON columns are read as strings: database/sql hands SQLite's
+	// text over as one, and what decodes them keeps substrings of it.
+	parts, toolCalls sql.NullString
 	// database/sql reaches an *int through a string and ParseInt, a
 	// **int64 through reflection.
 	compactedInto sql.NullInt64
@@ -283,7 +289,7 @@ func (s *Store) newMessageScanner(sessionID string) *messageScanner {
 // scan reads one row.
 func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	sc.m = persistence.Message{}
-	sc.parts, sc.toolCalls, sc.meta = nil, nil, nil
+	sc.meta = nil
 	if err := r.Scan(sc.dest...); err != nil {
 		return persistence.Message{}, err
 	}
@@ -299,7 +305,10 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	if m.Parts, err = readParts(sc.parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	if m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", sc.toolCalls, setToolCall); err != nil {
+	if sc.toolCalls.Valid {
+		m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", sc.toolCalls.String, setToolCall)
+	}
+	if err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if sc.meta != nil {
