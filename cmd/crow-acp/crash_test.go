@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crow-acp/crow-acp/journal"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/projection"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
@@ -42,12 +44,14 @@ type promptOutcome struct {
 
 // TestCrashRecovery runs the real binary against the fake model on
 // 127.0.0.1 and kills it with SIGKILL at random points (mid-stream, between
-// turns, around tool calls) until crashTurns prompts were sent. After every
+// turns, around tool calls, during a session/load's replay or right after
+// its response) until crashTurns prompts were sent. After every
 // kill it checks, on the database file: integrity_check passes; every
 // answered prompt is fully stored; every prompt whose first update reached
 // the client has its user message; a cut reply is kept (and is marked
 // interrupted once the session is reopened); the messages table equals its
-// rebuild from the event log. The next process must load the session, and
+// rebuild from the event log; the frame log reads back (journal.Frames),
+// every frame whole. The next process must load the session, and
 // at the end every model request the fake model received must be valid: no
 // tool call without its result.
 func TestCrashRecovery(t *testing.T) {
@@ -103,6 +107,23 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			sid = r.Result.SessionID
 		} else {
+			if rng.IntN(4) == 0 {
+				// A kill during a load: in its replay, or after its
+				// response, before the journal recorded the load.
+				p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
+				for n, stop := 0, rng.IntN(12); n < stop; n++ {
+					if f := p.recv(10 * time.Second); bytes.HasPrefix(f, []byte(`{"jsonrpc":"2.0","id":1,`)) {
+						break
+					}
+				}
+				time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+				p.kill()
+				kills++
+				checkAfterKill(t, db, sid, all)
+				p = startProc(t, bin, env)
+				p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+				p.until("0", 10*time.Second)
+			}
 			// The session must load after any crash.
 			p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
 			frames := p.until("1", 10*time.Second)
@@ -261,6 +282,20 @@ func checkAfterKill(t *testing.T, db, sid string, all []promptOutcome) {
 	r, err := projection.Verify(ctx, s, sid)
 	if err != nil || !r.OK() {
 		t.Fatalf("rebuild after kill: %v %q", err, r.Differences)
+	}
+	// The frame log reads back: packed runs and load records whole.
+	evs, err := s.Events(ctx, sid, persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := journal.Frames(evs)
+	if err != nil {
+		t.Fatalf("frames after kill: %v", err)
+	}
+	for _, f := range frames {
+		if !json.Valid(f.Body) {
+			t.Fatalf("frames after kill: event %d holds %.60q", f.Seq, f.Body)
+		}
 	}
 }
 
