@@ -33,11 +33,13 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 		return err
 	}
 	calls := newCallIndex(msgs)
+	var buf []acp.SessionUpdate // one message's updates, reused: send copies them
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			return err // $/cancel_request on a long replay
 		}
-		for _, u := range mark(m, append(replayUpdates(m), calls.replay(m)...)) {
+		buf = calls.appendReplay(appendReplayUpdates(buf[:0], m), m)
+		for _, u := range mark(m, buf) {
 			if err := send(u); err != nil {
 				return err
 			}
@@ -49,9 +51,8 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 // batcher is a client that can send many updates in few writes.
 type batcher interface{ Batch() *acp.UpdateBatch }
 
-// replayUpdates are the updates that show one stored message.
-func replayUpdates(m persistence.Message) []acp.SessionUpdate {
-	var out []acp.SessionUpdate
+// appendReplayUpdates appends the updates that show one stored message.
+func appendReplayUpdates(out []acp.SessionUpdate, m persistence.Message) []acp.SessionUpdate {
 	id := messageID(&m)
 	chunk := func(b acp.ContentBlock) *acp.ContentChunk { return &acp.ContentChunk{Content: b, MessageID: id} }
 	switch m.Role {

@@ -28,14 +28,13 @@ func newCallIndex(msgs []persistence.Message) *callIndex {
 	return ix
 }
 
-// replay returns the tool-call updates one stored message shows: a tool
+// appendReplay appends the tool-call updates one stored message shows: a tool
 // result replays its call as it ended (tool_call, then the final
 // tool_call_update with title, kind and content); an update_plan result
 // replays the plan; a call that never got a result shows as failed.
-func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
+func (ix *callIndex) appendReplay(out []acp.SessionUpdate, m persistence.Message) []acp.SessionUpdate {
 	switch m.Role {
 	case persistence.RoleAssistant:
-		var out []acp.SessionUpdate
 		for _, c := range m.ToolCalls {
 			if ix.answered[c.ID] || c.Name == planTool {
 				continue
@@ -54,9 +53,9 @@ func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
 		}
 		if meta.Name == planTool {
 			if meta.Plan != nil {
-				return []acp.SessionUpdate{{Plan: meta.Plan}}
+				return append(out, acp.SessionUpdate{Plan: meta.Plan})
 			}
-			return nil
+			return out
 		}
 		if meta.Title == "" {
 			meta.Title = meta.Name
@@ -73,14 +72,13 @@ func (ix *callIndex) replay(m persistence.Message) []acp.SessionUpdate {
 		if meta.Content == nil {
 			meta.Content = []acp.ToolCallContent{acp.ToolText(m.Content)}
 		}
-		return []acp.SessionUpdate{
-			{ToolCall: &acp.ToolCall{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
+		return append(out,
+			acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
 				Status: acp.ToolStatusPending, Locations: meta.Locations, RawInput: rawInput(c.Arguments)}},
-			{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
-				Status: meta.Status, Content: meta.Content}},
-		}
+			acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
+				Status: meta.Status, Content: meta.Content}})
 	}
-	return nil
+	return out
 }
 
 // decodeToolMeta reads a tool result's meta; a result stored before tools

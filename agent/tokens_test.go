@@ -67,7 +67,7 @@ func TestPlainPromptStoredOnce(t *testing.T) {
 	}
 	m := persistence.Message{Role: persistence.RoleUser, Content: modelText(one), Parts: storedParts(one)}
 	withParts := persistence.Message{Role: persistence.RoleUser, Content: modelText(one), Parts: one}
-	if a, b := replayUpdates(m), replayUpdates(withParts); len(a) != 1 || len(b) != 1 ||
+	if a, b := appendReplayUpdates(nil, m), appendReplayUpdates(nil, withParts); len(a) != 1 || len(b) != 1 ||
 		a[0].UserMessageChunk.Content.Text.Text != b[0].UserMessageChunk.Content.Text.Text {
 		t.Errorf("replay differs: %+v vs %+v", a, b)
 	}
