@@ -121,7 +121,9 @@ func testRecordsPacked(t *testing.T, s persistence.Store) {
 // testUpdateRecordsAppended: a reply saved as it grows records each time
 // only what it appended, so its text is recorded about once, not once a
 // save; an update that rewrites the text, or text that is not valid UTF-8,
-// records the whole value; every state rebuilds exactly.
+// records the whole value; every state rebuilds exactly, on every store
+// (NUL, which PostgreSQL keeps as U+FFFD; a character cut between two
+// saves; a reply interrupted, then growing again).
 func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "grow"})
@@ -154,6 +156,12 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 		{"a rewrite", "something else entirely"},
 		{"text with a stray byte", "something else \xff entirely"},
 		{"more after a stray byte", "something else \xff entirely, and more"},
+		// NUL is valid UTF-8 that PostgreSQL's text keeps as U+FFFD: the
+		// appended part is measured on the text as stored.
+		{"a NUL", "something else \x00"},
+		{"more after a NUL", "something else \x00 and more"},
+		{"a character cut in two", "something else \x00 and more \xe2\x82"},
+		{"the character completed", "something else \x00 and more \xe2\x82\xac"},
 		{"a shorter text", "some"},
 		{"an empty text", ""},
 		{"text again", "text again"},
@@ -168,6 +176,14 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 		t.Fatal(err)
 	}
 	verifyOK(t, s, "grow", "after InterruptStreaming")
+	// A reply interrupted, then saved again as it goes on growing.
+	for _, more := range []string{" resumed", " and done"} {
+		reply.Content += more
+		if err := s.UpdateMessage(ctx, reply); err != nil {
+			t.Fatal(err)
+		}
+		verifyOK(t, s, "grow", "after the interrupted reply grew by "+more)
+	}
 }
 
 // verifyOK checks the session's tables equal its rebuild from events.
