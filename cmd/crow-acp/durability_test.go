@@ -372,6 +372,9 @@ func TestLeaseTwoProcessesTakeTurns(t *testing.T) {
 	if !slices.Equal(users, want) {
 		t.Errorf("stored prompts %q, want %q", users, want)
 	}
+	// Both processes wrote the session (appended and updated replies as
+	// deltas of what the other left): its tables still equal their rebuild.
+	verifyAllSessions(t, db)
 }
 
 // TestLeaseStaleProcess (issue 14 case 5): a process stopped (SIGSTOP, as a
@@ -443,6 +446,7 @@ func TestLeaseStaleProcess(t *testing.T) {
 		after[2] != "user:b's prompt[complete]" || after[3] != "assistant:b's reply[complete]" {
 		t.Errorf("stored %q; want a's prompt, a's reply interrupted, then b's turn", after)
 	}
+	verifyAllSessions(t, db) // a's reply: grown by a, interrupted by b
 }
 
 // TestLeaseStaleTakenOver: the lease of a process killed with SIGKILL is
