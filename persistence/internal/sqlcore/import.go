@@ -104,7 +104,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		// The projection starts from the imported state.
 		t := s.now()
-		snap := persistence.ImportSnapshot(d, msgIDs, compIDs, s.d.Stored)
+		snap := persistence.ImportSnapshot(storedDump(d, rows), msgIDs, compIDs, s.d.Stored)
 		ev, err := s.projectionEvent(sess.ID, persistence.EventSessionImported, snap, t)
 		if err != nil {
 			return err
@@ -157,4 +157,18 @@ func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string,
 		sessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
 		summary, settings, created, added, c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&id)
 	return id, err
+}
+
+// storedDump is d with its messages' text as rows store it (PostgreSQL
+// keeps a NUL as U+FFFD): the import's record must hold what the table
+// does, as the update records that later append to a message measure the
+// stored text.
+func storedDump(d *persistence.SessionDump, rows []MessageRow) *persistence.SessionDump {
+	c := *d
+	c.Messages = make([]persistence.Message, len(d.Messages))
+	for i, m := range d.Messages {
+		m.Content, m.Reasoning, m.ToolCallID = rows[i].Content, rows[i].Reasoning, rows[i].ToolCallID
+		c.Messages[i] = m
+	}
+	return &c
 }
