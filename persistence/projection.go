@@ -69,10 +69,15 @@ func applyAppended(prev, text string, from int) (string, error) {
 	if from == 0 {
 		return text, nil
 	}
-	if from != len(prev) {
-		return "", fmt.Errorf("appends at byte %d of a text of %d bytes", from, len(prev))
+	if from == len(prev) {
+		return prev + text, nil
 	}
-	return prev + text, nil
+	// Earlier releases recorded an import with the text as the dump had
+	// it, while PostgreSQL keeps NUL as U+FFFD: the update measured that.
+	if v := ValidText(prev); from == len(v) {
+		return v + text, nil
+	}
+	return "", fmt.Errorf("appends at byte %d of a text of %d bytes", from, len(prev))
 }
 
 // Updated is the message an update record r makes of prev (the message as

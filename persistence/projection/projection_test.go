@@ -246,3 +246,31 @@ func TestRebuildAppendedUpdates(t *testing.T) {
 		t.Errorf("an append at the wrong place: %v", err)
 	}
 }
+
+// TestRebuildAppendAfterOldImport: earlier releases recorded an import into
+// PostgreSQL with the text as the dump had it, NUL and all, while the table
+// keeps a NUL as U+FFFD (three bytes): an update record appending at the
+// stored length still rebuilds, to the stored text.
+func TestRebuildAppendAfterOldImport(t *testing.T) {
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	stored := persistence.ValidText("a reply \x00 cut")
+	evs := []persistence.Event{
+		{Seq: 1, Kind: persistence.EventSessionImported, Body: body(persistence.ImportRecord{Messages: []persistence.MessageRecord{
+			{ID: 7, Seq: 1, Role: persistence.RoleAssistant, Content: "a reply \x00 cut", Status: persistence.StatusStreaming, IsActive: true}}})},
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 7, Seq: 1, Role: persistence.RoleAssistant,
+			Content: " and more", ContentFrom: len(stored), Status: persistence.StatusInterrupted})},
+	}
+	st, err := projection.Rebuild("s", evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Messages[0].Content; got != stored+" and more" {
+		t.Errorf("rebuilt %q, want %q", got, stored+" and more")
+	}
+}
