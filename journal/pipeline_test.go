@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
@@ -161,5 +162,73 @@ func TestLoadAfterADroppedLoadRecord(t *testing.T) {
 	}
 	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
 		t.Errorf("frames back:\n%s\nwant the second load's:\n%s", strings.Join(back, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPipelinedLoadsConcurrently: the read loop records many session/load
+// requests at once while the dispatcher answers them one by one (replay,
+// response, the updates after it, the agent's record) and the writer
+// commits every millisecond; the journal then closes. Run with -race:
+// every load is one session_loaded event with its own frames and its own
+// replay's tally, and no replayed frame is recorded.
+func TestPipelinedLoadsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: time.Millisecond})
+	const loads = 20
+	request := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/load","params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`, id)
+	}
+	upd := func(kind string, i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":%q,"n":%d}}}`, kind, i)
+	}
+	read := make(chan int, loads)
+	go func() { // the read loop
+		for i := 1; i <= loads; i++ {
+			j.OnFrame(acp.Inbound, []byte(request(i)))
+			read <- i
+		}
+		close(read)
+	}()
+	var want []string
+	for i := range read { // the dispatcher
+		for k := range 5 {
+			j.OnFrame(acp.Outbound, []byte(upd("agent_message_chunk", k)))
+		}
+		j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i)))
+		j.OnFrame(acp.Outbound, []byte(upd("available_commands_update", i)))
+		j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 5})
+		want = append(want, request(i), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i), upd("available_commands_update", i))
+	}
+	j.Close()
+	evs, err := store.Events(ctx, "sess_a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
+		t.Errorf("frames back:\n%s\nwant:\n%s", strings.Join(back, "\n"), strings.Join(want, "\n"))
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Kind != persistence.EventSessionLoaded {
+			continue
+		}
+		n++
+		var d struct {
+			Replay struct{ Frames, Messages int } `json:"replay"`
+		}
+		rec, err := e.Record()
+		if err == nil {
+			err = json.Unmarshal(rec, &d)
+		}
+		if err != nil || d.Replay.Frames != 5 || d.Replay.Messages != 5 {
+			t.Errorf("session_loaded %s: want a replay of 5 frames, 5 messages", rec)
+		}
+	}
+	if n != loads {
+		t.Errorf("%d session_loaded events, want %d", n, loads)
 	}
 }
