@@ -52,6 +52,18 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 		t.Errorf("no parts stored as %q, want NULL", *raw)
 	}
 
+	// An update rewrites the content, never the parts: those stored as
+	// the content keep the text they had.
+	upd := *cases[0]
+	upd.Content = "the content rewritten"
+	if err := s.UpdateMessage(ctx, &upd); err != nil {
+		t.Fatal(err)
+	}
+	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: cases[0].Seq - 1})
+	if got[0].Content != upd.Content || !reflect.DeepEqual(got[0].Parts, cases[0].Parts) {
+		t.Errorf("after an update of the content: Content %q, Parts %#v; want Parts %#v as they were", got[0].Content, got[0].Parts, cases[0].Parts)
+	}
+
 	// A row as stores wrote it before: the text in both columns.
 	old := &persistence.Message{Role: persistence.RoleUser, Content: "old prompt"}
 	mustAppend(t, s, "parts", old)

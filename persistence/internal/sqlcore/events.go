@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,12 +146,21 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 // priorText reads, inside tx, the text a message holds before an update
 // rewrites it (none if there is no such message): its message_updated event
 // records only what the update appends to it (persistence.UpdateRecord).
+// Parts are set when the parts column holds the content marker
+// (contentParts): they are the old content's, which an update of the
+// content must then store as JSON.
 func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (persistence.Message, error) {
-	var m persistence.Message
-	err := tx.QueryRow(ctx, `SELECT content, reasoning FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
-		Scan(&m.Content, &m.Reasoning)
+	var (
+		m     persistence.Message
+		parts sql.NullString
+	)
+	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
+		Scan(&m.Content, &m.Reasoning, &parts)
 	if s.d.IsNoRows(err) {
 		return m, nil
+	}
+	if err == nil && parts.String == contentParts {
+		m.Parts, err = readParts(parts, m.Content)
 	}
 	return m, err
 }

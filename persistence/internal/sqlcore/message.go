@@ -356,11 +356,20 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if err != nil {
 			return err
 		}
+		// Parts stored as the content marker keep their text when the
+		// content changes: written out as JSON (NULL keeps the column).
+		var parts any
+		if prior.Parts != nil && prior.Content != s.d.Text(m.Content) {
+			if parts, err = jsoncol.Slice("parts", prior.Parts); err != nil {
+				return err
+			}
+		}
 		rows, err := tx.Query(ctx, `
-			UPDATE messages SET content = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?
+			UPDATE messages SET content = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?,
+				parts = COALESCE(?, parts)
 			WHERE id = ? AND session_id = ?
 			RETURNING `+MessageColumns, s.d.Text(m.Content), s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
-			m.ID, m.SessionID)
+			parts, m.ID, m.SessionID)
 		msgs, err := s.scanMessages(rows, err, m.SessionID)
 		if err != nil {
 			return err
