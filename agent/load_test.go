@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -234,4 +235,52 @@ func TestLoadSeedAfterCompactionOnLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkView(t, a, id, "after the first turn after a compacting load")
+}
+
+// TestReplayReusedCallIDs: providers that number calls per turn (call_0,
+// call_1...) reuse ids across turns. A replayed result shows the arguments
+// of the call it answered (the latest before it with its id), and a call
+// left without a result shows as failed even when an earlier call with its
+// id has one.
+func TestReplayReusedCallIDs(t *testing.T) {
+	ctx := context.Background()
+	store := newTestStore(t)
+	if err := store.CreateSession(ctx, &persistence.Session{ID: "reuse", Cwd: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(path string) *persistence.Message {
+		return &persistence.Message{Role: persistence.RoleAssistant, Status: persistence.StatusComplete,
+			ToolCalls: []persistence.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"` + path + `"}`}}}
+	}
+	result := func(text string) *persistence.Message {
+		return &persistence.Message{Role: persistence.RoleTool, ToolCallID: "call_0", Content: text, Status: persistence.StatusComplete}
+	}
+	user := func(text string) *persistence.Message {
+		return &persistence.Message{Role: persistence.RoleUser, Content: text, Status: persistence.StatusComplete}
+	}
+	if err := store.AppendMessages(ctx, "reuse",
+		user("one"), call("a.go"), result("A"),
+		user("two"), call("b.go"), result("B"),
+		user("three"), call("c.go"), // interrupted: no result
+	); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	a := New(rec, store, nil, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}}, nil)
+	defer a.Close()
+	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: "reuse", Cwd: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string // each tool_call: its input and status
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, u := range rec.updates {
+		if u.ToolCall != nil {
+			shown = append(shown, string(u.ToolCall.RawInput)+" "+string(u.ToolCall.Status))
+		}
+	}
+	want := []string{`{"path":"a.go"} pending`, `{"path":"b.go"} pending`, `{"path":"c.go"} failed`}
+	if !slices.Equal(shown, want) {
+		t.Fatalf("replayed tool calls:\n %q\nwant\n %q", shown, want)
+	}
 }

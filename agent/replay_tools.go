@@ -8,21 +8,40 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// callIndex knows, for a stored conversation, the arguments of every tool
-// call and which calls have a stored result.
+// callIndex knows, along a stored conversation replayed in order, the
+// arguments of the call each tool result answers and which calls never got
+// a result. Both are positional: providers that number calls per turn
+// (call_0, call_1...) reuse ids across turns, so a result answers the
+// latest call before it with its id, and a call is answered only by a
+// result after it and before the next call with the same id.
 type callIndex struct {
-	calls    map[string]persistence.ToolCall
-	answered map[string]bool
+	calls      map[string]persistence.ToolCall // the latest call replayed, by id
+	unanswered map[callAt]bool
+	next       int // the position of the message appendReplay is given next
+}
+
+// callAt is one call of the message at a position of the conversation.
+type callAt struct {
+	pos int
+	id  string
 }
 
 func newCallIndex(msgs []persistence.Message) *callIndex {
-	ix := &callIndex{calls: make(map[string]persistence.ToolCall), answered: make(map[string]bool)}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls {
-			ix.calls[c.ID] = c
-		}
+	ix := &callIndex{calls: make(map[string]persistence.ToolCall), unanswered: make(map[callAt]bool)}
+	// Backwards: a result is claimed by the nearest call before it.
+	results := make(map[string]bool) // ids with a result after this point, not yet claimed
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := &msgs[i]
 		if m.Role == persistence.RoleTool {
-			ix.answered[m.ToolCallID] = true
+			results[m.ToolCallID] = true
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if results[c.ID] {
+				results[c.ID] = false
+			} else {
+				ix.unanswered[callAt{i, c.ID}] = true
+			}
 		}
 	}
 	return ix
@@ -32,11 +51,15 @@ func newCallIndex(msgs []persistence.Message) *callIndex {
 // result replays its call as it ended (tool_call, then the final
 // tool_call_update with title, kind and content); an update_plan result
 // replays the plan; a call that never got a result shows as failed.
+// Messages are given in order, each once.
 func (ix *callIndex) appendReplay(out []acp.SessionUpdate, m persistence.Message) []acp.SessionUpdate {
+	pos := ix.next
+	ix.next++
 	switch m.Role {
 	case persistence.RoleAssistant:
 		for _, c := range m.ToolCalls {
-			if ix.answered[c.ID] || c.Name == planTool {
+			ix.calls[c.ID] = c
+			if !ix.unanswered[callAt{pos, c.ID}] || c.Name == planTool {
 				continue
 			}
 			out = append(out, acp.SessionUpdate{ToolCall: &acp.ToolCall{
