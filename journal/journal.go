@@ -114,9 +114,10 @@ type sessionState struct {
 	load *openLoad
 	// replayNext counts the session/loads read while another load was
 	// replaying or open (the read loop runs ahead of the dispatcher, which
-	// handles them in order): the next one's replay starts when neither
-	// is, so that it takes neither the earlier replay's frames nor the
-	// updates after the earlier response.
+	// handles them in order): the next one's replay starts once the
+	// earlier load is recorded (startQueuedReplay), so that it takes
+	// neither the earlier replay's frames nor the updates after the
+	// earlier response.
 	replayNext int
 	// lastLoad is the frames of the last load recorded on this
 	// connection, which the next one is stored as differences from, and
@@ -318,6 +319,9 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 	if kind == persistence.EventSessionLoaded {
 		st := j.sessions[sessionID]
 		if st == nil || st.replay == nil && st.load == nil {
+			if st != nil {
+				startQueuedReplay(st) // its load was recorded early
+			}
 			j.mu.Unlock()
 			return
 		}
@@ -337,6 +341,7 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 			}
 		}
 		j.finishLoadLocked(sessionID, st)
+		startQueuedReplay(st)
 		j.mu.Unlock()
 		j.Flush(ctx)
 		return
@@ -600,7 +605,9 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	var replay *replayTally
 	if st := j.sessions[r.session]; st != nil && r.method == "session/load" {
 		replay, st.replay = st.replay, nil // the replay ends with the response
-		startQueuedReplay(st)
+		if !ok {
+			startQueuedReplay(st) // no record of this load follows
+		}
 	}
 	if r.method == "session/delete" && ok {
 		// Its events went with it; the answer belongs to the connection.
@@ -799,7 +806,6 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 		return
 	}
 	st.load = nil
-	startQueuedReplay(st)
 	sent := sentRecord{Frames: len(l.frames), CRC32C: fmt.Sprintf("%08x", plainLoad(l.frames)), Data: encodeLoad(l.frames, st.lastLoad)}
 	if st.lastLoad != nil {
 		sent.Base = st.lastLoadSum
@@ -812,7 +818,10 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 }
 
 // startQueuedReplay starts the replay of the next session/load read while
-// an earlier one was replaying or open, once neither is.
+// an earlier one was replaying or open, once neither is. It is called when
+// the agent records the earlier load (after the updates that follow its
+// response) or when that load failed: a load recorded early (a write came
+// first) still sends those updates, which are not the next one's replay.
 func startQueuedReplay(st *sessionState) {
 	if st.replayNext > 0 && st.replay == nil && st.load == nil {
 		st.replay = &replayTally{}

@@ -232,3 +232,76 @@ func TestPipelinedLoadsConcurrently(t *testing.T) {
 		t.Errorf("%d session_loaded events, want %d", n, loads)
 	}
 }
+
+// TestQueuedLoadAfterAWriteDuringTheLoad: a write to the session right
+// after a load's response (the load-time compaction check may compact)
+// records that load before the updates after its response are sent; a
+// load read meanwhile starts its replay only once the agent has recorded
+// the first load, so those updates are kept in the log, not counted as
+// the second load's replay.
+func TestQueuedLoadAfterAWriteDuringTheLoad(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
+	ordered := j.Store(store)
+	request := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/load","params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`, id)
+	}
+	upd := func(kind string, i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":%q,"n":%d}}}`, kind, i)
+	}
+	j.OnFrame(acp.Inbound, []byte(request(1)))
+	j.OnFrame(acp.Inbound, []byte(request(2))) // read ahead
+	for i := 1; i <= 2; i++ {
+		for k := range 5 {
+			j.OnFrame(acp.Outbound, []byte(upd("agent_message_chunk", k)))
+		}
+		j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i)))
+		if i == 1 {
+			if err := ordered.AppendMessages(ctx, "sess_a", &persistence.Message{Role: persistence.RoleSummary, Content: "compacted on load"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j.OnFrame(acp.Outbound, []byte(upd("available_commands_update", i)))
+		j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 5})
+	}
+	j.Close()
+	evs, err := store.Events(ctx, "sess_a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := strings.Join(framesOf(t, evs), "\n")
+	for i := 1; i <= 2; i++ {
+		for _, f := range []string{request(i), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i), upd("available_commands_update", i)} {
+			if !strings.Contains(back, f) {
+				t.Errorf("not in the log: %s", f)
+			}
+		}
+	}
+	if strings.Contains(back, "agent_message_chunk") {
+		t.Errorf("a replayed frame is in the log:\n%s", back)
+	}
+	var tallies []int
+	for _, e := range evs {
+		if e.Kind != persistence.EventSessionLoaded {
+			continue
+		}
+		var d struct {
+			Replay struct{ Frames int } `json:"replay"`
+		}
+		rec, err := e.Record()
+		if err == nil {
+			err = json.Unmarshal(rec, &d)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tallies = append(tallies, d.Replay.Frames)
+	}
+	if fmt.Sprint(tallies) != "[5 5]" {
+		t.Errorf("replays tallied %v, want [5 5]", tallies)
+	}
+}
