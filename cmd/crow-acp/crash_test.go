@@ -303,16 +303,7 @@ func checkAfterKill(t *testing.T, db, sid string, all []promptOutcome) {
 // is left marked streaming.
 func checkRepaired(t *testing.T, db, sid string, all []promptOutcome) {
 	t.Helper()
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	msgs, err := s.Messages(ctx, sid, persistence.MessageFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := storedMessages(t, db, sid)
 	for _, m := range msgs {
 		if m.Status == persistence.StatusStreaming {
 			t.Fatalf("message seq %d still marked streaming after the session was reopened", m.Seq)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -51,16 +49,7 @@ func TestFrameLogOrdersEveryWrite(t *testing.T) {
 	}
 	c.p.close()
 
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	evs, err := s.Events(ctx, sid, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := storedEvents(t, db, sid)
 	// Each projection event follows the latest request frame before it,
 	// which must be one that writes; none may precede its request.
 	var request string

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -46,15 +44,7 @@ func testReloads(t *testing.T, dsn string) {
 	c.p.close()
 
 	ctx := context.Background()
-	s, err := backend.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	evs, err := s.Events(ctx, sid, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := storedEvents(t, db, sid)
 	from := evs[len(evs)-1].Seq
 	var before int64
 	if dsn == "" {
@@ -100,10 +90,7 @@ func testReloads(t *testing.T, dsn string) {
 	}
 	c.p.close()
 
-	evs, err = s.Events(ctx, sid, persistence.EventFilter{AfterSeq: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs = storedEvents(t, db, sid)
 	all, err := journal.Frames(evs)
 	if err != nil {
 		t.Fatal(err)
@@ -147,16 +134,7 @@ func testReloads(t *testing.T, dsn string) {
 	pg := pgtest.URL(t)
 	cli(db, "migrate", "--from", db, "--to", pg)
 	cli(pg, "sessions", "verify", sid)
-	dst, err := backend.Open(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	copied, err := dst.Events(ctx, sid, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := journal.Frames(copied)
+	back, err := journal.Frames(storedEvents(t, pg, sid))
 	if err != nil {
 		t.Fatal(err)
 	}

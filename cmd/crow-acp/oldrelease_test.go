@@ -14,7 +14,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/journal"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
@@ -72,16 +71,7 @@ func TestOldReleaseDatabase(t *testing.T) {
 	// its packed bytes) and returns how many there are.
 	framesRead := func(dsn string) int {
 		t.Helper()
-		s, err := backend.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		evs, err := s.Events(ctx, sid, persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs, err := journal.Frames(evs)
+		fs, err := journal.Frames(storedEvents(t, dsn, sid))
 		if err != nil {
 			t.Fatalf("frames of the old session: %v", err)
 		}
