@@ -181,8 +181,9 @@ type request struct {
 	method  string
 	session string // "" if outside any session
 	turn    int64
-	held    *persistence.Event // an over-size prompt or a load's frame, recorded with its answer
-	load    bool               // a session/load whose frames go into its session_loaded event
+	held    *persistence.Event   // an over-size prompt or a load's frame, recorded with its answer
+	after   []*persistence.Event // frames about a held prompt ($/cancel_request), recorded right after it
+	load    bool                 // a session/load whose frames go into its session_loaded event
 }
 
 // Open starts the journal of a connection. The connection's record is
@@ -261,7 +262,7 @@ func (j *Journal) Close() {
 	j.closed = true
 	for _, r := range j.requests {
 		if r.held != nil { // never answered: kept as it came
-			j.addLocked(r.held)
+			j.addHeldLocked(r)
 		}
 	}
 	for id, st := range j.sessions {
@@ -524,9 +525,13 @@ func (j *Journal) notification(ev *persistence.Event, p sessionParams) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	sid := p.SessionID
+	var held *request // the request a cancel names, if the log holds it back
 	if ev.Method == "$/cancel_request" && len(p.RequestID) > 0 {
 		if r, ok := j.requests[idKey(p.RequestID)]; ok {
 			sid = r.session
+			if r.held != nil {
+				held = &r
+			}
 		} else if r, ok := j.calls[idKey(p.RequestID)]; ok {
 			sid = r.session
 		}
@@ -536,7 +541,34 @@ func (j *Journal) notification(ev *persistence.Event, p sessionParams) {
 	} else {
 		ev.Stream = j.conn
 	}
+	// A cancel is recorded after the request it names. A held load's
+	// request goes to the log now (that load is then recorded frame by
+	// frame, as loads were before); a held prompt may yet be refused as
+	// too large and kept only as a marker, so the cancel waits for it.
+	switch {
+	case held != nil && held.load:
+		j.addLocked(held.held)
+		held.held, held.load = nil, false
+		j.requests[idKey(p.RequestID)] = *held
+	case held != nil && len(held.after) < maxHeldAfter:
+		held.after = append(held.after, ev)
+		j.requests[idKey(p.RequestID)] = *held
+		return
+	}
 	j.addLocked(ev)
+}
+
+// maxHeldAfter bounds the frames kept back behind one held prompt (a
+// client that cancels it again and again gets its later cancels recorded
+// as they come).
+const maxHeldAfter = 16
+
+// addHeldLocked records r's held frame and then what waited for it.
+func (j *Journal) addHeldLocked(r request) {
+	j.addLocked(r.held)
+	for _, ev := range r.after {
+		j.addLocked(ev)
+	}
 }
 
 func (j *Journal) inboundResponse(ev *persistence.Event, id string) {
@@ -590,7 +622,7 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		if refusedAsTooLarge(errObj) {
 			r.held.Body = omittedPrompt(r.held.Body, r.session)
 		}
-		j.addLocked(r.held)
+		j.addHeldLocked(r)
 	}
 	switch {
 	case r.method == "session/new" && ok && res.SessionID != "":
