@@ -217,16 +217,8 @@ func TestStreamedRunIsPacked(t *testing.T) {
 // load, on this connection and on a second one, reads back byte for byte.
 func TestLoadAddsAtMostOneKB(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "crow.db")
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	const sid = "sess_0123456789abcdef0123456789abcdef"
-	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store, path := loadedSession(t)
+	sid := loadSID
 	frames := newLoadFrames(sid)
 	var sent []string
 	load := func(j *Journal, id int) {
@@ -281,21 +273,32 @@ func driveLoad(ctx context.Context, j *Journal, sid string, frames [][]byte) [][
 	return frames
 }
 
+// loadSID is the session of the load-record test and benchmark.
+const loadSID = "sess_0123456789abcdef0123456789abcdef"
+
+// loadedSession is a SQLite store in a file of its own (the load-record
+// test and benchmark measure its pages) holding the session loadSID.
+func loadedSession(tb testing.TB) (*sqlite.Store, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "crow.db")
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	if err := store.CreateSession(context.Background(), &persistence.Session{ID: loadSID, Cwd: "/tmp"}); err != nil {
+		tb.Fatal(err)
+	}
+	return store, path
+}
+
 // BenchmarkLoadRecord is what one more session/load of a session on the
 // same connection costs the frame log (crow-bench's "database growth per
 // load"): SQLite bytes in use per load, and the time to record it.
 func BenchmarkLoadRecord(b *testing.B) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "crow.db")
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	const sid = "sess_0123456789abcdef0123456789abcdef"
-	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
-		b.Fatal(err)
-	}
+	store, path := loadedSession(b)
+	sid := loadSID
 	frames := newLoadFrames(sid)
 	j := Open(ctx, store, Options{ConnectionID: "conn_0123456789abcdef0123456789abcdef", FlushInterval: 1 << 40})
 	defer j.Close()
