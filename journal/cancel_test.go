@@ -16,10 +16,7 @@ import (
 // answer says whether it was refused as too large).
 func TestCancelFollowsItsRequest(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40, MaxPromptBytes: 64})
 	var want []string
 	send := func(dir acp.Direction, frame string) {

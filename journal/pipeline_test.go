@@ -20,10 +20,7 @@ import (
 // tally counts its own replay, and no replayed frame is recorded.
 func TestLoadPipelinedDuringReplay(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	var want []string
 	upd := func(kind string, i int) string {
@@ -173,10 +170,7 @@ func TestLoadAfterADroppedLoadRecord(t *testing.T) {
 // replay's tally, and no replayed frame is recorded.
 func TestPipelinedLoadsConcurrently(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: time.Millisecond})
 	const loads = 20
 	request := func(id int) string {
@@ -241,10 +235,7 @@ func TestPipelinedLoadsConcurrently(t *testing.T) {
 // the second load's replay.
 func TestQueuedLoadAfterAWriteDuringTheLoad(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	ordered := j.Store(store)
 	request := func(id int) string {

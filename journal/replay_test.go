@@ -24,10 +24,7 @@ import (
 // never the replayed frames. A later turn's frames are recorded as always.
 func TestLoadReplayIsNotRecorded(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	var sent []string
 	frame := func(dir acp.Direction, f string) {
@@ -99,10 +96,7 @@ func TestLoadReplayIsNotRecorded(t *testing.T) {
 // counts its own frames only.
 func TestPipelinedLoadKeepsTheUpdatesAfterItsResponse(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	var sent []string
 	frame := func(dir acp.Direction, f string) {

@@ -15,14 +15,20 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
-// openStore is a real SQLite store in the test's directory.
-func openStore(t *testing.T) *sqlite.Store {
+// openStore is a SQLite store of the test's own holding the sessions
+// named (in /tmp).
+func openStore(t *testing.T, sessions ...string) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "crow.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	for _, id := range sessions {
+		if err := s.CreateSession(context.Background(), &persistence.Session{ID: id, Cwd: "/tmp"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return s
 }
 
@@ -31,10 +37,7 @@ func openStore(t *testing.T) *sqlite.Store {
 // commit or the size cap starts a new event; every frame is kept.
 func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
-	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, "sess_a")
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	var sent [][]byte
 	frame := func(dir acp.Direction, s string) {
