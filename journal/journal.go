@@ -335,9 +335,8 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 			j.mu.Unlock()
 			return
 		}
-		for k, v := range m {
-			replay, _ := st.load.record["replay"].(map[string]any)
-			if replay != nil {
+		if replay, _ := st.load.record["replay"].(map[string]any); replay != nil {
+			for k, v := range m {
 				replay[k] = v
 			}
 		}
@@ -547,9 +546,7 @@ func (j *Journal) notification(ev *persistence.Event, p sessionParams) {
 	// too large and kept only as a marker, so the cancel waits for it.
 	switch {
 	case held != nil && held.load:
-		j.addLocked(held.held)
-		held.held, held.load = nil, false
-		j.requests[idKey(p.RequestID)] = *held
+		j.releaseLoadLocked(idKey(p.RequestID), *held)
 	case held != nil && len(held.after) < maxHeldAfter:
 		held.after = append(held.after, ev)
 		j.requests[idKey(p.RequestID)] = *held
@@ -886,9 +883,16 @@ func (j *Journal) beforeWrite(sid string) {
 	j.finishLoadLocked(sid, st)
 	for id, r := range j.requests {
 		if r.load && r.session == sid && r.held != nil {
-			j.addLocked(r.held)
-			r.held, r.load = nil, false
-			j.requests[id] = r
+			j.releaseLoadLocked(id, r)
 		}
 	}
+}
+
+// releaseLoadLocked records the held request r of a load now, as a frame
+// event of its own: that load is then recorded frame by frame, as loads
+// were before.
+func (j *Journal) releaseLoadLocked(key string, r request) {
+	j.addLocked(r.held)
+	r.held, r.load = nil, false
+	j.requests[key] = r
 }
