@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	deflatepkg "github.com/crow-acp/crow-acp/internal/deflate"
+	"github.com/crow-acp/crow-acp/internal/deflate"
 )
 
 // packedPrefix starts a Body stored DEFLATE-compressed: a run of frames
@@ -24,16 +24,12 @@ var maxUnpacked = 1 << 30
 // pack returns body DEFLATE-compressed behind packedPrefix, or body itself
 // when that is not smaller.
 func pack(body []byte) []byte {
-	packed := deflate(packedPrefix, body)
+	packed := deflate.Pack(packedPrefix, body)
 	if packed == nil || len(packed) >= len(body) {
 		return body
 	}
 	return packed
 }
-
-// deflate returns prefix and then b DEFLATE-compressed, or nil if the
-// writer fails.
-func deflate(prefix string, b []byte) []byte { return deflatepkg.Pack(prefix, b) }
 
 // unpack inflates body if it starts with packedPrefix (ok), else returns it
 // as it is.
@@ -47,7 +43,7 @@ func unpack(body []byte) (out []byte, ok bool, err error) {
 }
 
 // inflate returns what packed inflates to, at most maxUnpacked bytes.
-func inflate(packed []byte) ([]byte, error) { return deflatepkg.Unpack(packed, maxUnpacked) }
+func inflate(packed []byte) ([]byte, error) { return deflate.Unpack(packed, maxUnpacked) }
 
 // PackRecord is the Body stored for a projection event's JSON record: the
 // record itself, or, from MinPackedBody bytes on, the record

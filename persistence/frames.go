@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	deflatepkg "github.com/crow-acp/crow-acp/internal/deflate"
+	"github.com/crow-acp/crow-acp/internal/deflate"
 )
 
 // framesPrefix starts the Body of a run of frames stored as the text once
@@ -32,14 +32,14 @@ func PackFrames(body []byte) []byte {
 	pre, suf := make([]int, n), make([]int, n)
 	var prev []byte
 	for i, f := range frames {
-		p, s := deflatepkg.CommonPrefix(prev, f), 0
+		p, s := deflate.CommonPrefix(prev, f), 0
 		if i >= 2 {
 			// Keep to the envelope: a chunk that starts like the one
 			// before it would otherwise lend it a character, and the
 			// middles would no longer join into the text.
 			p = min(p, pre[i-1])
 		}
-		s = deflatepkg.CommonSuffix(prev[p:], f[p:])
+		s = deflate.CommonSuffix(prev[p:], f[p:])
 		if i >= 2 {
 			s = min(s, suf[i-1])
 		}
@@ -62,7 +62,7 @@ func PackFrames(body []byte) []byte {
 	for i, f := range frames {
 		plain = append(plain, f[pre[i]:len(f)-suf[i]]...)
 	}
-	packed := deflate(framesPrefix, plain)
+	packed := deflate.Pack(framesPrefix, plain)
 	if packed == nil || len(packed) >= len(body) {
 		return body
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/crow-acp/crow-acp/internal/deflate"
 )
 
 // chunkFrames is a streamed reply of text in chunks of size characters, as
@@ -90,8 +92,8 @@ func FuzzFrames(f *testing.F) {
 	f.Add([]byte(framesPrefix))
 	f.Add([]byte(framesPrefix + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
 	f.Add(PackFrames(chunkFrames(varied(3000), 4)))
-	f.Add(deflate(framesPrefix, []byte{3, 0, 0, 0, 0, 0, 0, 1, 1, 1, 'a', 'b', 'c'}))
-	f.Add(deflate(framesPrefix, []byte{2, 0, 200, 0, 0, 0, 0, 'x'}))
+	f.Add(deflate.Pack(framesPrefix, []byte{3, 0, 0, 0, 0, 0, 0, 1, 1, 1, 'a', 'b', 'c'}))
+	f.Add(deflate.Pack(framesPrefix, []byte{2, 0, 200, 0, 0, 0, 0, 'x'}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := Event{Kind: EventNotification, Direction: DirOut, Body: body}
 		frames := e.Frames()
