@@ -31,10 +31,8 @@ func (c *Conn) Batch() *UpdateBatch { return &UpdateBatch{c: c} }
 // SessionUpdate adds n's frame (encoded at once: n is not kept), and
 // writes the batch once it is full.
 func (b *UpdateBatch) SessionUpdate(_ context.Context, n *SessionNotification) error {
-	if n.Update.Other != nil {
-		if err := b.c.checkUpdateKind(n.Update.Kind()); err != nil {
-			return err
-		}
+	if err := b.c.checkUpdate(n); err != nil {
+		return err
 	}
 	start := len(b.buf)
 	buf, err := appendUpdateFrame(b.buf, n)
@@ -75,9 +73,5 @@ func (s *LineStream) writeFrames(buf []byte, ends []int) error {
 			start = end
 		}
 	}
-	_, err := s.w.Write(buf)
-	if err != nil && s.onError != nil {
-		s.onError(err)
-	}
-	return err
+	return s.writeLocked(buf)
 }

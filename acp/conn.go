@@ -349,10 +349,8 @@ func compactJSON(raw json.RawMessage) string {
 
 // SessionUpdate sends a session/update notification.
 func (c *Conn) SessionUpdate(_ context.Context, n *SessionNotification) error {
-	if n.Update.Other != nil {
-		if err := c.checkUpdateKind(n.Update.Kind()); err != nil {
-			return err
-		}
+	if err := c.checkUpdate(n); err != nil {
+		return err
 	}
 	bp := framePool.Get().(*[]byte)
 	frame, err := appendUpdateFrame((*bp)[:0], n)
@@ -366,6 +364,15 @@ func (c *Conn) SessionUpdate(_ context.Context, n *SessionNotification) error {
 		framePool.Put(bp)
 	}
 	return err
+}
+
+// checkUpdate applies checkUpdateKind to an update outside the typed
+// kinds (SessionUpdate.Other); typed updates always pass.
+func (c *Conn) checkUpdate(n *SessionNotification) error {
+	if n.Update.Other == nil {
+		return nil
+	}
+	return c.checkUpdateKind(n.Update.Kind())
 }
 
 // call makes a request to the client. If ctx ends first, the client is told

@@ -295,6 +295,12 @@ func (s *LineStream) writeFrame(b []byte) error {
 	} else {
 		buf = append(append(make([]byte, 0, len(b)+1), b...), '\n')
 	}
+	return s.writeLocked(buf)
+}
+
+// writeLocked writes buf, whole lines, with s.wmu held, and reports a
+// failed write to onError.
+func (s *LineStream) writeLocked(buf []byte) error {
 	_, err := s.w.Write(buf)
 	if err != nil && s.onError != nil {
 		s.onError(err)
