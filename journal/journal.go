@@ -21,8 +21,13 @@
 //     undo, imports), so a session's seq order is causal order: the prompt
 //     frame comes before the user message it produced.
 //   - Notifications (streamed updates) may be lost in a crash if they were
-//     sent less than FlushInterval before it; what the model said is kept by
-//     the messages table (the reply is saved as it streams).
+//     sent less than FlushInterval before it, and the run of updates a turn
+//     is streaming is held back by the timer until the next write of the
+//     session takes it (the reply's next save) or anything else is queued
+//     after it, for at most maxRunHold (2 s): a crash loses the updates
+//     sent since the reply's last save, at most 2 s of them; what the model
+//     said is kept by the messages table (the reply is saved as it
+//     streams).
 //
 // One event is one frame, except that consecutive session/update frames
 // sent in one turn and committed together share one event, one frame per
@@ -247,7 +252,7 @@ func (j *Journal) writer() {
 		case <-t.C:
 		case <-j.kick:
 		}
-		j.Flush(context.Background())
+		j.flush(context.Background(), true)
 	}
 }
 
@@ -277,13 +282,22 @@ func (j *Journal) Close() {
 
 // Flush commits the pending events in one transaction. A batch the store
 // refuses is dropped and logged.
-func (j *Journal) Flush(ctx context.Context) {
+func (j *Journal) Flush(ctx context.Context) { j.flush(ctx, false) }
+
+// flush commits the pending events; holdRun (the writer's timer) keeps an
+// open streamed run back (see openRunLocked).
+func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
-	j.finishStaleLoadsLocked(time.Now())
+	now := time.Now()
+	j.finishStaleLoadsLocked(now)
 	batch := j.pending
 	j.pending = nil
+	if n := len(batch); holdRun && n > 0 && j.openRunLocked(batch[n-1], now) {
+		j.pending = append(j.pending, batch[n-1])
+		batch = batch[:n-1]
+	}
 	j.mu.Unlock()
 	if len(batch) == 0 || j.off.Load() {
 		return
@@ -782,6 +796,33 @@ func (j *Journal) addLocked(ev *persistence.Event) {
 		default:
 		}
 	}
+}
+
+// maxRunHold bounds how long the writer's timer holds back an open
+// streamed run (from its first frame): frames the agent sends without
+// saving anything (tool call updates, a plan) still reach the log within
+// it.
+const maxRunHold = 2 * time.Second
+
+// openRunLocked reports whether the writer's timer holds ev, the last
+// pending event, back: a run of session/update frames of a running turn
+// that the next frame of the stream may still join, younger than
+// maxRunHold. A streamed reply then costs one event per save of the reply
+// (the store wrapper commits what is pending with every projection write,
+// this run included), not one per FlushInterval: at a real provider's pace
+// of a chunk every few milliseconds a 20 ms timer cut a reply into one
+// event of a few frames each, each row, index entry and packing header
+// costing more than the text it held. The run is committed anyway as soon
+// as anything is queued after it (it is then no longer last, and a
+// response still commits everything before it is written), when it is
+// full (the next frame starts a new event: it is never more than
+// maxRunBody), by Flush and Close, or once maxRunHold has passed.
+func (j *Journal) openRunLocked(ev *persistence.Event, now time.Time) bool {
+	if !joinsRun(ev) || now.Sub(ev.At) >= maxRunHold {
+		return false
+	}
+	st := j.sessions[ev.Stream]
+	return st != nil && st.active != 0 && st.active == ev.Turn
 }
 
 // joinsRun reports whether ev may share an event with the session/update

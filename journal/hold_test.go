@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/sqlite"
+)
+
+// holdSession drives a journal whose writer commits every millisecond
+// through a turn of session sess_a.
+type holdSession struct {
+	t     *testing.T
+	store *sqlite.Store
+	j     *Journal
+	sent  int // session/update frames sent
+}
+
+func newHoldSession(t *testing.T) *holdSession {
+	store := openStore(t, "sess_a")
+	j := Open(context.Background(), store, Options{ConnectionID: "conn_1", FlushInterval: time.Millisecond})
+	t.Cleanup(j.Close)
+	h := &holdSession{t: t, store: store, j: j}
+	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`))
+	return h
+}
+
+// stream sends n updates a chunk of text each, a few timer ticks apart, as a
+// provider streams a reply.
+func (h *holdSession) stream(n int) {
+	for range n {
+		h.j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"t%03d"}}}}`, h.sent)))
+		h.sent++
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// runs is the frame count of every committed session/update event, in order.
+func (h *holdSession) runs() []int {
+	h.t.Helper()
+	evs, err := h.store.Events(context.Background(), "sess_a", persistence.EventFilter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var runs []int
+	for _, e := range evs {
+		if e.Method == "session/update" {
+			runs = append(runs, len(e.Frames()))
+		}
+	}
+	return runs
+}
+
+// waitRuns waits (bounded) until the committed runs are want.
+func (h *holdSession) waitRuns(want string) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for fmt.Sprint(h.runs()) != want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := fmt.Sprint(h.runs()); got != want {
+		h.t.Fatalf("committed runs %s, want %s", got, want)
+	}
+}
+
+// A reply streamed over many FlushIntervals with no write of the session
+// is one event, not one per timer tick: the writer's timer holds the open
+// run back, and the response commits it.
+func TestStreamedRunHeldAcrossTimerFlushes(t *testing.T) {
+	h := newHoldSession(t)
+	h.stream(30) // ~60 timer ticks
+	if runs := h.runs(); len(runs) != 0 {
+		t.Errorf("runs %v committed by the timer while the turn streams, want none", runs)
+	}
+	h.j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`))
+	if got := fmt.Sprint(h.runs()); got != "[30]" {
+		t.Errorf("runs %s after the response, want [30]", got)
+	}
+}
+
+// The held run is committed by the session's next write, in its
+// transaction and before its projection event; by the timer once anything
+// is queued after it or once it is maxRunHold old; and by Flush and Close.
+func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
+	ctx := context.Background()
+	h := newHoldSession(t)
+	ordered := h.j.Store(h.store)
+
+	h.stream(10)
+	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: "t000", Status: persistence.StatusStreaming}
+	if err := ordered.AppendMessages(ctx, "sess_a", msg); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.store.Events(ctx, "sess_a", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(evs)
+	if n < 2 || evs[n-2].Method != "session/update" || len(evs[n-2].Frames()) != 10 || evs[n-1].Kind != persistence.EventMessageAppended {
+		var tail []string
+		for _, e := range evs[max(0, n-2):] {
+			tail = append(tail, fmt.Sprintf("%s %s (%d frames)", e.Kind, e.Method, len(e.Frames())))
+		}
+		t.Fatalf("after the write the log ends %v, want the run of 10 then message_appended", tail)
+	}
+
+	// Something queued after the run closes it: the timer commits both.
+	h.stream(5)
+	h.j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","method":"_zed/ping","params":{"sessionId":"sess_a"}}`))
+	h.waitRuns("[10 5]")
+
+	// A run as old as maxRunHold is committed by the timer.
+	h.stream(4)
+	h.j.mu.Lock()
+	h.j.pending[len(h.j.pending)-1].At = time.Now().Add(-maxRunHold)
+	h.j.mu.Unlock()
+	h.waitRuns("[10 5 4]")
+
+	h.stream(3)
+	h.j.Flush(ctx)
+	if got := fmt.Sprint(h.runs()); got != "[10 5 4 3]" {
+		t.Errorf("runs %s after Flush, want [10 5 4 3]", got)
+	}
+	h.stream(2)
+	h.j.Close()
+	if got := fmt.Sprint(h.runs()); got != "[10 5 4 3 2]" {
+		t.Errorf("runs %s after Close, want [10 5 4 3 2]", got)
+	}
+}
