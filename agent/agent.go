@@ -58,7 +58,9 @@ type Config struct {
 	// last heartbeat. 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// PartialSaveInterval is how often a streaming reply is saved while it
-	// grows; a crash loses at most this much of it. 0 = DefaultPartialSaveInterval.
+	// grows (sooner, at most every 100 ms, when 4 KB were added since the
+	// last save); a crash loses at most this much of it, and of a fast
+	// stream about 4 KB. 0 = DefaultPartialSaveInterval.
 	PartialSaveInterval time.Duration
 	// Windows caches the context windows endpoints told, per endpoint and
 	// model, across processes (nil: none; every process asks again).
@@ -118,8 +120,11 @@ type Journal interface {
 	Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any)
 }
 
-// DefaultPartialSaveInterval is how often a growing reply is saved.
-const DefaultPartialSaveInterval = 100 * time.Millisecond
+// DefaultPartialSaveInterval is how often a growing reply is saved: each
+// save writes a row pair (the message, its message_updated event) and the
+// frames sent since the last one, so ten a second cost a slow stream more
+// than its text; once a second still keeps what a crash loses small.
+const DefaultPartialSaveInterval = time.Second
 
 // DefaultToolOutputLimit keeps one tool result near 2,000 tokens, which
 // leaves room in small (8k) context windows.

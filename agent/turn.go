@@ -194,8 +194,8 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 
 // streamReply makes one model request from the stored context and forwards
 // the deltas. The reply is stored when its first delta arrives (status
-// streaming), saved again at most every PartialSaveInterval while it grows,
-// and finalised when the stream ends (complete, cancelled or failed), so a
+// streaming), saved again every PartialSaveInterval while it grows (sooner
+// when it grows fast: partialSaveBytes), and finalised when the stream ends (complete, cancelled or failed), so a
 // crash keeps what the user saw up to the last save.
 func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
 	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
@@ -221,7 +221,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		}
 		// Saved before it is shown: what the client sees is stored (and
 		// the stored row names the chunk's message).
-		if err := reply.save(); err != nil {
+		if err := reply.save(time.Now()); err != nil {
 			return err
 		}
 		chunk := &acp.ContentChunk{Content: acp.TextBlock(ev.Text), MessageID: messageID(reply.msg)}
@@ -290,13 +290,35 @@ type partialReply struct {
 	counter         compaction.Counter   // counts the reply as it is written
 	msg             *persistence.Message // the stored row; nil until the first delta
 	saved           time.Time
+	savedBytes      int   // of text and reasoning at the last save
 	err             error // the save that failed; the stream was abandoned
 }
 
-// save stores the reply when it starts and then at most every
-// PartialSaveInterval.
-func (r *partialReply) save() error {
-	if r.msg != nil && time.Since(r.saved) < r.a.cfg.PartialSaveInterval {
+// A growing reply is saved once PartialSaveInterval has passed since its
+// last save, or sooner, but never within partialSaveGap of it, once
+// partialSaveBytes were added. Each save costs a message_updated event (a
+// ~260-byte record besides the text it adds) and commits the frames sent
+// since the last one, so a save every 100 ms cost a slow stream ten row
+// pairs a second for a few tokens each. 4 KB (about 1,000 tokens) keeps a
+// save's fixed cost under a tenth of the text it adds, and bounds what a
+// crash loses of a fast stream (any faster than 4 KB/s, i.e. 1,000
+// tokens/s) to 4 KB; slower streams save once a PartialSaveInterval.
+const (
+	partialSaveBytes = 4 << 10
+	partialSaveGap   = 100 * time.Millisecond
+)
+
+// due reports whether the reply, saved before, is saved again at now.
+func (r *partialReply) due(now time.Time) bool {
+	since := now.Sub(r.saved)
+	grown := r.text.Len() + r.reasoning.Len() - r.savedBytes
+	return since >= r.a.cfg.PartialSaveInterval || since >= partialSaveGap && grown >= partialSaveBytes
+}
+
+// save stores the reply when it starts (at its first delta) and then when
+// it is due.
+func (r *partialReply) save(now time.Time) error {
+	if r.msg != nil && !r.due(now) {
 		return nil
 	}
 	var err error
@@ -316,7 +338,7 @@ func (r *partialReply) save() error {
 		r.err = err
 		return err
 	}
-	r.saved = time.Now()
+	r.saved, r.savedBytes = now, r.text.Len()+r.reasoning.Len()
 	return nil
 }
 
