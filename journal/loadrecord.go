@@ -201,16 +201,21 @@ type Frame struct {
 
 // Frames returns the frames recorded in evs, a stream's events in seq
 // order from its first (a load's frames may be stored as differences from
-// an earlier load's): the frames of frame events (persistence.Event.Frames)
+// an earlier load's): the frames of frame events (persistence.FramesAt: a
+// streamed run may be packed against the record saved after it)
 // and of session/load requests, responses and the updates after them kept
 // in session_loaded events. A replay is never among them: its
 // session_loaded event says what it sent (frames, bytes, CRC-32C).
 func Frames(evs []persistence.Event) ([]Frame, error) {
 	var out []Frame
 	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
-	for _, e := range evs {
+	for i, e := range evs {
 		if e.Kind.IsFrame() {
-			for _, f := range e.Frames() {
+			frames, err := persistence.FramesAt(evs, i)
+			if err != nil {
+				return out, err
+			}
+			for _, f := range frames {
 				out = append(out, Frame{Seq: e.Seq, Direction: e.Direction, Body: f})
 			}
 			continue

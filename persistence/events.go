@@ -88,7 +88,8 @@ type Event struct {
 // other kinds. A JSON-RPC frame never contains a raw newline, so the lines
 // of Body are the frames; a packed run (PackFrames, or plain DEFLATE as
 // earlier versions stored it) is unpacked first. A packed body that does not
-// unpack is returned as it is, one line a frame.
+// unpack is returned as it is, one line a frame; so is a run packed against
+// the record saved after it, which only FramesAt reads.
 func (e *Event) Frames() [][]byte {
 	if !e.Kind.IsFrame() {
 		return nil

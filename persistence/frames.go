@@ -2,9 +2,12 @@ package persistence
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/crow-acp/crow-acp/internal/deflate"
 )
@@ -14,17 +17,42 @@ import (
 // characters each, about a token a chunk from real providers, where even a
 // DEFLATE-compressed envelope costs more than the text.
 //
-// After the prefix comes the DEFLATE of: the number of frames; for each
-// frame, the length of its common prefix with the frame before it, of its
-// common suffix with it, and of the part between (the middle), as three
-// columns of uvarints; then the middles, concatenated. The envelope is
-// thus stored once and the middles of a reply's chunks join into its text.
+// After the prefix comes the DEFLATE of framesPlain's form: the envelope
+// is stored once and the middles of a reply's chunks join into its text.
 const framesPrefix = "\x00frames\n"
 
 // PackFrames returns the Body of a run of outbound frames (frames joined by
 // newlines) packed behind framesPrefix, or body itself when that is not
 // smaller. Event.Frames gives the exact bytes back.
 func PackFrames(body []byte) []byte {
+	packed := deflate.Pack(framesPrefix, framesPlain(body))
+	if packed == nil || len(packed) >= len(body) {
+		return body
+	}
+	return packed
+}
+
+// framesRecordPrefix starts the Body of a run of frames packed against the
+// record saved in the same transaction after it (PackWrite): the text a
+// streamed run sent is the text that record saved, so it is stored once.
+// After the prefix come the uvarint distance in seqs from the run's event
+// to the record's (in the same stream) and then PackFrames' form
+// DEFLATE-compressed with the record's JSON (Event.Record) as dictionary.
+const framesRecordPrefix = "\x00frames+record\n"
+
+// packFramesAgainst returns body packed against record, the JSON of the
+// projection event distance seqs after the run's, or nil if the writer
+// fails.
+func packFramesAgainst(body, record []byte, distance int64) []byte {
+	head := binary.AppendUvarint([]byte(framesRecordPrefix), uint64(distance))
+	return deflate.PackDict(string(head), record, framesPlain(body))
+}
+
+// framesPlain is the uncompressed form of a packed run: the number of
+// frames; for each frame, the length of its common prefix with the frame
+// before it, of its common suffix with it, and of the part between (the
+// middle), as three columns of uvarints; then the middles, concatenated.
+func framesPlain(body []byte) []byte {
 	frames := bytes.Split(body, []byte("\n"))
 	n := len(frames)
 	cols := make([]byte, 0, 2*n+n+n+binary.MaxVarintLen64)
@@ -62,11 +90,56 @@ func PackFrames(body []byte) []byte {
 	for i, f := range frames {
 		plain = append(plain, f[pre[i]:len(f)-suf[i]]...)
 	}
-	packed := deflate.Pack(framesPrefix, plain)
-	if packed == nil || len(packed) >= len(body) {
-		return body
+	return plain
+}
+
+// PackWrite returns the events one projection write stores, in order:
+// pending (frames the journal buffered, Body as sent) and then records (the
+// write's projection events, Body their JSON), each with its Body packed: a
+// record from MinPackedBody bytes on (PackRecord); an outbound frame event
+// of MinPackedBody bytes or more against the last record of its stream
+// when the write has one (a streamed reply's run and the save after it hold
+// the same text), else on its own (PackFrames). Packed events are copies:
+// pending and records stay as they are (a failed write puts pending back in
+// the journal's queue).
+func PackWrite(pending, records []*Event) []*Event {
+	out := make([]*Event, 0, len(pending)+len(records))
+	last := make(map[string]int, 1) // stream -> index in records of its last record
+	for i, r := range records {
+		last[r.Stream] = i
 	}
-	return packed
+	for i, ev := range pending {
+		if ev.Direction != DirOut || !ev.Kind.IsFrame() || len(ev.Body) < MinPackedBody {
+			out = append(out, ev)
+			continue
+		}
+		packed := *ev
+		packed.Body = nil
+		if r, ok := last[ev.Stream]; ok {
+			distance := int64(0)
+			for _, e := range pending[i+1:] {
+				if e.Stream == ev.Stream {
+					distance++
+				}
+			}
+			for _, e := range records[:r+1] {
+				if e.Stream == ev.Stream {
+					distance++
+				}
+			}
+			packed.Body = packFramesAgainst(ev.Body, records[r].Body, distance)
+		}
+		if packed.Body == nil || len(packed.Body) >= len(ev.Body) {
+			packed.Body = PackFrames(ev.Body)
+		}
+		out = append(out, &packed)
+	}
+	for _, r := range records {
+		packed := *r
+		packed.Body = PackRecord(r.Body)
+		out = append(out, &packed)
+	}
+	return out
 }
 
 // maxPackedFrames bounds the frames of one packed run (a run's body is at
@@ -81,6 +154,11 @@ func unpackFrames(packed []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeFramesPlain(plain)
+}
+
+// decodeFramesPlain decodes framesPlain's form.
+func decodeFramesPlain(plain []byte) ([][]byte, error) {
 	bad := errors.New("packed frames: corrupt")
 	n, k := binary.Uvarint(plain)
 	if k <= 0 || n > uint64(len(plain)/3) || n > maxPackedFrames {
@@ -119,4 +197,52 @@ func unpackFrames(packed []byte) ([][]byte, error) {
 		return nil, bad
 	}
 	return frames, nil
+}
+
+// PackedAgainst reports whether e is a run of frames packed against the
+// record saved after it (PackWrite), and that record's seq: FramesAt reads
+// it with that record.
+func (e *Event) PackedAgainst() (seq int64, ok bool) {
+	rest, ok := bytes.CutPrefix(e.Body, []byte(framesRecordPrefix))
+	if !ok || e.Direction != DirOut || !e.Kind.IsFrame() {
+		return 0, false
+	}
+	distance, k := binary.Uvarint(rest)
+	if k <= 0 || distance == 0 || distance > math.MaxInt32 {
+		return 0, true // damaged: FramesAt says so
+	}
+	return e.Seq + int64(distance), true
+}
+
+// FramesAt returns the frames of evs[i], a frame event among a stream's
+// events in seq order (Store.Events): those of Event.Frames, or for a run
+// packed against the record saved after it (PackedAgainst), read back with
+// that record, which must be among evs.
+func FramesAt(evs []Event, i int) ([][]byte, error) {
+	e := &evs[i]
+	want, ok := e.PackedAgainst()
+	if !ok {
+		return e.Frames(), nil
+	}
+	rest := e.Body[len(framesRecordPrefix):]
+	_, k := binary.Uvarint(rest)
+	if want <= e.Seq {
+		return nil, fmt.Errorf("event %d: packed frames: corrupt", e.Seq)
+	}
+	j, found := slices.BinarySearchFunc(evs[i+1:], want, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	if !found {
+		return nil, fmt.Errorf("event %d: its frames are packed against event %d, which is not among the events read", e.Seq, want)
+	}
+	record, err := evs[i+1+j].Record()
+	if err != nil {
+		return nil, fmt.Errorf("event %d: the record its frames are packed against: %w", e.Seq, err)
+	}
+	plain, err := deflate.UnpackDict(rest[k:], record, maxUnpacked)
+	if err == nil {
+		var frames [][]byte
+		if frames, err = decodeFramesPlain(plain); err == nil {
+			return frames, nil
+		}
+	}
+	return nil, fmt.Errorf("event %d: %w", e.Seq, err)
 }

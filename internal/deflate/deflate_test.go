@@ -41,3 +41,44 @@ func TestCommonAffixes(t *testing.T) {
 		}
 	}
 }
+
+// TestPackDict: text the dictionary holds costs a few bytes, it reads back
+// only with that dictionary, and the shared writer packs as before after
+// it (Pack after PackDict must not refer to the dictionary).
+func TestPackDict(t *testing.T) {
+	x := uint32(2463534242)
+	text := make([]byte, 4000) // random letters: DEFLATE alone keeps ~60%
+	for i := range text {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		text[i] = 'a' + byte(x%26)
+	}
+	dict := append([]byte(`{"id":7,"content":"`), append(text, `"}`...)...)
+	for _, size := range []int{0, 10, 200, len(text)} {
+		b := text[:size]
+		packed := PackDict("\x00d\n", dict, b)
+		alone := Pack("\x00d\n", b)
+		if size == len(text) && len(packed) > len(alone)/10 {
+			t.Errorf("%d bytes in the dictionary packed to %d, alone %d", size, len(packed), len(alone))
+		}
+		got, err := UnpackDict(packed[3:], dict, len(b))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%d bytes: read back %d (%v)", size, len(got), err)
+		}
+		if size == len(text) {
+			if got, err := Unpack(packed[3:], len(b)); err == nil && bytes.Equal(got, b) {
+				t.Fatal("read back without the dictionary")
+			}
+		}
+		if got, err := Unpack(alone[3:], len(b)); err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("Pack after PackDict: %d bytes read back (%v)", len(got), err)
+		}
+	}
+	// A dictionary longer than the window: its last 32 KB count.
+	long := append(bytes.Repeat([]byte("x"), 100<<10), dict...)
+	packed := PackDict("", long, text)
+	if got, err := UnpackDict(packed, long, len(text)); err != nil || !bytes.Equal(got, text) {
+		t.Fatalf("long dictionary: read back %d bytes (%v)", len(got), err)
+	}
+}

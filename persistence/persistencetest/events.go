@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ var eventTests = []struct {
 	{"EventsAppendOrder", testEventsAppendOrder},
 	{"EventsByteExact", testEventsByteExact},
 	{"EventsProjection", testEventsProjection},
+	{"EventsRunAgainstRecord", testEventsRunAgainstRecord},
 	{"EventsPrune", testEventsPrune},
 	{"EventsDeleteSession", testEventsDeleteSession},
 	{"UpdateMessage", testUpdateMessage},
@@ -323,5 +325,86 @@ func testInterruptStreaming(t *testing.T, s persistence.Store) {
 	evs, _ := s.Events(ctx, "i", persistence.EventFilter{})
 	if len(evs) != 3 || evs[2].Kind != persistence.EventMessageUpdated {
 		t.Errorf("events %+v", evs)
+	}
+}
+
+// streamedRun is the session/update frames of text in chunks of four
+// characters, as a provider streams a reply, joined into one run.
+func streamedRun(sid, text string) []byte {
+	var frames []string
+	for i := 0; i < len(text); i += 4 {
+		chunk, _ := json.Marshal(text[i:min(i+4, len(text))])
+		frames = append(frames, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"`+sid+
+			`","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":`+string(chunk)+`}}}}`)
+	}
+	return []byte(strings.Join(frames, "\n"))
+}
+
+// testEventsRunAgainstRecord: a streamed run committed with the save of
+// the reply it streams is stored against that save's record (its text
+// once): far smaller than packed alone, and read back byte for byte by
+// persistence.FramesAt. A frame of another stream in the same write, and a
+// run written without a record, stay readable on their own.
+func testEventsRunAgainstRecord(t *testing.T, base persistence.Store) {
+	ctx := t.Context()
+	rec := base.(persistence.Recorder)
+	mustCreate(t, base, &persistence.Session{ID: "r"})
+	text := Prose(1, 8000)
+	run := func(stream, text string) *persistence.Event {
+		return &persistence.Event{Stream: stream, ConnectionID: "conn_r", Direction: persistence.DirOut, Turn: 1,
+			Kind: persistence.EventNotification, Method: "session/update", Body: streamedRun("r", text)}
+	}
+	first, second, other := run("r", text[:4000]), run("r", text[4000:]), run("conn_r", text[:2000])
+	m := &persistence.Message{Role: persistence.RoleAssistant, Content: text[:4000], Status: persistence.StatusStreaming}
+	w := rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{first, other}})
+	if err := w.AppendMessages(ctx, "r", m); err != nil {
+		t.Fatal(err)
+	}
+	m.Content, m.Status = text, persistence.StatusComplete
+	w = rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{second}})
+	if err := w.UpdateMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	lone := run("r", text[:3000])
+	if err := base.AppendEvents(ctx, lone); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := base.Events(ctx, "r", persistence.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []persistence.EventKind{persistence.EventNotification, persistence.EventMessageAppended,
+		persistence.EventNotification, persistence.EventMessageUpdated, persistence.EventNotification}
+	if len(evs) != len(kinds) {
+		t.Fatalf("%d events, want %d", len(evs), len(kinds))
+	}
+	for i, want := range []*persistence.Event{first, nil, second, nil, lone} {
+		if evs[i].Kind != kinds[i] {
+			t.Fatalf("event %d is %s, want %s", i, evs[i].Kind, kinds[i])
+		}
+		if want == nil {
+			continue
+		}
+		frames, err := persistence.FramesAt(evs, i)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if got := bytes.Join(frames, []byte("\n")); !bytes.Equal(got, want.Body) {
+			t.Fatalf("event %d reads back %.200q, want %.200q", i, got, want.Body)
+		}
+		against, ok := evs[i].PackedAgainst()
+		if ok != (i < 4) || ok && against != evs[i+1].Seq {
+			t.Errorf("event %d: packed against %d (%v), want the record after it (%v)", i, against, ok, i < 4)
+		}
+		if alone := len(persistence.PackFrames(want.Body)); ok && len(evs[i].Body) > alone/4 {
+			t.Errorf("event %d: %d bytes against its record, %d alone: the text is stored twice", i, len(evs[i].Body), alone)
+		}
+	}
+	conn, err := base.Events(ctx, "conn_r", persistence.EventFilter{})
+	if err != nil || len(conn) != 1 {
+		t.Fatalf("connection stream: %d events (%v), want 1", len(conn), err)
+	}
+	if _, ok := conn[0].PackedAgainst(); ok || !bytes.Equal(bytes.Join(conn[0].Frames(), []byte("\n")), other.Body) {
+		t.Error("the other stream's frame in the write does not read back on its own")
 	}
 }

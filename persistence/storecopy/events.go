@@ -27,26 +27,50 @@ func isHistory(k persistence.EventKind) bool {
 	return false
 }
 
-// history returns the history events of a session's stream, in seq order.
+// history returns the history events of a session's stream, in seq order,
+// each readable on its own: a run of frames packed against the record
+// saved after it (a projection event, which is not copied, and whose seq
+// differs in the destination) is packed again by itself, the same frames.
 func history(ctx context.Context, s persistence.Store, stream string) ([]persistence.Event, error) {
-	var out []persistence.Event
-	f := persistence.EventFilter{Limit: 5000}
+	var out, carry []persistence.Event
+	f := persistence.EventFilter{Limit: historyPage}
 	for {
 		page, err := s.Events(ctx, stream, f)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range page {
-			if isHistory(e.Kind) {
-				out = append(out, e)
-			}
+		last := len(page) < f.Limit
+		if len(page) > 0 {
+			f.AfterSeq = page[len(page)-1].Seq
 		}
-		if len(page) < f.Limit {
+		evs := append(carry, page...)
+		carry = nil
+		for i, e := range evs {
+			if !isHistory(e.Kind) {
+				continue
+			}
+			if want, ok := e.PackedAgainst(); ok {
+				if !last && want > evs[len(evs)-1].Seq {
+					carry = evs[i:] // its record is in the next page
+					break
+				}
+				frames, err := persistence.FramesAt(evs, i)
+				if err != nil {
+					return nil, err
+				}
+				e.Body = persistence.PackFrames(bytes.Join(frames, []byte("\n")))
+			}
+			out = append(out, e)
+		}
+		if last {
 			return out, nil
 		}
-		f.AfterSeq = page[len(page)-1].Seq
 	}
 }
+
+// historyPage is how many events history reads at a time (a variable for
+// tests).
+var historyPage = 5000
 
 // sameEvent compares what migrate copies; times to the microsecond.
 func sameEvent(a, b persistence.Event) bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,78 @@ func historyEvents(stream string) []*persistence.Event {
 		{Stream: stream, ConnectionID: "conn_a", At: at.Add(time.Millisecond), Turn: 1, Kind: persistence.EventTurnStarted, Body: []byte(`{}`)},
 		{Stream: stream, ConnectionID: "conn_a", At: at.Add(2 * time.Millisecond), Direction: persistence.DirOut, Turn: 1,
 			Kind: persistence.EventInvalid, Body: []byte("not json \xff")},
+	}
+}
+
+// TestCopyRunsAgainstRecords: streamed runs stored against the record
+// saved after them (which migrate does not copy) arrive packed on their
+// own, the same frames, whether or not a run and its record are read in
+// one page.
+func TestCopyRunsAgainstRecords(t *testing.T) {
+	ctx := t.Context()
+	for _, page := range []int{2, 3, 5000} {
+		t.Run(fmt.Sprint(page), func(t *testing.T) {
+			defer func(n int) { historyPage = n }(historyPage)
+			historyPage = page
+			src, dst := openSQLite(t), openSQLite(t)
+			if err := src.CreateSession(ctx, &persistence.Session{ID: "s", Cwd: "/w"}); err != nil {
+				t.Fatal(err)
+			}
+			m := &persistence.Message{Role: persistence.RoleAssistant, Status: persistence.StatusStreaming}
+			var runs [][]byte
+			for i := range 3 {
+				text := persistencetest.Prose(uint64(i), 2000)
+				var frames []string
+				for j := 0; j < len(text); j += 4 {
+					frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`, text[j:min(j+4, len(text))]))
+				}
+				run := []byte(strings.Join(frames, "\n"))
+				runs = append(runs, run)
+				w := src.(persistence.Recorder).WithOrigin(persistence.Origin{ConnectionID: "c", Turn: 1, Pending: []*persistence.Event{
+					{Stream: "s", ConnectionID: "c", Direction: persistence.DirOut, Turn: 1, Kind: persistence.EventNotification, Method: "session/update", Body: run}}})
+				m.Content += text
+				var err error
+				if i == 0 {
+					err = w.AppendMessages(ctx, "s", m)
+				} else {
+					err = w.UpdateMessage(ctx, m)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs, err := src.Events(ctx, "s", persistence.EventFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := evs[0].PackedAgainst(); !ok {
+				t.Fatal("the source's run is not packed against its record: nothing to test")
+			}
+			if _, err := Copy(ctx, dst, src, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := dst.Events(ctx, "s", persistence.EventFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var copied [][]byte
+			for _, e := range got {
+				if e.Kind != persistence.EventNotification {
+					continue
+				}
+				if _, ok := e.PackedAgainst(); ok {
+					t.Errorf("event %d is still packed against a record", e.Seq)
+				}
+				copied = append(copied, bytes.Join(e.Frames(), []byte("\n")))
+			}
+			if len(copied) != len(runs) {
+				t.Fatalf("%d runs copied, want %d", len(copied), len(runs))
+			}
+			for i := range runs {
+				if !bytes.Equal(copied[i], runs[i]) {
+					t.Errorf("run %d reads back %.200q, want %.200q", i, copied[i], runs[i])
+				}
+			}
+		})
 	}
 }

@@ -117,21 +117,19 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 }
 
 // projectionTx appends, inside tx, the pending events of the write's origin
-// and then evs: the events of one projection change.
+// and then evs, the events of one projection change, packed together
+// (persistence.PackWrite: a streamed run against the record after it).
 func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
-	if pending := s.origin.Pending; len(pending) > 0 {
-		evs = append(append([]*persistence.Event(nil), pending...), evs...)
-	}
-	if len(evs) == 0 {
+	if len(evs) == 0 && len(s.origin.Pending) == 0 {
 		return nil
 	}
-	_, err := s.appendEventsTx(ctx, tx, evs, t)
+	_, err := s.appendEventsTx(ctx, tx, persistence.PackWrite(s.origin.Pending, evs), t)
 	return err
 }
 
 // projectionEvent builds the event the store records beside a change to the
 // messages or compactions tables, attributed to the write's origin; its body
-// is packed from persistence.MinPackedBody bytes on (Event.Record reads it).
+// is the record's JSON, which projectionTx packs (Event.Record reads it).
 func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, body any, at time.Time) (*persistence.Event, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -139,7 +137,7 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}
 	return &persistence.Event{
 		Stream: sessionID, ConnectionID: s.origin.ConnectionID, Turn: s.origin.Turn,
-		At: at, Kind: kind, Body: persistence.PackRecord(b),
+		At: at, Kind: kind, Body: b,
 	}, nil
 }
 
