@@ -47,12 +47,23 @@ func (h *holdSession) runs() []int {
 		h.t.Fatal(err)
 	}
 	var runs []int
-	for _, e := range evs {
+	for i, e := range evs {
 		if e.Method == "session/update" {
-			runs = append(runs, len(e.Frames()))
+			runs = append(runs, len(framesAt(h.t, evs, i)))
 		}
 	}
 	return runs
+}
+
+// framesAt is persistence.FramesAt, failing t on an error (a run committed
+// with a save is packed against its record).
+func framesAt(t *testing.T, evs []persistence.Event, i int) [][]byte {
+	t.Helper()
+	frames, err := persistence.FramesAt(evs, i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frames
 }
 
 // waitRuns waits (bounded) until the committed runs are want.
@@ -100,10 +111,10 @@ func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(evs)
-	if n < 2 || evs[n-2].Method != "session/update" || len(evs[n-2].Frames()) != 10 || evs[n-1].Kind != persistence.EventMessageAppended {
+	if n < 2 || evs[n-2].Method != "session/update" || len(framesAt(t, evs, n-2)) != 10 || evs[n-1].Kind != persistence.EventMessageAppended {
 		var tail []string
-		for _, e := range evs[max(0, n-2):] {
-			tail = append(tail, fmt.Sprintf("%s %s (%d frames)", e.Kind, e.Method, len(e.Frames())))
+		for i := max(0, n-2); i < n; i++ {
+			tail = append(tail, fmt.Sprintf("%s %s (%d frames)", evs[i].Kind, evs[i].Method, len(framesAt(t, evs, i))))
 		}
 		t.Fatalf("after the write the log ends %v, want the run of 10 then message_appended", tail)
 	}
