@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,10 @@ func workspaceRoots(s *persistence.Session) []string {
 // updateMeta changes a session's metadata with fn and stores it. Writers in
 // this process are serialised so that concurrent changes (a config option
 // set while a turn records its cost) do not overwrite each other. s, when
-// non-nil, receives the stored session.
+// non-nil, receives the stored session. A change that changes nothing
+// (a load in the same directory with the same MCP servers, the model set
+// again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
+// version a load.
 func (a *Agent) updateMeta(ctx context.Context, id string, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
 	st := a.state(id)
 	st.meta.Lock()
@@ -60,9 +64,13 @@ func (a *Agent) updateMeta(ctx context.Context, id string, fn func(s *persistenc
 	if err != nil {
 		return nil, err
 	}
+	was := *s
 	m := decodeMeta(s.Metadata)
 	fn(s, &m)
 	s.Metadata = encodeMeta(m)
+	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
+		return s, nil
+	}
 	if err := a.store.UpdateSession(ctx, s); err != nil {
 		return nil, err
 	}
