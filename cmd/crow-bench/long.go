@@ -106,6 +106,11 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 	}
 	msgs.id, msgs.build, msgs.how = "long", time.Since(start), "20 appends of 500"
 
+	paced, err := measurePaced(ctx, bin, dsn, cwd)
+	if err != nil {
+		return fmt.Errorf("paced session: %w", err)
+	}
+
 	var figs []longFigures
 	for _, c := range cases {
 		f, err := measureLong(ctx, bin, modelURL, c, cwd, runs, direct)
@@ -132,7 +137,121 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 	row("session/load incl. replay", func(_ longCase, f longFigures) string { return f.load.Round(100 * time.Microsecond).String() },
 		"<= 150ms for 10,000 messages "+verdict(figs[1].load <= 150*time.Millisecond))
 	row("next turn beyond the model", func(_ longCase, f longFigures) string { return f.nextTurn.Round(100 * time.Microsecond).String() }, "(context rebuild, request upload)")
+	fmt.Printf("  streamed at a real provider's pace (%d ms a %d-character chunk, ~%d tokens/s; %d turns of %s characters after a warm-up turn):\n",
+		pacedChunkDelayMS, pacedChunkChars, 1000/pacedChunkDelayMS, pacedTurns, strconv.Itoa(pacedReplyChars))
+	fmt.Printf("  %-36s %14s %14s   <= 2 %s (growth over those turns)\n", "  database bytes per conversation byte",
+		strconv.FormatFloat(ratio(paced.growth, paced.conversation), 'f', 2, 64), "", verdict(ratio(paced.growth, paced.conversation) <= 2))
+	fmt.Printf("  %-36s %14s %14s   (frame events; message_updated records)\n", "  events per turn",
+		fmt.Sprintf("%.1f; %.1f", float64(paced.frameEvents)/pacedTurns, float64(paced.updates)/pacedTurns), "")
 	return nil
+}
+
+// The paced session: replies streamed as a fast real provider does, about a
+// token (4 characters) every 4 ms. An instant stream is one commit a reply;
+// at a real pace what the log and the reply's saves write per second of
+// streaming is what counts. Its turns take ~2.5 s each.
+const (
+	pacedTurns        = 4
+	pacedReplyChars   = 2500
+	pacedChunkChars   = 4
+	pacedChunkDelayMS = 4
+)
+
+// pacedFigures is what a paced session's measured turns added.
+type pacedFigures struct {
+	conversation, growth int64 // text bytes added; database bytes added
+	frameEvents, updates int   // session/update events and message_updated records added
+}
+
+// measurePaced streams a warm-up turn and then pacedTurns turns at
+// pacedChunkDelayMS a chunk through the binary, in a database of its own,
+// and measures what those turns added (from after the warm-up: the fixed
+// pages of an empty database do not count).
+func measurePaced(ctx context.Context, bin, dsn, cwd string) (pacedFigures, error) {
+	var f pacedFigures
+	dir := filepath.Join(cwd, "paced")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return f, err
+	}
+	db, _, cleanup, err := benchDB(dsn, dir)
+	if err != nil {
+		return f, err
+	}
+	defer cleanup()
+	srv := fakemodel.Start()
+	defer srv.Close()
+	p, err := startAgent(longCommand(bin, srv.URL(), longCase{db: db}))
+	if err != nil {
+		return f, err
+	}
+	defer p.close()
+	if err := p.initialize(ctx); err != nil {
+		return f, err
+	}
+	sess, err := p.conn.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		return f, fmt.Errorf("session/new: %w", err)
+	}
+	type state struct {
+		conversation, size   int64
+		frameEvents, updates int
+	}
+	measure := func() (st state, err error) {
+		if st.conversation, err = conversationBytes(ctx, db, sess.SessionID); err != nil {
+			return st, err
+		}
+		if st.size, err = dbBytes(ctx, db); err != nil {
+			return st, err
+		}
+		st.frameEvents, st.updates, err = countEvents(ctx, db, sess.SessionID)
+		return st, err
+	}
+	var before state
+	for i := 0; i <= pacedTurns; i++ {
+		n := pacedReplyChars
+		if i == 0 {
+			n /= 5 // the warm-up: the first pages of every table
+		}
+		text := persistencetest.Prose(uint64(i), n)
+		srv.SetFallback(fakemodel.Reply{Text: text, Chunks: len(text) / pacedChunkChars, DelayMS: pacedChunkDelayMS})
+		if _, err := p.prompt(ctx, sess.SessionID, "turn "+strconv.Itoa(i)+": go on with the work"); err != nil {
+			return f, fmt.Errorf("turn %d: %w", i+1, err)
+		}
+		if i == 0 {
+			if before, err = measure(); err != nil {
+				return f, err
+			}
+		}
+	}
+	after, err := measure()
+	if err != nil {
+		return f, err
+	}
+	return pacedFigures{conversation: after.conversation - before.conversation, growth: after.size - before.size,
+		frameEvents: after.frameEvents - before.frameEvents, updates: after.updates - before.updates}, nil
+}
+
+// countEvents counts a session's session/update frame events and
+// message_updated records.
+func countEvents(ctx context.Context, db, id string) (frameEvents, updates int, err error) {
+	s, err := backend.Open(ctx, db)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	evs, err := s.Events(ctx, id, persistence.EventFilter{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range evs {
+		switch {
+		case e.Method == "session/update":
+			frameEvents++
+		case e.Kind == persistence.EventMessageUpdated:
+			updates++
+		}
+	}
+	return frameEvents, updates, nil
 }
 
 // buildTurns makes a session of n turns through the binary against a model

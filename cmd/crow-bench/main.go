@@ -6,7 +6,8 @@
 // bytes just before it), and
 // peak RSS, each as a median over -runs processes, next to the targets; then
 // what long sessions cost (long.go): load, the next turn, database size per
-// conversation byte and growth per load.
+// conversation byte and growth per load, and the database growth of replies
+// streamed at a real provider's pace.
 package main
 
 import (
