@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,10 +34,15 @@ func newHoldSession(t *testing.T) *holdSession {
 // provider streams a reply.
 func (h *holdSession) stream(n int) {
 	for range n {
-		h.j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"t%03d"}}}}`, h.sent)))
-		h.sent++
+		h.send(fmt.Sprintf("t%03d", h.sent))
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// send sends one update of text.
+func (h *holdSession) send(text string) {
+	h.j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`+text+`"}}}}`))
+	h.sent++
 }
 
 // runs is the frame count of every committed session/update event, in order.
@@ -95,7 +101,8 @@ func TestStreamedRunHeldAcrossTimerFlushes(t *testing.T) {
 
 // The held run is committed by the session's next write, in its
 // transaction and before its projection event; by the timer once anything
-// is queued after it or once it is maxRunHold old; and by Flush and Close.
+// is queued after it, once it is maxRunHold old or once it is full; and by
+// Flush and Close.
 func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
 	ctx := context.Background()
 	h := newHoldSession(t)
@@ -131,14 +138,21 @@ func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
 	h.j.mu.Unlock()
 	h.waitRuns("[10 5 4]")
 
-	h.stream(3)
+	// A run that reached maxRunBody is committed by the timer (the
+	// frame that did not fit starts the next, held, run).
+	big := strings.Repeat("x", maxRunBody/2-200)
+	for range 3 {
+		h.send(big)
+	}
+	h.waitRuns("[10 5 4 2]")
+
 	h.j.Flush(ctx)
-	if got := fmt.Sprint(h.runs()); got != "[10 5 4 3]" {
-		t.Errorf("runs %s after Flush, want [10 5 4 3]", got)
+	if got := fmt.Sprint(h.runs()); got != "[10 5 4 2 1]" {
+		t.Errorf("runs %s after Flush, want [10 5 4 2 1]", got)
 	}
 	h.stream(2)
 	h.j.Close()
-	if got := fmt.Sprint(h.runs()); got != "[10 5 4 3 2]" {
-		t.Errorf("runs %s after Close, want [10 5 4 3 2]", got)
+	if got := fmt.Sprint(h.runs()); got != "[10 5 4 2 1 2]" {
+		t.Errorf("runs %s after Close, want [10 5 4 2 1 2]", got)
 	}
 }

@@ -138,7 +138,7 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 		"<= 150ms for 10,000 messages "+verdict(figs[1].load <= 150*time.Millisecond))
 	row("next turn beyond the model", func(_ longCase, f longFigures) string { return f.nextTurn.Round(100 * time.Microsecond).String() }, "(context rebuild, request upload)")
 	fmt.Printf("  streamed at a real provider's pace (%d ms a %d-character chunk, ~%d tokens/s; %d turns of %s characters after a warm-up turn):\n",
-		pacedChunkDelayMS, pacedChunkChars, 1000/pacedChunkDelayMS, pacedTurns, strconv.Itoa(pacedReplyChars))
+		pacedChunkDelayMS, pacedChunkChars, 1000/pacedChunkDelayMS, pacedTurns, thousands(pacedReplyChars))
 	fmt.Printf("  %-36s %14s %14s   <= 2 %s (growth over those turns)\n", "  database bytes per conversation byte",
 		strconv.FormatFloat(ratio(paced.growth, paced.conversation), 'f', 2, 64), "", verdict(ratio(paced.growth, paced.conversation) <= 2))
 	fmt.Printf("  %-36s %14s %14s   (frame events; message_updated records)\n", "  events per turn",
@@ -149,10 +149,10 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 // The paced session: replies streamed as a fast real provider does, about a
 // token (4 characters) every 4 ms. An instant stream is one commit a reply;
 // at a real pace what the log and the reply's saves write per second of
-// streaming is what counts. Its turns take ~2.5 s each.
+// streaming is what counts. Its turns take ~2 s each.
 const (
 	pacedTurns        = 4
-	pacedReplyChars   = 2500
+	pacedReplyChars   = 2000
 	pacedChunkChars   = 4
 	pacedChunkDelayMS = 4
 )
@@ -454,4 +454,13 @@ func kb(n int64) string {
 		n = 0 // pages freed by a checkpoint
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1024, 'f', 1, 64), ".0") + " KB"
+}
+
+// thousands writes n with a comma between thousands (2,000).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
