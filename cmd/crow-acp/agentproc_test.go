@@ -138,3 +138,16 @@ func (p *agentProc) kill() {
 	for range p.lines {
 	}
 }
+
+// sessionIDOf is the sessionId of the session/new response that ends
+// frames.
+func sessionIDOf(t testing.TB, frames [][]byte) string {
+	t.Helper()
+	var r struct {
+		Result struct{ SessionID string } `json:"result"`
+	}
+	if err := json.Unmarshal(frames[len(frames)-1], &r); err != nil || r.Result.SessionID == "" {
+		t.Fatalf("session/new: %s", frames[len(frames)-1])
+	}
+	return r.Result.SessionID
+}

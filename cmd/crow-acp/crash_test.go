@@ -98,14 +98,7 @@ func TestCrashRecovery(t *testing.T) {
 		p.until("0", 10*time.Second)
 		if sid == "" {
 			p.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
-			frames := p.until("1", 10*time.Second)
-			var r struct {
-				Result struct{ SessionID string } `json:"result"`
-			}
-			if err := json.Unmarshal(frames[len(frames)-1], &r); err != nil || r.Result.SessionID == "" {
-				t.Fatalf("session/new: %s", frames[len(frames)-1])
-			}
-			sid = r.Result.SessionID
+			sid = sessionIDOf(t, p.until("1", 10*time.Second))
 		} else {
 			if rng.IntN(4) == 0 {
 				// A kill during a load: in its replay, or after its
@@ -312,15 +305,21 @@ func checkRepaired(t *testing.T, db, sid string, all []promptOutcome) {
 }
 
 // turnMessages are the messages from the user message text up to the next
-// user message.
+// user message, without compaction summaries (stored after the turn that
+// set them off, they summarise older turns).
 func turnMessages(msgs []persistence.Message, text string) []persistence.Message {
 	for i, m := range msgs {
 		if m.Role == persistence.RoleUser && m.Content == text {
-			j := i + 1
-			for j < len(msgs) && msgs[j].Role != persistence.RoleUser {
-				j++
+			turn := []persistence.Message{m}
+			for _, n := range msgs[i+1:] {
+				if n.Role == persistence.RoleUser {
+					break
+				}
+				if n.Role != persistence.RoleSummary {
+					turn = append(turn, n)
+				}
 			}
-			return msgs[i:j]
+			return turn
 		}
 	}
 	return nil
