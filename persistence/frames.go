@@ -36,26 +36,55 @@ func PackFrames(body []byte) []byte {
 // record saved in the same transaction after it (PackWrite): the text a
 // streamed run sent is the text that record saved, so it is stored once.
 // After the prefix come the uvarint distance in seqs from the run's event
-// to the record's (in the same stream) and then PackFrames' form
-// DEFLATE-compressed with the record's JSON (Event.Record) as dictionary.
+// to the record's (in the same stream) and then the DEFLATE of: the
+// length of framesColumns' columns, the columns, and the middles as copies
+// out of the record's JSON (Event.Record) and literals (encodeAgainst).
 const framesRecordPrefix = "\x00frames+record\n"
 
-// packFramesAgainst returns body packed against record, the JSON of the
-// projection event distance seqs after the run's, or nil if the writer
-// fails.
-func packFramesAgainst(body, record []byte, distance int64) []byte {
-	head := binary.AppendUvarint([]byte(framesRecordPrefix), uint64(distance))
-	return deflate.PackDict(string(head), record, framesPlain(body))
+// packFramesAgainst returns body packed against record, the indexed JSON
+// of the projection event distance seqs after the run's, or nil if the
+// writer fails.
+func packFramesAgainst(body []byte, record *recordIndex, distance int64) []byte {
+	cols, middles := framesColumns(body)
+	plain := binary.AppendUvarint(nil, uint64(len(cols)))
+	plain = append(append(plain, cols...), encodeAgainst(middles, record)...)
+	return deflate.Pack(string(binary.AppendUvarint([]byte(framesRecordPrefix), uint64(distance))), plain)
 }
 
-// framesPlain is the uncompressed form of a packed run: the number of
-// frames; for each frame, the length of its common prefix with the frame
-// before it, of its common suffix with it, and of the part between (the
-// middle), as three columns of uvarints; then the middles, concatenated.
+// unpackFramesAgainst reads back what packFramesAgainst packed (packed:
+// what follows the distance) with the same record.
+func unpackFramesAgainst(packed, record []byte) ([][]byte, error) {
+	plain, err := inflate(packed)
+	if err != nil {
+		return nil, err
+	}
+	n, k := binary.Uvarint(plain)
+	if k <= 0 || n > uint64(len(plain)-k) {
+		return nil, errors.New("packed frames: corrupt")
+	}
+	cols, rest := plain[k:k+int(n)], plain[k+int(n):]
+	middles, err := decodeAgainst(rest, record, maxUnpacked)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFramesPlain(append(cols[:len(cols):len(cols)], middles...))
+}
+
+// framesPlain is the uncompressed form of a packed run: its columns, then
+// its middles (framesColumns).
 func framesPlain(body []byte) []byte {
+	cols, middles := framesColumns(body)
+	return append(cols, middles...)
+}
+
+// framesColumns splits a run of frames into columns: the number of frames;
+// for each frame, the length of its common prefix with the frame before
+// it, of its common suffix with it, and of the part between (the middle),
+// as three columns of uvarints; and the middles, concatenated.
+func framesColumns(body []byte) (cols, middles []byte) {
 	frames := bytes.Split(body, []byte("\n"))
 	n := len(frames)
-	cols := make([]byte, 0, 2*n+n+n+binary.MaxVarintLen64)
+	cols = make([]byte, 0, 2*n+n+n+binary.MaxVarintLen64)
 	cols = binary.AppendUvarint(cols, uint64(n))
 	pre, suf := make([]int, n), make([]int, n)
 	var prev []byte
@@ -80,17 +109,16 @@ func framesPlain(body []byte) []byte {
 	for _, s := range suf {
 		cols = binary.AppendUvarint(cols, uint64(s))
 	}
-	size := len(cols)
+	size := 0
 	for i, f := range frames {
 		cols = binary.AppendUvarint(cols, uint64(len(f)-pre[i]-suf[i]))
 		size += len(f) - pre[i] - suf[i]
 	}
-	plain := make([]byte, 0, size)
-	plain = append(plain, cols...)
+	middles = make([]byte, 0, size)
 	for i, f := range frames {
-		plain = append(plain, f[pre[i]:len(f)-suf[i]]...)
+		middles = append(middles, f[pre[i]:len(f)-suf[i]]...)
 	}
-	return plain
+	return cols, middles
 }
 
 // PackWrite returns the events one projection write stores, in order:
@@ -105,6 +133,7 @@ func framesPlain(body []byte) []byte {
 func PackWrite(pending, records []*Event) []*Event {
 	out := make([]*Event, 0, len(pending)+len(records))
 	last := make(map[string]int, 1) // stream -> index in records of its last record
+	index := make([]*recordIndex, len(records))
 	for i, r := range records {
 		last[r.Stream] = i
 	}
@@ -127,7 +156,10 @@ func PackWrite(pending, records []*Event) []*Event {
 					distance++
 				}
 			}
-			packed.Body = packFramesAgainst(ev.Body, records[r].Body, distance)
+			if index[r] == nil {
+				index[r] = indexRecord(records[r].Body)
+			}
+			packed.Body = packFramesAgainst(ev.Body, index[r], distance)
 		}
 		if packed.Body == nil || len(packed.Body) >= len(ev.Body) {
 			packed.Body = PackFrames(ev.Body)
@@ -237,12 +269,9 @@ func FramesAt(evs []Event, i int) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %d: the record its frames are packed against: %w", e.Seq, err)
 	}
-	plain, err := deflate.UnpackDict(rest[k:], record, maxUnpacked)
-	if err == nil {
-		var frames [][]byte
-		if frames, err = decodeFramesPlain(plain); err == nil {
-			return frames, nil
-		}
+	frames, err := unpackFramesAgainst(rest[k:], record)
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", e.Seq, err)
 	}
-	return nil, fmt.Errorf("event %d: %w", e.Seq, err)
+	return frames, nil
 }

@@ -122,10 +122,12 @@ func FuzzFramesAgainstRecord(f *testing.F) {
 	text := varied(3000)
 	f.Add(chunkFrames(text, 4), []byte(`{"id":3,"contentFrom":0,"content":"`+text+`"}`), uint8(1))
 	f.Add(chunkFrames("control \x00\x01\x1b[0m\r\t and invalid UTF-8 \xc3\x28 \xed\xa0\x80", 3), []byte("\x00\xff{\"content\":\"\xc3\x28\"}"), uint8(2))
-	f.Add(chunkFrames(varied(200_000), 4), []byte(varied(100_000)), uint8(1))
+	f.Add(chunkFrames(varied(20_000), 4), []byte(varied(20_000)), uint8(1)) // ~1 MB of frames
 	f.Add([]byte(framesRecordPrefix+"\x01\xff\xfe"), []byte(`{}`), uint8(1))
 	f.Add([]byte(framesRecordPrefix+"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), []byte(`{}`), uint8(0))
 	f.Add([]byte(framesRecordPrefix), []byte(""), uint8(3))
+	f.Add(encodeAgainst([]byte("abcdefghij0123456789"), indexRecord([]byte(`{"content":"abcdefghij0123456789"}`))), []byte(`{"content":"abcdefghij0123456789"}`), uint8(0))
+	f.Add([]byte{2, 3, 0, 9, 0, 5, 'x', 'y', 'z'}, []byte("0123456789abc"), uint8(0))
 	f.Fuzz(func(t *testing.T, body, record []byte, gap uint8) {
 		// The run, gap frames of another kind, then the record.
 		evs := []Event{{Seq: 1, Kind: EventNotification, Direction: DirOut, Body: body}}
@@ -133,6 +135,10 @@ func FuzzFramesAgainstRecord(f *testing.F) {
 			evs = append(evs, Event{Seq: int64(2 + i), Kind: EventNotification, Direction: DirOut, Body: []byte("{}")})
 		}
 		evs = append(evs, Event{Seq: int64(len(evs) + 1), Kind: EventMessageUpdated, Body: PackRecord(record)})
+		// The copies' decoder on its own, given any bytes.
+		if m, err := decodeAgainst(body, record, 1<<20); err == nil && len(m) > 1<<20 {
+			t.Fatalf("decodeAgainst returned %d bytes over its limit", len(m))
+		}
 		frames, err := FramesAt(evs, 0)
 		total := 0
 		for _, fr := range frames {
