@@ -126,21 +126,9 @@ func TestCrashDuringCompaction(t *testing.T) {
 		if compactionCut(t, db, sid) {
 			midway++
 		}
-
 	}
 
-	p := startProc(t, bin, env)
-	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	p.until("0", 10*time.Second)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
-	p.until("1", 10*time.Second)
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"final"}]}}`)
-	if last := p.until("2", 20*time.Second); !strings.Contains(string(last[len(last)-1]), `"stopReason"`) {
-		t.Fatalf("final turn: %s", last[len(last)-1])
-	}
-	p.close()
-	checkRepaired(t, db, sid, all)
-	checkModelRequests(t, model.Requests())
+	finalTurn(t, bin, env, sid, cwd, all, model)
 	s, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)

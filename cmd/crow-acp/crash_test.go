@@ -191,21 +191,27 @@ func TestCrashRecovery(t *testing.T) {
 		checkAfterKill(t, db, sid, all)
 	}
 
-	// A last process loads the session and runs one more turn: the context
-	// rebuilt after all those crashes is accepted.
+	finalTurn(t, bin, env, sid, cwd, all, model)
+	t.Logf("%d turns, %d kills, %d model requests", len(all), kills, len(model.Requests()))
+}
+
+// finalTurn: a last process loads the session and runs one more turn, so
+// the context rebuilt after all the crashes is accepted; no reply is left
+// streaming, and every request the model received is valid.
+func finalTurn(t *testing.T, bin string, env map[string]string, sid, cwd string, all []promptOutcome, model *fakemodel.Server) {
+	t.Helper()
 	p := startProc(t, bin, env)
 	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
 	p.until("0", 10*time.Second)
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
 	p.until("1", 10*time.Second)
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"final"}]}}`)
-	if last := p.until("2", 10*time.Second); !strings.Contains(string(last[len(last)-1]), `"stopReason"`) {
+	if last := p.until("2", 20*time.Second); !strings.Contains(string(last[len(last)-1]), `"stopReason"`) {
 		t.Fatalf("final turn: %s", last[len(last)-1])
 	}
 	p.close()
-	checkRepaired(t, db, sid, all)
+	checkRepaired(t, env["CROW_DB"], sid, all)
 	checkModelRequests(t, model.Requests())
-	t.Logf("%d turns, %d kills, %d model requests", len(all), kills, len(model.Requests()))
 }
 
 // checkAfterKill checks the database after a SIGKILL.
