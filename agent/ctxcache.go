@@ -38,7 +38,8 @@ type contextCache struct {
 	view  []persistence.Message // active messages in seq order, as last read
 	last  int64                 // the highest seq in view
 	dirty int64                 // the lowest seq changed in place since (0: none)
-	gen   int64                 // generation of this process's last lease on the session (0: none)
+	gen   int64                 // generation of the session's last lease this process knows (known: it does)
+	known bool
 	// epoch counts what may make a read taken earlier stale here: every
 	// lease this process takes and every change it makes in place (seed).
 	epoch uint64
@@ -99,11 +100,31 @@ func (cc *contextCache) leased(gen int64) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 
-	if cc.gen == 0 || (gen != cc.gen && gen != cc.gen+1) {
-		cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
+	if !cc.known || (gen != cc.gen && gen != cc.gen+1) {
+		cc.drop()
 	}
-	cc.gen = gen
+	cc.gen, cc.known = gen, true
 	cc.epoch++
+}
+
+// released notes the generation of the session's lease found released (0:
+// it was never leased) by a load that had nothing to repair and so took
+// no lease: whoever writes next takes the one after it, so a later lease
+// here finds any gap after it, as after a lease of its own. The view
+// stays only if that lease was this process's.
+func (cc *contextCache) released(gen int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+
+	if !cc.known || gen != cc.gen {
+		cc.drop()
+	}
+	cc.gen, cc.known = gen, true
+	cc.epoch++
+}
+
+func (cc *contextCache) drop() {
+	cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
 }
 
 // A session/load reads every message of the session outside any turn, and
@@ -113,9 +134,10 @@ func (cc *contextCache) leased(gen int64) {
 // nothing changed the session between it and the seed that the cache
 // would not see afterwards: appends are read by seq anyway; this process's
 // own leases and changes in place raise the epoch, so the seed is refused;
-// another process writes only under a lease of its own, taken after this
-// process's last one (the load's repair lease), so the next lease here
-// finds the gap in generations and drops the seed like any kept view.
+// another process writes only under a lease of its own, taken after the
+// last one this process knows (the load's repair lease, or the released
+// one the load found when there was nothing to repair), so the next lease
+// here finds the gap in generations and drops the seed like any kept view.
 
 // seedTicket is taken before a load reads the messages; seed accepts the
 // read only if nothing it cannot follow happened since.
@@ -125,13 +147,13 @@ type seedTicket struct {
 	ok    bool
 }
 
-// ticket opens a seed: only after a lease of this process (a gap in
-// generations can then be seen) and outside its turns (held: this
+// ticket opens a seed: only after a lease of this process or one found
+// released (a gap in generations can then be seen) and outside its turns (held: this
 // process's turn holds the session's lease and is writing).
 func (cc *contextCache) ticket(held bool) seedTicket {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return seedTicket{cc: cc, epoch: cc.epoch, ok: !held && cc.gen != 0}
+	return seedTicket{cc: cc, epoch: cc.epoch, ok: !held && cc.known}
 }
 
 // seed makes view (the active messages a load read, in seq order, counted

@@ -275,3 +275,46 @@ func TestSeedRefusedAfterChanges(t *testing.T) {
 		})
 	}
 }
+
+// A load that found the session's lease released takes none: the
+// generation it saw is where a later lease here looks for a gap. The kept
+// view stays only if that released lease was this process's own; after
+// it, the next generation here keeps the view and any other drops it.
+func TestReleasedLeaseSeen(t *testing.T) {
+	view := []persistence.Message{{ID: 1, Seq: 1, IsActive: true}}
+	kept := func(own, seen int64, then func(cc *contextCache)) bool {
+		var cc contextCache
+		if own != 0 {
+			cc.leased(own)
+		}
+		cc.ticket(false).seed(view, "", nil)
+		cc.released(seen)
+		if then != nil {
+			then(&cc)
+		}
+		return cc.valid
+	}
+	if !kept(5, 5, nil) {
+		t.Error("this process's own released lease dropped the view")
+	}
+	if kept(5, 6, nil) {
+		t.Error("another process's released lease (6 after 5) kept the view")
+	}
+	var cc contextCache
+	cc.released(6)
+	cc.ticket(false).seed(view, "", nil)
+	if !cc.valid {
+		t.Fatal("a load after a released lease could not seed")
+	}
+	if cc.leased(7); !cc.valid {
+		t.Error("the next lease (7 after the released 6) dropped the view")
+	}
+	if cc.leased(9); cc.valid {
+		t.Error("a gap (9 after 7) kept the view")
+	}
+	cc = contextCache{}
+	cc.released(0) // never leased
+	if !cc.ticket(false).ok {
+		t.Error("a session never leased could not seed")
+	}
+}

@@ -2,9 +2,14 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
 // TestReopenWritesOnlyChanges: loading a session in the directory, with the
@@ -42,5 +47,66 @@ func TestReopenWritesOnlyChanges(t *testing.T) {
 	}
 	if got, at := stored(); got != other || at <= created {
 		t.Errorf("a load in %s left cwd %s, updated_at %d (was %d)", other, got, at, created)
+	}
+}
+
+// leaseCounter counts the leases taken through it.
+type leaseCounter struct {
+	persistence.Store
+	taken atomic.Int32
+}
+
+func (s *leaseCounter) AcquireLease(ctx context.Context, l *persistence.Lease, ttl time.Duration, replace string) error {
+	s.taken.Add(1)
+	return s.Store.AcquireLease(ctx, l, ttl, replace)
+}
+
+// TestLoadTakesNoLeaseAfterCleanRelease: a session whose last turn released
+// its lease has nothing to repair, so loading it takes no lease; a lease
+// left held by a process that is gone is taken over at load, and the reply
+// it left streaming is marked interrupted.
+func TestLoadTakesNoLeaseAfterCleanRelease(t *testing.T) {
+	ctx := context.Background()
+	store := &leaseCounter{Store: newTestStore(t)}
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	m.SetFallback(fakemodel.Reply{Text: "done"})
+	a := New(&recorder{}, store, streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: m.URL()}), Config{Model: "m"}, nil)
+	t.Cleanup(a.Close)
+	cwd := t.TempDir()
+	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Prompt(ctx, &acp.PromptRequest{SessionID: s.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}); err != nil {
+		t.Fatal(err)
+	}
+	before := store.taken.Load()
+	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: s.SessionID, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.taken.Load() - before; n != 0 {
+		t.Errorf("loading a session whose lease was released took %d leases", n)
+	}
+
+	// A dead process's lease and the reply it left streaming.
+	dead := &persistence.Lease{SessionID: s.SessionID, Owner: "gone", PID: 1 << 22, Host: "elsewhere"}
+	if err := store.Store.AcquireLease(ctx, dead, time.Millisecond, ""); err != nil {
+		t.Fatal(err)
+	}
+	cut := &persistence.Message{Role: persistence.RoleAssistant, Content: "half a rep", Status: persistence.StatusStreaming}
+	if err := store.Store.AppendMessages(persistence.WithFence(ctx, dead.Fence()), s.SessionID, cut); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the dead lease expires
+	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: s.SessionID, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := store.Messages(ctx, s.SessionID, persistence.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := msgs[len(msgs)-1]; last.Content != "half a rep" || last.Status != persistence.StatusInterrupted {
+		t.Errorf("after the load the cut reply is %q [%s], want it kept and interrupted", last.Content, last.Status)
 	}
 }
