@@ -20,6 +20,7 @@ import (
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/projection"
+	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
@@ -119,6 +120,23 @@ func procSetup(t *testing.T) (model *fakemodel.Server, db string, env map[string
 	t.Cleanup(model.Close)
 	db = filepath.Join(t.TempDir(), "crow.db")
 	return model, db, map[string]string{"OPENAI_BASE_URL": model.URL(), "CROW_DB": db}, t.TempDir()
+}
+
+// onBothStores runs test against a fresh SQLite file (dsn "") and a fresh
+// PostgreSQL schema (skipped without one); procSetupOn uses the dsn.
+func onBothStores(t *testing.T, test func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, "") })
+	t.Run("postgres", func(t *testing.T) { test(t, pgtest.URL(t)) })
+}
+
+// procSetupOn is procSetup on the store dsn names ("": a SQLite file).
+func procSetupOn(t *testing.T, dsn string) (model *fakemodel.Server, db string, env map[string]string, cwd string) {
+	t.Helper()
+	model, db, env, cwd = procSetup(t)
+	if dsn != "" {
+		db, env["CROW_DB"] = dsn, dsn
+	}
+	return model, db, env, cwd
 }
 
 // TestFrameLogFidelity sends frames with unknown fields, _meta, and string,

@@ -25,17 +25,12 @@ import (
 // none of the replays does, and `sessions verify` still passes; migrated
 // from SQLite to PostgreSQL, the same frames still read back.
 func TestReloadsAreRecordedCheaply(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testReloads(t, "") })
-	t.Run("postgres", func(t *testing.T) { testReloads(t, pgtest.URL(t)) })
+	onBothStores(t, testReloads)
 }
 
 func testReloads(t *testing.T, dsn string) {
 	bin := testBinary(t)
-	model, db, env, cwd := procSetup(t)
-	if dsn != "" {
-		db = dsn
-		env["CROW_DB"] = dsn
-	}
+	model, db, env, cwd := procSetupOn(t, dsn)
 	model.SetFallback(fakemodel.Reply{Text: "an answer in a few chunks", Chunks: 5})
 	c := newLeaseClient(t, bin, env)
 	sid := c.newSession(cwd)

@@ -9,7 +9,6 @@ import (
 	"github.com/crow-acp/crow-acp/journal"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -21,16 +20,12 @@ import (
 // back every update the client received, byte for byte, in order; the runs
 // cost a small part of the text they carried.
 func TestPacedReplyFrameLog(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testPacedReplyFrameLog(t, "") })
-	t.Run("postgres", func(t *testing.T) { testPacedReplyFrameLog(t, pgtest.URL(t)) })
+	onBothStores(t, testPacedReplyFrameLog)
 }
 
 func testPacedReplyFrameLog(t *testing.T, dsn string) {
 	bin := testBinary(t)
-	model, db, env, cwd := procSetup(t)
-	if dsn != "" {
-		db, env["CROW_DB"] = dsn, dsn
-	}
+	model, db, env, cwd := procSetupOn(t, dsn)
 	var text strings.Builder
 	for i := 0; text.Len() < 24_000; i++ {
 		text.WriteString(persistencetest.Prose(uint64(i), 400))
