@@ -19,8 +19,8 @@ import (
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/projection"
 	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/persistence/projection"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
