@@ -164,12 +164,15 @@ func FuzzCommandRule(f *testing.F) {
 		"ls \x00 x", "ls \x1b[31m", "ls\x07", "ls \xff\xfe", "\xc3\x28 ls", "ls; \x7f",
 		strings.Repeat("ls; ", 5000), strings.Repeat("(", 1000) + "ls" + strings.Repeat(")", 1000),
 		"ls " + strings.Repeat("a", 1<<16), "cat a > sub/b", "git status", "echo \"$x\" > sub/up/f",
+		"ls ${0}", "ls ${10} $1 ${@} ${#} ${?}", "ls ${#x} ${x:-y} ${!x}",
 	} {
 		f.Add(s)
 	}
 	env, root, rules := ruleEnv(f)
 	programs := map[string]bool{"ls": true, "cat": true, "echo": true, "grep": true, "cd": true, "git": true}
-	simpleParam := regexp.MustCompile(`^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])$`)
+	// A parameter as it is, braced or not: a name, a positional
+	// parameter (braced: any number; ${0} is $0) or a special one.
+	simpleParam := regexp.MustCompile(`^\$(\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])$`)
 	unquote := func(w *syntax.Word) string {
 		s := describeWord(w)
 		return strings.NewReplacer(`"`, "", `'`, "").Replace(s)
