@@ -47,7 +47,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,7 +301,11 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	if len(batch) == 0 || j.off.Load() {
 		return
 	}
-	if err := j.store.AppendEvents(context.WithoutCancel(ctx), packRuns(batch)...); err != nil {
+	// Packed as a write's pending frames are, without a record to pack
+	// against: streamed runs, and a session/load's own traffic (its ~1.8
+	// KB response of modes and config options, the commands update after
+	// it), which an editor reopening threads repeats on every load.
+	if err := j.store.AppendEvents(context.WithoutCancel(ctx), persistence.PackWrite(batch, nil)...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
 		j.forgetDroppedLoads(batch)
 	}
@@ -733,33 +736,6 @@ func (j *Journal) add(ev *persistence.Event) {
 	defer j.mu.Unlock()
 	j.addLocked(ev)
 }
-
-// packRuns returns evs with every outbound frame event of at least
-// minPackedRun bytes packed (persistence.PackFrames), as copies: evs stay
-// as they are, to go back to the queue (and take more frames) if the write
-// fails. Besides streamed runs this packs a session/load's own traffic (its
-// ~1.8 KB response of modes and config options, the commands update after
-// it), which an editor reopening threads repeats on every load.
-func packRuns(evs []*persistence.Event) []*persistence.Event {
-	out := evs
-	for i, ev := range evs {
-		if ev.Direction != persistence.DirOut || !ev.Kind.IsFrame() || len(ev.Body) < minPackedRun {
-			continue
-		}
-		if &out[0] == &evs[0] {
-			out = slices.Clone(evs)
-		}
-		packed := *ev
-		packed.Body = persistence.PackFrames(ev.Body)
-		out[i] = &packed
-	}
-	return out
-}
-
-// minPackedRun is the smallest outbound frame event (one frame or a run)
-// stored compressed (persistence.PackFrames): below it, packing saves too
-// little to matter (PackFrames keeps any body packing does not shrink).
-const minPackedRun = 256
 
 // maxRunBody bounds the body of an event holding a run of frames.
 const maxRunBody = 256 << 10
