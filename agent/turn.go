@@ -195,8 +195,9 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 // streamReply makes one model request from the stored context and forwards
 // the deltas. The reply is stored when its first delta arrives (status
 // streaming), saved again every PartialSaveInterval while it grows (sooner
-// when it grows fast: partialSaveBytes), and finalised when the stream ends (complete, cancelled or failed), so a
-// crash keeps what the user saw up to the last save.
+// when it grows fast: partialSaveBytes), and finalised when the stream ends
+// (complete, cancelled or failed), so a crash keeps what the user saw up
+// to the last save.
 func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
 	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
 	msgs, err := a.prepareContext(ctx, s)
