@@ -232,18 +232,25 @@ func decodeFramesPlain(plain []byte) ([][]byte, error) {
 }
 
 // PackedAgainst reports whether e is a run of frames packed against the
-// record saved after it (PackWrite), and that record's seq: FramesAt reads
-// it with that record.
+// record saved after it (PackWrite), and that record's seq (0 when the body
+// is damaged): FramesAt reads it with that record.
 func (e *Event) PackedAgainst() (seq int64, ok bool) {
+	seq, _, ok = e.packedAgainst()
+	return seq, ok
+}
+
+// packedAgainst is PackedAgainst, and what of the body follows the
+// distance.
+func (e *Event) packedAgainst() (seq int64, packed []byte, ok bool) {
 	rest, ok := bytes.CutPrefix(e.Body, []byte(framesRecordPrefix))
 	if !ok || e.Direction != DirOut || !e.Kind.IsFrame() {
-		return 0, false
+		return 0, nil, false
 	}
 	distance, k := binary.Uvarint(rest)
 	if k <= 0 || distance == 0 || distance > math.MaxInt32 {
-		return 0, true // damaged: FramesAt says so
+		return 0, nil, true // damaged: FramesAt says so
 	}
-	return e.Seq + int64(distance), true
+	return e.Seq + int64(distance), rest[k:], true
 }
 
 // FramesAt returns the frames of evs[i], a frame event among a stream's
@@ -252,13 +259,11 @@ func (e *Event) PackedAgainst() (seq int64, ok bool) {
 // that record, which must be among evs.
 func FramesAt(evs []Event, i int) ([][]byte, error) {
 	e := &evs[i]
-	want, ok := e.PackedAgainst()
-	if !ok {
+	want, packed, ok := e.packedAgainst()
+	switch {
+	case !ok:
 		return e.Frames(), nil
-	}
-	rest := e.Body[len(framesRecordPrefix):]
-	_, k := binary.Uvarint(rest)
-	if want <= e.Seq {
+	case want == 0:
 		return nil, fmt.Errorf("event %d: packed frames: corrupt", e.Seq)
 	}
 	j, found := slices.BinarySearchFunc(evs[i+1:], want, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
@@ -269,7 +274,7 @@ func FramesAt(evs []Event, i int) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %d: the record its frames are packed against: %w", e.Seq, err)
 	}
-	frames, err := unpackFramesAgainst(rest[k:], record)
+	frames, err := unpackFramesAgainst(packed, record)
 	if err != nil {
 		return nil, fmt.Errorf("event %d: %w", e.Seq, err)
 	}
