@@ -137,8 +137,8 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 	row("session/load incl. replay", func(_ longCase, f longFigures) string { return f.load.Round(100 * time.Microsecond).String() },
 		"<= 150ms for 10,000 messages "+verdict(figs[1].load <= 150*time.Millisecond))
 	row("next turn beyond the model", func(_ longCase, f longFigures) string { return f.nextTurn.Round(100 * time.Microsecond).String() }, "(context rebuild, request upload)")
-	fmt.Printf("  streamed at a real provider's pace (%d ms a %d-character chunk, ~%d tokens/s; %d turns of %s characters after a warm-up turn):\n",
-		pacedChunkDelayMS, pacedChunkChars, 1000/pacedChunkDelayMS, pacedTurns, thousands(pacedReplyChars))
+	fmt.Printf("  streamed at a real provider's pace (%d ms a %d-character chunk, ~%d tokens/s; %d turns of %d characters after a warm-up turn):\n",
+		pacedChunkDelayMS, pacedChunkChars, 1000/pacedChunkDelayMS, pacedTurns, pacedReplyChars)
 	fmt.Printf("  %-36s %14s %14s   <= 2 %s (growth over those turns)\n", "  database bytes per conversation byte",
 		strconv.FormatFloat(ratio(paced.growth, paced.conversation), 'f', 2, 64), "", verdict(ratio(paced.growth, paced.conversation) <= 2))
 	fmt.Printf("  %-36s %14s %14s   (frame events; message_updated records)\n", "  events per turn",
@@ -180,18 +180,11 @@ func measurePaced(ctx context.Context, bin, dsn, cwd string) (pacedFigures, erro
 	defer cleanup()
 	srv := fakemodel.Start()
 	defer srv.Close()
-	p, err := startAgent(longCommand(bin, srv.URL(), longCase{db: db}))
+	p, sess, err := startSession(ctx, bin, srv.URL(), longCase{db: db}, cwd)
 	if err != nil {
 		return f, err
 	}
 	defer p.close()
-	if err := p.initialize(ctx); err != nil {
-		return f, err
-	}
-	sess, err := p.conn.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-	if err != nil {
-		return f, fmt.Errorf("session/new: %w", err)
-	}
 	type state struct {
 		conversation, size   int64
 		frameEvents, updates int
@@ -254,6 +247,25 @@ func countEvents(ctx context.Context, db, id string) (frameEvents, updates int, 
 	return frameEvents, updates, nil
 }
 
+// startSession starts the binary on c's database against modelURL and
+// opens a new session in cwd (the caller closes the process).
+func startSession(ctx context.Context, bin, modelURL string, c longCase, cwd string) (*agentProc, *acp.NewSessionResponse, error) {
+	p, err := startAgent(longCommand(bin, modelURL, c))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.initialize(ctx); err != nil {
+		p.close()
+		return nil, nil, err
+	}
+	sess, err := p.conn.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		p.close()
+		return nil, nil, fmt.Errorf("session/new: %w", err)
+	}
+	return p, sess, nil
+}
+
 // buildTurns makes a session of n turns through the binary against a model
 // server of its own (it keeps every request).
 func buildTurns(ctx context.Context, bin string, c longCase, cwd string, n int) (string, error) {
@@ -261,18 +273,11 @@ func buildTurns(ctx context.Context, bin string, c longCase, cwd string, n int) 
 	defer cancel()
 	srv := fakemodel.Start()
 	defer srv.Close()
-	p, err := startAgent(longCommand(bin, srv.URL(), c))
+	p, sess, err := startSession(ctx, bin, srv.URL(), c, cwd)
 	if err != nil {
 		return "", err
 	}
 	defer p.close()
-	if err := p.initialize(ctx); err != nil {
-		return "", err
-	}
-	sess, err := p.conn.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-	if err != nil {
-		return "", fmt.Errorf("session/new: %w", err)
-	}
 	for i := 0; i < n; i++ {
 		// The fallback, not a queued reply: a compaction's summary request
 		// during the turn gets it too.
@@ -454,13 +459,4 @@ func kb(n int64) string {
 		n = 0 // pages freed by a checkpoint
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1024, 'f', 1, 64), ".0") + " KB"
-}
-
-// thousands writes n with a comma between thousands (2,000).
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
