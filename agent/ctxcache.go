@@ -72,7 +72,7 @@ type fixedCount struct {
 func (cc *contextCache) reset() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
+	cc.drop()
 	cc.entries = entriesMemo{}
 	cc.epoch++
 }
@@ -123,6 +123,7 @@ func (cc *contextCache) released(gen int64) {
 	cc.epoch++
 }
 
+// drop forgets the view (cc.mu held).
 func (cc *contextCache) drop() {
 	cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
 }
