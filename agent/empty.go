@@ -23,12 +23,15 @@ import (
 const DefaultEmptySessionTTL = 24 * time.Hour
 
 // IsEmptySession reports whether s has no message. The first prompt titles
-// a session, so a titled one is not empty without reading its history.
+// a session, so a titled one is not empty without reading its history; an
+// untitled one (a prompt of only an image, a title that could not be
+// stored, an import) is read for one message, not its whole history: a
+// listing reads every untitled session it shows.
 func IsEmptySession(ctx context.Context, store SessionStore, s *persistence.Session) (bool, error) {
 	if s.Title != "" {
 		return false, nil
 	}
-	msgs, err := store.Messages(ctx, s.ID, persistence.MessageFilter{})
+	msgs, err := store.Messages(ctx, s.ID, persistence.MessageFilter{Limit: 1})
 	if err != nil {
 		return false, err
 	}

@@ -77,3 +77,32 @@ func TestEmptySessionsAreHiddenAndCleanedUp(t *testing.T) {
 		t.Fatalf("after its first prompt: %+v, %v; want both sessions", res, err)
 	}
 }
+
+// An untitled session with a history (a prompt of only an image, a title
+// that could not be stored, an import) is listed after reading one of its
+// messages, not all of them: a listing reads every untitled session it
+// shows, and a long one held 10,000.
+func TestListReadsOneMessageOfUntitledSession(t *testing.T) {
+	ctx := context.Background()
+	store := &readCounter{Store: newTestStore(t)}
+	if err := store.CreateSession(ctx, &persistence.Session{ID: "sess_untitled", Cwd: "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*persistence.Message
+	for i := range 200 {
+		msgs = append(msgs, &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint("message ", i)})
+	}
+	if err := store.AppendMessages(ctx, "sess_untitled", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	list, _, empty, err := ListNonEmpty(ctx, store, persistence.ListSessionsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "sess_untitled" || len(empty) != 0 {
+		t.Fatalf("listed %+v, empty %+v; want the untitled session with messages listed", list, empty)
+	}
+	if n := store.rows.Load(); n != 1 {
+		t.Errorf("listing read %d message rows, want 1", n)
+	}
+}

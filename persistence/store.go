@@ -152,6 +152,7 @@ type ListSessionsOptions struct {
 type MessageFilter struct {
 	ActiveOnly bool  // only messages in the model's current context
 	AfterSeq   int64 // only messages with Seq > AfterSeq
+	Limit      int   // at most this many, the first by seq; 0: all
 }
 
 // Store is the single persistence seam. Every method is safe for concurrent

@@ -634,6 +634,12 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 		{persistence.MessageFilter{ActiveOnly: true, AfterSeq: 5}, []int64{6, 7}},
 		{persistence.MessageFilter{AfterSeq: 7}, nil},
 		{persistence.MessageFilter{AfterSeq: 100}, nil},
+		{persistence.MessageFilter{Limit: 1}, []int64{1}},
+		{persistence.MessageFilter{Limit: 3, AfterSeq: 2}, []int64{3, 4, 5}},
+		{persistence.MessageFilter{Limit: 2, ActiveOnly: true}, []int64{3, 4}},
+		{persistence.MessageFilter{Limit: 2, ActiveOnly: true, AfterSeq: 5}, []int64{6, 7}},
+		{persistence.MessageFilter{Limit: 100}, []int64{1, 2, 3, 4, 5, 6, 7}},
+		{persistence.MessageFilter{Limit: -1}, []int64{1, 2, 3, 4, 5, 6, 7}},
 	} {
 		got, err := s.Messages(ctx, "f", tc.f)
 		if err != nil {

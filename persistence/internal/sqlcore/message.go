@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -209,10 +210,14 @@ func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.Me
 }
 
 func (s *Store) messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
-	q := `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq`
+	q := `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	if f.ActiveOnly {
 		// {active} is a literal, so the partial index applies.
-		q = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq`
+		q = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq LIMIT ?`
+	}
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = math.MaxInt64 // both dialects take a bound, not "no limit"
 	}
 	// The session's last seq bounds how many rows a read of all its
 	// messages returns: their slice is made once instead of grown by
@@ -228,9 +233,9 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		if err != nil {
 			return nil, err
 		}
-		hint = min(max(last-f.AfterSeq, 0), maxRowsHint)
+		hint = min(max(last-f.AfterSeq, 0), limit, maxRowsHint)
 	}
-	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq)
+	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq, limit)
 	msgs, err := s.scanMessagesN(rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
