@@ -322,12 +322,50 @@ var plainASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// skipPlainWords returns the end of the run of whole eight-byte words of s,
+// from i on, whose bytes are all plainASCII: most text is plain ASCII, and
+// a word is tested in a few operations where bytes take a lookup each.
+//
+// A word v "has a zero byte" when (v - lowBits) &^ v & highBits is not zero,
+// and "has a byte below n" (n <= 0x80) when (v - n*lowBits) &^ v & highBits
+// is not zero; both are exact about whether such a byte exists, which is all
+// this needs. '"' (0x22) and '&' (0x26) differ only in bit 2, '<' (0x3c)
+// and '>' (0x3e) only in bit 1, so setting that bit tests each pair with one
+// comparison.
+func skipPlainWords(s string, i int) int {
+	const (
+		lowBits  = 0x0101010101010101
+		highBits = 0x8080808080808080
+	)
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		quoteAmp := (v | 0x04*lowBits) ^ 0x26*lowBits // a zero byte: " or &
+		angle := (v | 0x02*lowBits) ^ 0x3e*lowBits    // a zero byte: < or >
+		backslash := v ^ 0x5c*lowBits                 // a zero byte: backslash
+		special := v | // non-ASCII: its high bit
+			(v-0x20*lowBits)&^v | // control characters
+			(quoteAmp-lowBits)&^quoteAmp |
+			(angle-lowBits)&^angle |
+			(backslash-lowBits)&^backslash
+		if special&highBits != 0 {
+			break
+		}
+	}
+	return i
+}
+
 // appendString appends s as a JSON string exactly as encoding/json writes
 // one (HTML-safe, invalid UTF-8 as U+FFFD, U+2028/U+2029 escaped).
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		i = skipPlainWords(s, i) // most text is plain ASCII: eight bytes a step
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if plainASCII[c] {

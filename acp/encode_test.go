@@ -191,3 +191,34 @@ func BenchmarkUpdateFrame(b *testing.B) {
 		})
 	}
 }
+
+// TestSkipPlainWords: the eight-byte test agrees with plainASCII byte by
+// byte, for every byte value at every position among plain bytes, and on
+// words of two special bytes, whose borrows could hide one another.
+func TestSkipPlainWords(t *testing.T) {
+	plainWord := func(w string) bool { return skipPlainWords(w, 0) == 8 }
+	want := func(w []byte) bool {
+		for _, c := range w {
+			if c >= 0x80 || !plainASCII[c] {
+				return false
+			}
+		}
+		return true
+	}
+	for c := range 256 {
+		for pos := range 8 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			if got := plainWord(string(w)); got != want(w) {
+				t.Errorf("plainWord(%q) = %v, want %v", w, got, !got)
+			}
+			for d := range 256 {
+				w2 := append([]byte(nil), w...)
+				w2[(pos+3)%8] = byte(d)
+				if got := plainWord(string(w2)); got != want(w2) {
+					t.Fatalf("plainWord(%q) = %v, want %v", w2, got, !got)
+				}
+			}
+		}
+	}
+}
