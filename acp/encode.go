@@ -344,7 +344,7 @@ func skipPlainWords(s string, i int) int {
 		quoteAmp := (v | 0x04*lowBits) ^ 0x26*lowBits // a zero byte: " or &
 		angle := (v | 0x02*lowBits) ^ 0x3e*lowBits    // a zero byte: < or >
 		backslash := v ^ 0x5c*lowBits                 // a zero byte: backslash
-		special := v | // non-ASCII: its high bit
+		special := v |                                // non-ASCII: its high bit
 			(v-0x20*lowBits)&^v | // control characters
 			(quoteAmp-lowBits)&^quoteAmp |
 			(angle-lowBits)&^angle |
