@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/crow-acp/crow-acp/internal/secret"
 )
@@ -87,10 +87,11 @@ type OpenAIConfig struct {
 	IdleTimeout time.Duration
 }
 
-// OpenAIClient streams chat completions from an OpenAI-compatible endpoint
-// with openai-go. It is safe for concurrent use.
+// OpenAIClient streams chat completions from an OpenAI-compatible endpoint.
+// It is safe for concurrent use.
 type OpenAIClient struct {
-	api openai.Client // only its Options and Post are used
+	chat poster                 // chat/completions (post.go)
+	opts []option.RequestOption // openai-go's, for the Responses API (responses.go)
 	// redactor removes every configured secret (the key, header values, a
 	// password in the base URL) from what the endpoint or the transport
 	// echoes.
@@ -111,12 +112,11 @@ var _ Client = (*OpenAIClient)(nil)
 
 // NewOpenAI returns a client for cfg.
 //
-// It builds openai-go's client from explicit options instead of
-// openai.NewClient, which would read OPENAI_BASE_URL, OPENAI_API_KEY,
+// The Responses API's openai-go options are explicit instead of
+// openai.NewClient's, which would read OPENAI_BASE_URL, OPENAI_API_KEY,
 // OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the
-// environment. The SDK's own retries are off: retrying is the agent's policy.
-// The key is sent as our own Authorization header: the generic Post used by
-// Stream applies no auth scheme of its own.
+// environment. Neither path retries: retrying is the agent's policy. The
+// key is sent as our own Authorization header.
 func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 	base := cfg.BaseURL
 	if base == "" {
@@ -135,7 +135,8 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
 	}
-	for k, v := range cfg.header() {
+	header := cfg.header()
+	for k, v := range header {
 		opts = append(opts, option.WithHeader(k, v[0]))
 	}
 	idle := cfg.IdleTimeout
@@ -147,7 +148,8 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAIClient {
 		timeout = DefaultTimeout
 	}
 	return &OpenAIClient{
-		api:         openai.Client{Options: opts},
+		chat:        newPoster(base, hc, header),
+		opts:        opts,
 		redactor:    secret.NewRedactor(configSecrets(cfg, base)...),
 		timeout:     timeout,
 		idleTimeout: idle,
@@ -239,12 +241,9 @@ func (c *OpenAIClient) stream(ctx context.Context, req Request, shape bodyShape,
 	defer done()
 
 	// What openai-go's NewStreaming does, with our own body (see chatBody
-	// why; the SDK sends it as application/json, with the client's headers
-	// and middleware; payload.send puts it in place of the empty body) and
-	// the chunks decoded as our lean Chunk (see there why).
-	var raw *http.Response
-	err = c.api.Post(sctx, "chat/completions", http.NoBody, &raw,
-		option.WithMiddleware(w.middleware(c.redactor)), option.WithMiddleware(body.send()))
+	// why; payload.send puts it in place of the empty body) and the chunks
+	// decoded as our lean Chunk (see there why).
+	raw, err := c.chat.post(sctx, "chat/completions", w.middleware(c.redactor), body.send())
 	if err == nil {
 		err = c.readStream(c.decoder(raw), &p, w, onEvent)
 	}
@@ -358,7 +357,7 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	if errors.As(err, &limit) {
 		return fmt.Errorf("streaming: %w", limit)
 	}
-	var sdkErr *openai.Error
+	var sdkErr *responses.Error
 	if errors.As(err, &sdkErr) { // not expected: the middleware answers first
 		return c.fromSDKError(sdkErr)
 	}
@@ -383,7 +382,7 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	return c.redacted(fmt.Errorf("streaming: %w after %d chunks: %w", ErrIncompleteStream, chunks, err))
 }
 
-func (c *OpenAIClient) fromSDKError(e *openai.Error) *APIError {
+func (c *OpenAIClient) fromSDKError(e *responses.Error) *APIError {
 	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.StatusCode)

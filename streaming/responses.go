@@ -49,7 +49,7 @@ var _ Client = (*ResponsesClient)(nil)
 // as NewOpenAI; the environment is never read).
 func NewResponses(cfg OpenAIConfig) *ResponsesClient {
 	c := NewOpenAI(cfg)
-	return &ResponsesClient{c: c, svc: responses.NewResponseService(c.api.Options...)}
+	return &ResponsesClient{c: c, svc: responses.NewResponseService(c.opts...)}
 }
 
 // Stream implements Client.
