@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,11 +138,18 @@ func baseURL(cfg OpenAIConfig) string {
 	return DefaultBaseURL
 }
 
+// httpClient is the client of cfg's probes, kept to the base URL's origin
+// (originClient): they carry the endpoint's key and headers.
 func httpClient(cfg OpenAIConfig) *http.Client {
-	if cfg.HTTPClient != nil {
-		return cfg.HTTPClient
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
-	return http.DefaultClient
+	u, err := url.Parse(baseURL(cfg))
+	if err != nil || u.Host == "" {
+		return hc // the request to it fails on its own
+	}
+	return originClient(hc, u)
 }
 
 // StatusError is an endpoint's answer with an HTTP status other than 200.

@@ -44,14 +44,22 @@ func newPoster(base string, hc *http.Client, header http.Header) poster {
 		u.Path += "/"
 	}
 	p.base = u
+	p.client = originClient(hc, u)
+	return p
+}
+
+// originClient is hc sending only to origin's scheme, host and port: not
+// even a redirect may take a request carrying the endpoint's credentials
+// elsewhere (net/http keeps a custom header such as an api-key on a
+// redirect to another host; it drops only Authorization and cookies).
+func originClient(hc *http.Client, origin *url.URL) *http.Client {
 	c := *hc
 	next := c.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.Transport = originOnly{origin: u, next: next}
-	p.client = &c
-	return p
+	c.Transport = originOnly{origin: origin, next: next}
+	return &c
 }
 
 // post sends a POST to path (relative to the base URL) with no body of its

@@ -130,3 +130,29 @@ func TestChatBadBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// The probes of the endpoint (its model list, its window) carry the same
+// credentials and are kept to its origin too: net/http alone would follow
+// the redirect with a custom header such as an api-key.
+func TestProbeRedirectToOtherOriginRefused(t *testing.T) {
+	var leaked atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+		w.Write([]byte(`{"data":[{"id":"m","max_model_len":4096}]}`))
+	}))
+	defer other.Close()
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer endpoint.Close()
+	cfg := streaming.OpenAIConfig{BaseURL: endpoint.URL + "/v1", Headers: map[string]string{"Api-Key": "secret"}}
+	if ids, err := streaming.ListModels(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "origin") {
+		t.Errorf("ListModels: %v, %v; want the origin refused", ids, err)
+	}
+	if w, err := streaming.DiscoverWindow(context.Background(), cfg, "m"); err == nil {
+		t.Errorf("DiscoverWindow: %+v from another origin, want an error", w)
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("the other origin got %d requests, want none", n)
+	}
+}
