@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crow-acp/crow-acp/internal/origin"
 )
 
 // DiscoveredWindow is a model's context window as its endpoint reports it.
@@ -139,7 +141,7 @@ func baseURL(cfg OpenAIConfig) string {
 }
 
 // httpClient is the client of cfg's probes, kept to the base URL's origin
-// (originClient): they carry the endpoint's key and headers.
+// (package origin): they carry the endpoint's key and headers.
 func httpClient(cfg OpenAIConfig) *http.Client {
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -149,7 +151,7 @@ func httpClient(cfg OpenAIConfig) *http.Client {
 	if err != nil || u.Host == "" {
 		return hc // the request to it fails on its own
 	}
-	return originClient(hc, u)
+	return origin.Client(hc, u)
 }
 
 // StatusError is an endpoint's answer with an HTTP status other than 200.

@@ -2,14 +2,14 @@ package streaming
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/crow-acp/crow-acp/internal/origin"
 )
 
 // poster sends the chat request as openai-go's generic Client.Post did:
@@ -44,22 +44,8 @@ func newPoster(base string, hc *http.Client, header http.Header) poster {
 		u.Path += "/"
 	}
 	p.base = u
-	p.client = originClient(hc, u)
+	p.client = origin.Client(hc, u) // see package origin
 	return p
-}
-
-// originClient is hc sending only to origin's scheme, host and port: not
-// even a redirect may take a request carrying the endpoint's credentials
-// elsewhere (net/http keeps a custom header such as an api-key on a
-// redirect to another host; it drops only Authorization and cookies).
-func originClient(hc *http.Client, origin *url.URL) *http.Client {
-	c := *hc
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	c.Transport = originOnly{origin: origin, next: next}
-	return &c
 }
 
 // post sends a POST to path (relative to the base URL) with no body of its
@@ -87,41 +73,4 @@ func (p poster) post(ctx context.Context, path string, middlewares ...option.Mid
 		next = func(r *http.Request) (*http.Response, error) { return mw(r, inner) }
 	}
 	return next(req)
-}
-
-// errOtherOrigin refuses a request (a redirect, or a middleware's rewrite)
-// to an origin other than the base URL's.
-var errOtherOrigin = errors.New("streaming: the request would leave the endpoint's origin (a redirect to another host?); refused, as it carries the endpoint's credentials")
-
-// originOnly is a transport that sends only requests to origin: scheme,
-// host and port (the default one spelled out or not).
-type originOnly struct {
-	origin *url.URL
-	next   http.RoundTripper
-}
-
-func (t originOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !sameOrigin(req.URL, t.origin) {
-		if req.Body != nil {
-			req.Body.Close() // a RoundTripper closes the body, even on errors
-		}
-		return nil, errOtherOrigin
-	}
-	return t.next.RoundTrip(req)
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(hostPort(a), hostPort(b))
-}
-
-// hostPort is u's host and port, the scheme's default port when it has none.
-func hostPort(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if strings.EqualFold(u.Scheme, "https") {
-			port = "443"
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/origin"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
@@ -145,11 +147,14 @@ func (s *MCPSet) nameTools() {
 func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration, childEnv []string) (*mcpConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The server's headers are its credentials: they go to its URL's
+	// origin only, never along a redirect elsewhere (package origin).
 	headers := func() *http.Client {
-		if len(srv.Headers) == 0 {
-			return nil
+		u, err := url.Parse(srv.URL)
+		if len(srv.Headers) == 0 || err != nil {
+			return nil // no credentials; a bad URL fails on its own
 		}
-		return &http.Client{Transport: headerTransport{srv.Headers}}
+		return &http.Client{Transport: origin.Transport(u, headerTransport{srv.Headers})}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, nil)
 	c := &mcpConn{name: srv.Name}

@@ -1,0 +1,87 @@
+package tool
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crow-acp/crow-acp/acp"
+)
+
+// httpMCPServer serves an MCP server with one tool over streamable HTTP on
+// 127.0.0.1 and counts the requests that carried the credential header.
+func httpMCPServer(t *testing.T, credentialed *atomic.Int64) *httptest.Server {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ping", Description: "Answer pong."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer mcp-secret" && r.Header.Get("X-Api-Key") == "mcp-key" {
+			credentialed.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func connectHTTP(t *testing.T, url string) *MCPSet {
+	t.Helper()
+	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "remote", URL: url,
+		Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer mcp-secret"}, {Name: "X-Api-Key", Value: "mcp-key"}}}},
+		MCPOptions{Version: "test", Timeout: 5 * time.Second})
+	t.Cleanup(set.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set.Wait(ctx)
+	return set
+}
+
+// An HTTP MCP server gets its configured headers and its tools are offered.
+func TestMCPHTTPHeadersSent(t *testing.T) {
+	var credentialed atomic.Int64
+	srv := httpMCPServer(t, &credentialed)
+	set := connectHTTP(t, srv.URL)
+	if f := set.TakeFailures(); len(f) != 0 {
+		t.Fatalf("failures: %v", f)
+	}
+	if tools := set.Tools(); len(tools) != 1 || tools[0].Definition().Name != "remote__ping" {
+		t.Fatalf("tools %v, want remote__ping", tools)
+	}
+	if credentialed.Load() == 0 {
+		t.Error("the server never got the configured headers")
+	}
+}
+
+// An MCP server's headers are its credentials: a redirect to another origin
+// (another port of 127.0.0.1 here) is refused, and they never reach it.
+// net/http alone would follow it, and the header transport would add them
+// there.
+func TestMCPHTTPRedirectToOtherOriginRefused(t *testing.T) {
+	var credentialed atomic.Int64
+	other := httpMCPServer(t, &credentialed)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	set := connectHTTP(t, front.URL)
+	f := strings.Join(set.TakeFailures(), "\n")
+	if !strings.Contains(f, "origin") {
+		t.Errorf("failures %q, want the redirect refused for its origin", f)
+	}
+	if strings.Contains(f, "mcp-secret") || strings.Contains(f, "mcp-key") {
+		t.Errorf("the failure shows a credential: %s", f)
+	}
+	if n := credentialed.Load(); n != 0 {
+		t.Errorf("the other origin got the credentials %d times", n)
+	}
+}
