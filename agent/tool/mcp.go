@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -147,15 +149,7 @@ func (s *MCPSet) nameTools() {
 func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration, childEnv []string) (*mcpConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// The server's headers are its credentials: they go to its URL's
-	// origin only, never along a redirect elsewhere (package origin).
-	headers := func() *http.Client {
-		u, err := url.Parse(srv.URL)
-		if len(srv.Headers) == 0 || err != nil {
-			return nil // no credentials; a bad URL fails on its own
-		}
-		return &http.Client{Transport: origin.Transport(u, headerTransport{srv.Headers})}
-	}
+
 	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, nil)
 	c := &mcpConn{name: srv.Name}
 	var (
@@ -179,9 +173,9 @@ func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout 
 		}
 		defer release()
 	case "http":
-		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: headers(), MaxRetries: -1}
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: mcpHTTPClient(srv), MaxRetries: -1}
 	case "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: headers()}
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: mcpHTTPClient(srv)}
 	default:
 		return nil, fmt.Errorf("unsupported transport %q", srv.Type)
 	}
@@ -227,14 +221,69 @@ func withStderr(err error, stderr *capBuffer) error {
 	return err
 }
 
-type headerTransport struct{ headers []acp.HTTPHeader }
+// MaxMCPResponseBytes bounds one response body of an HTTP MCP server that
+// is not an event stream (a JSON-RPC message: the SDK reads it whole), as
+// the SDK bounds a stdio server's message and one server-sent event.
+const MaxMCPResponseBytes = mcp.DefaultMaxLineLength
+
+// mcpHTTPClient is the client of an HTTP or SSE server: its headers, which
+// are its credentials, sent to its URL's origin only, never along a
+// redirect elsewhere (package origin); and every response body that is not
+// an event stream bounded by MaxMCPResponseBytes, since the server is
+// untrusted and the SDK would read any length into memory.
+func mcpHTTPClient(srv acp.McpServer) *http.Client {
+	var t http.RoundTripper = boundedBodies{next: http.DefaultTransport, limit: MaxMCPResponseBytes}
+	if u, err := url.Parse(srv.URL); err == nil && len(srv.Headers) > 0 {
+		t = origin.Transport(u, headerTransport{headers: srv.Headers, next: t})
+	}
+	return &http.Client{Transport: t}
+}
+
+type headerTransport struct {
+	headers []acp.HTTPHeader
+	next    http.RoundTripper
+}
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for _, hd := range h.headers {
 		r.Header.Set(hd.Name, hd.Value)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return h.next.RoundTrip(r)
+}
+
+// boundedBodies cuts a response body that is not an event stream after
+// limit bytes: reading more fails.
+type boundedBodies struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (b boundedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: b.limit}
+	}
+	return resp, nil
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64 // bytes still allowed
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the bound tells a longer body
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return 0, fmt.Errorf("the server's response is larger than %d bytes (MaxMCPResponseBytes); not read further", MaxMCPResponseBytes)
+	}
+	return n, err
 }
 
 // Wait waits until every connection attempt has ended or ctx is done.

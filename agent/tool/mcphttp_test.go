@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,5 +84,51 @@ func TestMCPHTTPRedirectToOtherOriginRefused(t *testing.T) {
 	}
 	if n := credentialed.Load(); n != 0 {
 		t.Errorf("the other origin got the credentials %d times", n)
+	}
+}
+
+// An HTTP MCP server answering with a JSON body larger than
+// MaxMCPResponseBytes fails the connection after that many bytes instead
+// of being read into memory whole (the SDK reads a JSON response with
+// io.ReadAll). The server here would write 3× the bound.
+func TestMCPHTTPResponseBounded(t *testing.T) {
+	var written atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(`{"jsonrpc":"2.0","id":1,"result":{"pad":"` + strings.Repeat("x", 64<<10))
+		for written.Load() < 3*MaxMCPResponseBytes {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer hs.Close()
+	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "huge", URL: hs.URL}}, MCPOptions{Version: "test", Timeout: 20 * time.Second})
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	set.Wait(ctx)
+	f := strings.Join(set.TakeFailures(), "\n")
+	if !strings.Contains(f, "larger than") || !strings.Contains(f, "MaxMCPResponseBytes") {
+		t.Errorf("failures %q, want the response refused past its bound", f)
+	}
+	if n := written.Load(); n >= 3*MaxMCPResponseBytes {
+		t.Errorf("the server wrote all %d bytes: the body was read past its bound", n)
+	}
+}
+
+// boundedBody passes a body of exactly the bound and fails one byte more.
+func TestBoundedBody(t *testing.T) {
+	for _, tc := range []struct {
+		size, limit int
+		ok          bool
+	}{{0, 0, true}, {10, 10, true}, {11, 10, false}, {1 << 20, 1 << 20, true}, {1<<20 + 1, 1 << 20, false}} {
+		b := &boundedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("a", tc.size))), left: int64(tc.limit)}
+		got, err := io.ReadAll(b)
+		if (err == nil) != tc.ok || (tc.ok && len(got) != tc.size) {
+			t.Errorf("size %d, limit %d: read %d bytes, err %v; want ok=%v", tc.size, tc.limit, len(got), err, tc.ok)
+		}
 	}
 }
