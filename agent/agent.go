@@ -108,6 +108,8 @@ type Config struct {
 	// MCPConnectTimeout bounds connecting to one MCP server.
 	// 0 = tool.DefaultMCPConnectTimeout.
 	MCPConnectTimeout time.Duration
+	// MCPCallTimeout bounds one MCP tool call. 0 = tool.DefaultMCPCallTimeout.
+	MCPCallTimeout time.Duration
 	// CancelGrace is how long a cancelled turn may take to stop before its
 	// prompt is answered "cancelled" anyway. 0 = DefaultCancelGrace.
 	CancelGrace time.Duration

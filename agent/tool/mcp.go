@@ -28,13 +28,19 @@ import (
 // its tools.
 const DefaultMCPConnectTimeout = 20 * time.Second
 
+// DefaultMCPCallTimeout bounds one MCP tool call: a server is untrusted,
+// and one that never answers must not hold a turn until someone cancels
+// it (a CI job has nobody to).
+const DefaultMCPCallTimeout = 5 * time.Minute
+
 // MCPSet is the MCP servers of one session. It connects in the background;
 // the first turn waits for the attempts to settle.
 type MCPSet struct {
 	done   chan struct{} // closed when every connection attempt has ended
 	cancel context.CancelFunc
 
-	trusted map[string]bool // servers whose annotations are believed
+	trusted     map[string]bool // servers whose annotations are believed
+	callTimeout time.Duration   // of one tool call
 
 	mu       sync.Mutex
 	conns    []*mcpConn
@@ -53,8 +59,9 @@ type mcpConn struct {
 // MCPOptions are what connecting a session's MCP servers needs beyond the
 // servers.
 type MCPOptions struct {
-	Version string        // crow-acp's, sent as the client version
-	Timeout time.Duration // per server; 0 = DefaultMCPConnectTimeout
+	Version     string        // crow-acp's, sent as the client version
+	Timeout     time.Duration // per server; 0 = DefaultMCPConnectTimeout
+	CallTimeout time.Duration // per tool call; 0 = DefaultMCPCallTimeout
 	// Env is the environment of stdio servers (nil: the default EnvPolicy
 	// over crow-acp's own); each server's own env entries are added.
 	Env []string
@@ -75,7 +82,10 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 		timeout = DefaultMCPConnectTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &MCPSet{done: make(chan struct{}), cancel: cancel, trusted: map[string]bool{}}
+	s := &MCPSet{done: make(chan struct{}), cancel: cancel, trusted: map[string]bool{}, callTimeout: opts.CallTimeout}
+	if s.callTimeout <= 0 {
+		s.callTimeout = DefaultMCPCallTimeout
+	}
 	for _, n := range opts.Trusted {
 		s.trusted[n] = true
 	}
@@ -130,7 +140,7 @@ func (s *MCPSet) nameTools() {
 	for _, c := range s.conns {
 		for _, t := range c.tools {
 			if n := mcpName(c.name, t.Name); len(byName[n]) == 1 {
-				s.tools = append(s.tools, &mcpTool{conn: c, tool: t, name: n, trusted: s.trusted[c.name]})
+				s.tools = append(s.tools, &mcpTool{conn: c, tool: t, name: n, trusted: s.trusted[c.name], timeout: s.callTimeout})
 			}
 		}
 	}
@@ -347,7 +357,8 @@ type mcpTool struct {
 	conn    *mcpConn
 	tool    *mcp.Tool
 	name    string
-	trusted bool // the user trusts this server's annotations
+	trusted bool          // the user trusts this server's annotations
+	timeout time.Duration // of one call
 }
 
 func (t *mcpTool) Definition() streaming.Tool {
@@ -383,11 +394,16 @@ func (t *mcpTool) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if a := t.tool.Annotations; t.trusted && a != nil && a.ReadOnlyHint {
 		act.Access, act.Kind = AccessRead, acp.ToolKindRead
 	}
-	act.Run = func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
+	act.Run = func(turn context.Context, _ func([]acp.ToolCallContent)) Result {
+		ctx, cancel := context.WithTimeout(turn, t.timeout)
+		defer cancel()
 		res, err := t.conn.callTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case turn.Err() != nil:
 				return Failure("cancelled")
+			case ctx.Err() != nil:
+				return Failure("MCP server %q did not answer %s within %s (mcp.call_timeout); the call was abandoned", t.conn.name, t.tool.Name, t.timeout)
 			}
 			return Failure("MCP server %q: %v", t.conn.name, err)
 		}

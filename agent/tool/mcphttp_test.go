@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -130,5 +131,59 @@ func TestBoundedBody(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && len(got) != tc.size) {
 			t.Errorf("size %d, limit %d: read %d bytes, err %v; want ok=%v", tc.size, tc.limit, len(got), err, tc.ok)
 		}
+	}
+}
+
+// A tool call the server never answers is abandoned after the call
+// timeout, with a result that says so; the turn's own context is not
+// cancelled, and the server's other calls still work.
+func TestMCPCallTimeout(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1.0.0"}, nil)
+	release := make(chan struct{})
+	defer close(release)
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "quick", Description: "Answers."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "quick"}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "slow", URL: hs.URL}},
+		MCPOptions{Version: "test", Timeout: 5 * time.Second, CallTimeout: 200 * time.Millisecond})
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set.Wait(ctx)
+	byName := map[string]Tool{}
+	for _, tl := range set.Tools() {
+		byName[tl.Definition().Name] = tl
+	}
+	run := func(name string) (Result, time.Duration) {
+		act, err := byName[name].Prepare(&Env{}, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		return act.Run(ctx, nil), time.Since(start)
+	}
+	r, took := run("slow__hang")
+	if !r.Failed || !strings.Contains(r.Output, "mcp.call_timeout") {
+		t.Errorf("hung call: %+v, want a failure naming mcp.call_timeout", r)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the hung call took %s, want about the 200ms timeout", took)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the turn's context ended")
+	}
+	if r, _ := run("slow__quick"); r.Failed || r.Output != "quick" {
+		t.Errorf("the next call: %+v, want quick", r)
 	}
 }

@@ -507,6 +507,7 @@ func (c *Settings) Agent(version string) agent.Config {
 	ac.ProtectedFiles = c.ownFiles()
 	ac.ChildEnv = c.childEnv()
 	ac.TrustedMCPServers = c.mcp.trusted.V
+	ac.MCPCallTimeout = c.mcp.callTimeout.V
 	return ac
 }
 

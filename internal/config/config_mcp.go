@@ -21,6 +21,8 @@ type mcpFile struct {
 	// whose tool annotations are believed: their readOnlyHint tools run
 	// without asking, like reads. Env CROW_MCP_TRUSTED (comma-separated).
 	TrustedServers []string `toml:"trusted_servers"`
+	// CallTimeout bounds one MCP tool call. Env CROW_MCP_CALL_TIMEOUT.
+	CallTimeout *string `toml:"call_timeout"`
 }
 
 // mcpConfig is the resolved [mcp] table.
@@ -28,9 +30,10 @@ type mcpConfig struct {
 	idleTimeout Value[time.Duration]
 	maxServers  Value[int]
 	trusted     Value[[]string]
+	callTimeout Value[time.Duration]
 }
 
-func checkMCPIdleTimeout(d time.Duration) error {
+func checkAtLeastASecond(d time.Duration) error {
 	if d < time.Second {
 		return fmt.Errorf("%s is too short: at least 1s", d)
 	}
@@ -52,8 +55,17 @@ func (f *loadedFile) validateMCP() error {
 		if err != nil {
 			return f.errorAt("mcp.idle_timeout", "%q is not a duration (e.g. \"5m\")", *m.IdleTimeout)
 		}
-		if err := checkMCPIdleTimeout(d); err != nil {
+		if err := checkAtLeastASecond(d); err != nil {
 			return f.errorAt("mcp.idle_timeout", "%v", err)
+		}
+	}
+	if m.CallTimeout != nil {
+		d, err := time.ParseDuration(*m.CallTimeout)
+		if err != nil {
+			return f.errorAt("mcp.call_timeout", "%q is not a duration (e.g. \"5m\")", *m.CallTimeout)
+		}
+		if err := checkAtLeastASecond(d); err != nil {
+			return f.errorAt("mcp.call_timeout", "%v", err)
 		}
 	}
 	if m.MaxServers != nil {
@@ -74,6 +86,9 @@ func loadMCP(r resolver, m mcpFile) (mcpConfig, error) {
 	if c.maxServers, err = r.int("", "CROW_MCP_MAX_SERVERS", m.MaxServers, "mcp.max_servers", tool.DefaultMCPMaxLive); err != nil {
 		return c, err
 	}
+	if c.callTimeout, err = r.duration("CROW_MCP_CALL_TIMEOUT", m.CallTimeout, "mcp.call_timeout", tool.DefaultMCPCallTimeout); err != nil {
+		return c, err
+	}
 	c.trusted = Value[[]string]{V: m.TrustedServers, From: fromDefault}
 	if m.TrustedServers != nil {
 		c.trusted.From = r.fileAt("mcp.trusted_servers")
@@ -91,11 +106,14 @@ func loadMCP(r resolver, m mcpFile) (mcpConfig, error) {
 }
 
 func (c mcpConfig) validate() error {
-	if err := checkMCPIdleTimeout(c.idleTimeout.V); err != nil {
+	if err := checkAtLeastASecond(c.idleTimeout.V); err != nil {
 		return usagef("mcp.idle_timeout: %v (from %s)", err, c.idleTimeout.From)
 	}
 	if err := checkMCPMaxServers(c.maxServers.V); err != nil {
 		return usagef("mcp.max_servers: %v (from %s)", err, c.maxServers.From)
+	}
+	if err := checkAtLeastASecond(c.callTimeout.V); err != nil {
+		return usagef("mcp.call_timeout: %v (from %s)", err, c.callTimeout.From)
 	}
 	return nil
 }
@@ -104,6 +122,7 @@ func (c mcpConfig) rows() []Row {
 	return []Row{
 		{"mcp.idle_timeout", c.idleTimeout.V.String(), c.idleTimeout.From},
 		{"mcp.max_servers", strconv.Itoa(c.maxServers.V), c.maxServers.From},
+		{"mcp.call_timeout", c.callTimeout.V.String(), c.callTimeout.From},
 		{"mcp.trusted_servers", orNone(strings.Join(c.trusted.V, ", "), "(none: annotations never skip a permission)"), c.trusted.From},
 	}
 }
