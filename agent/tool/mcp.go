@@ -103,6 +103,7 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 			case s.closed:
 				_ = c.close()
 			default:
+				s.failures = append(s.failures, c.boundTools()...)
 				s.conns = append(s.conns, c)
 			}
 		}()
@@ -229,6 +230,35 @@ func withStderr(err error, stderr *capBuffer) error {
 		return fmt.Errorf("%w (stderr: %s)", err, strings.TrimSpace(out))
 	}
 	return err
+}
+
+// What one MCP server's tools may add to every model request, which carries
+// their definitions: a server is untrusted, and a huge tool list would
+// make each request large and costly, or refused (OpenAI takes 128 tools).
+const (
+	MaxMCPToolsPerServer  = 128
+	MaxMCPToolSchemaBytes = 64 << 10 // one tool's input schema, as JSON
+)
+
+// boundTools drops the tools past MaxMCPToolsPerServer and those whose input
+// schema is larger than MaxMCPToolSchemaBytes, and says so.
+func (c *mcpConn) boundTools() (notes []string) {
+	kept := c.tools[:0]
+	for _, t := range c.tools {
+		if b, err := json.Marshal(t.InputSchema); err != nil || len(b) > MaxMCPToolSchemaBytes {
+			notes = append(notes, fmt.Sprintf("MCP tool %q of server %q has an input schema of %d bytes, more than %d: it is not available in this session (every model request would carry it).",
+				t.Name, c.name, len(b), MaxMCPToolSchemaBytes))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) > MaxMCPToolsPerServer {
+		notes = append(notes, fmt.Sprintf("MCP server %q lists %d tools; only its first %d are available in this session.",
+			c.name, len(kept), MaxMCPToolsPerServer))
+		kept = kept[:MaxMCPToolsPerServer]
+	}
+	c.tools = kept
+	return notes
 }
 
 // MaxMCPResponseBytes bounds one response body of an HTTP MCP server that

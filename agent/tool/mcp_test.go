@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,5 +68,32 @@ func TestMCPAnnotationsNeedTrust(t *testing.T) {
 		if act.Server != "srv" {
 			t.Errorf("the action does not name its server: %q", act.Server)
 		}
+	}
+}
+
+// A server's tools are bounded in what they add to every model request: a
+// schema over MaxMCPToolSchemaBytes is not offered, tools past
+// MaxMCPToolsPerServer neither, and the user is told of both.
+func TestMCPToolsBounded(t *testing.T) {
+	big := map[string]any{"type": "object", "description": strings.Repeat("x", MaxMCPToolSchemaBytes)}
+	small := map[string]any{"type": "object"}
+	var tools []*mcp.Tool
+	tools = append(tools, &mcp.Tool{Name: "huge", InputSchema: big})
+	for i := range MaxMCPToolsPerServer + 5 {
+		tools = append(tools, &mcp.Tool{Name: fmt.Sprint("t", i), InputSchema: small})
+	}
+	c := &mcpConn{name: "srv", tools: tools}
+	notes := strings.Join(c.boundTools(), "\n")
+	if len(c.tools) != MaxMCPToolsPerServer || c.tools[0].Name != "t0" {
+		t.Errorf("kept %d tools starting with %q, want %d starting with t0", len(c.tools), c.tools[0].Name, MaxMCPToolsPerServer)
+	}
+	for _, want := range []string{`"huge" of server "srv"`, fmt.Sprintf("lists %d tools", MaxMCPToolsPerServer+5)} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes do not say %s:\n%s", want, notes)
+		}
+	}
+	c = &mcpConn{name: "ok", tools: tools[1:4]}
+	if notes := c.boundTools(); len(notes) != 0 || len(c.tools) != 3 {
+		t.Errorf("a small server: notes %v, %d tools kept; want none, 3", notes, len(c.tools))
 	}
 }

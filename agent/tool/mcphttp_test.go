@@ -187,3 +187,32 @@ func TestMCPCallTimeout(t *testing.T) {
 		t.Errorf("the next call: %+v, want quick", r)
 	}
 }
+
+// Connecting applies the bounds on a server's tools (boundTools).
+func TestMCPConnectBoundsTools(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "wide", Version: "1.0.0"}, nil)
+	huge := map[string]any{"type": "object", "description": strings.Repeat("x", MaxMCPToolSchemaBytes)}
+	s.AddTool(&mcp.Tool{Name: "huge", InputSchema: huge}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "fine", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "wide", URL: hs.URL}}, MCPOptions{Version: "test", Timeout: 5 * time.Second})
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set.Wait(ctx)
+	var names []string
+	for _, tl := range set.Tools() {
+		names = append(names, tl.Definition().Name)
+	}
+	if strings.Join(names, ",") != "wide__fine" {
+		t.Errorf("tools %v, want only wide__fine", names)
+	}
+	if f := strings.Join(set.TakeFailures(), "\n"); !strings.Contains(f, `"huge" of server "wide"`) {
+		t.Errorf("failures %q, want the huge schema reported", f)
+	}
+}
