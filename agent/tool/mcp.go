@@ -266,16 +266,21 @@ func (c *mcpConn) boundTools() (notes []string) {
 // the SDK bounds a stdio server's message and one server-sent event.
 const MaxMCPResponseBytes = mcp.DefaultMaxLineLength
 
-// mcpHTTPClient is the client of an HTTP or SSE server: its headers, which
-// are its credentials, sent to its URL's origin only, never along a
-// redirect elsewhere (package origin); and every response body that is not
-// an event stream bounded by MaxMCPResponseBytes, since the server is
-// untrusted and the SDK would read any length into memory.
+// mcpHTTPClient is the client of an HTTP or SSE server. Every request
+// stays on its URL's origin (package origin): its headers are its
+// credentials and go nowhere else, not along a redirect, and an SSE
+// server's endpoint event cannot make crow-acp post to another host. Every
+// response body that is not an event stream is bounded by
+// MaxMCPResponseBytes: the server is untrusted, and the SDK would read any
+// length into memory.
 func mcpHTTPClient(srv acp.McpServer) *http.Client {
 	var t http.RoundTripper = boundedBodies{next: http.DefaultTransport, limit: MaxMCPResponseBytes}
-	if u, err := url.Parse(srv.URL); err == nil && len(srv.Headers) > 0 {
-		t = origin.Transport(u, headerTransport{headers: srv.Headers, next: t})
+	if len(srv.Headers) > 0 {
+		t = headerTransport{headers: srv.Headers, next: t}
 	}
+	if u, err := url.Parse(srv.URL); err == nil {
+		t = origin.Transport(u, t)
+	} // else the connection fails on the URL
 	return &http.Client{Transport: t}
 }
 

@@ -216,3 +216,33 @@ func TestMCPConnectBoundsTools(t *testing.T) {
 		t.Errorf("failures %q, want the huge schema reported", f)
 	}
 }
+
+// An SSE server's endpoint event naming another origin does not make
+// crow-acp post there, credentials or not.
+func TestMCPSSEEndpointOnOtherOriginRefused(t *testing.T) {
+	var posted atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posted.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer other.Close()
+	sse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.Write([]byte("event: endpoint\ndata: " + other.URL + "/messages\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer sse.Close()
+	set := ConnectMCP([]acp.McpServer{{Type: "sse", Name: "sse", URL: sse.URL}}, MCPOptions{Version: "test", Timeout: 3 * time.Second})
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set.Wait(ctx)
+	if f := strings.Join(set.TakeFailures(), "\n"); !strings.Contains(f, "origin") {
+		t.Errorf("failures %q, want the other origin refused", f)
+	}
+	if n := posted.Load(); n != 0 {
+		t.Errorf("crow-acp posted %d times to the other origin", n)
+	}
+}
