@@ -21,7 +21,8 @@ FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./
 	./persistence/postgres:FuzzKeywordDSN \
 	./streaming:FuzzParseOverflow ./streaming:FuzzWindowResponses ./streaming:FuzzResponsesEvents \
 	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \
-	./persistence:FuzzFrames ./persistence:FuzzFramesAgainstRecord ./journal:FuzzLoadRecord
+	./persistence:FuzzFrames ./persistence:FuzzFramesAgainstRecord ./journal:FuzzLoadRecord \
+	./streaming:FuzzEventBound
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

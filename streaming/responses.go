@@ -109,7 +109,8 @@ func (r *ResponsesClient) stream(ctx context.Context, req Request, shape bodySha
 	c := r.c
 	sctx, w, done := c.watchRequest(ctx)
 	defer done()
-	stream := r.svc.NewStreaming(sctx, responsesParams(req, shape), option.WithMiddleware(w.middleware(c.redactor)))
+	stream := r.svc.NewStreaming(sctx, responsesParams(req, shape),
+		option.WithMiddleware(w.middleware(c.redactor)), option.WithMiddleware(boundEvents(c.limits.event)))
 	var err error
 	for stream.Next() {
 		evs, evErr := acc.add(stream.Current())

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
@@ -102,6 +103,55 @@ func (d *sseDecoder) Next() bool {
 func (d *sseDecoder) Event() ssestream.Event { return d.evt }
 func (d *sseDecoder) Close() error           { return d.rc.Close() }
 func (d *sseDecoder) Err() error             { return d.err }
+
+// boundEvents is a middleware that bounds each event of a response's event
+// stream to max bytes (eventBound): the Responses API's stream is decoded
+// by openai-go, whose decoder joins an event's data lines without a bound.
+func boundEvents(max int) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(req)
+		if err == nil && res != nil && res.Body != nil {
+			res.Body = &eventBound{ReadCloser: res.Body, max: max, lineEmpty: true}
+		}
+		return res, err
+	}
+}
+
+// eventBound is a body that fails with a *LimitError once one event of
+// its event stream, the bytes between two empty lines (line breaks
+// aside), passes max bytes.
+type eventBound struct {
+	io.ReadCloser
+	max, n    int  // n: bytes of the current event
+	lineEmpty bool // no byte since the last line break
+	afterCR   bool // the last byte was a CR (a CRLF is one break)
+	err       error
+}
+
+func (b *eventBound) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.ReadCloser.Read(p)
+	for i, c := range p[:n] {
+		switch {
+		case c == '\n' && b.afterCR:
+			b.afterCR = false
+		case c == '\n' || c == '\r':
+			if b.lineEmpty {
+				b.n = 0 // an empty line ends the event
+			}
+			b.lineEmpty, b.afterCR = true, c == '\r'
+		default:
+			b.lineEmpty, b.afterCR = false, false
+			if b.n++; b.n > b.max {
+				b.err = &LimitError{What: LimitEvent, Limit: b.max}
+				return i, b.err
+			}
+		}
+	}
+	return n, err
+}
 
 // outputLimits are the bounds of one reply.
 type outputLimits struct{ reply, args, event int }
