@@ -433,6 +433,8 @@ func limitHint(err error) string {
 		return " (setting limits.reply_bytes, env CROW_MAX_REPLY_BYTES)"
 	case errors.As(err, &limit) && limit.What == streaming.LimitArguments:
 		return " (setting limits.arguments_bytes, env CROW_MAX_ARGUMENTS_BYTES)"
+	case errors.As(err, &limit) && limit.What == streaming.LimitToolCalls:
+		return " (a fixed bound: models make a few calls at a time; none of them was run)"
 	case errors.As(err, &limit):
 		return " (setting limits.event_bytes, env CROW_MAX_EVENT_BYTES)"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -299,6 +299,7 @@ func (c *OpenAIClient) readStream(dec ssestream.Decoder, p *Parser, w *watch, on
 				return abandoned{err}
 			}
 		}
+		out.calls = len(p.calls)
 		// Checked after the chunk is shown: the Result keeps exactly what
 		// the client saw, at most one event past the limit.
 		if err := c.limits.check(out); err != nil {

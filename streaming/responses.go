@@ -112,6 +112,7 @@ func (r *ResponsesClient) stream(ctx context.Context, req Request, shape bodySha
 	stream := r.svc.NewStreaming(sctx, responsesParams(req, shape),
 		option.WithMiddleware(w.middleware(c.redactor)), option.WithMiddleware(boundEvents(c.limits.event)))
 	var err error
+	var out outputSize
 	for stream.Next() {
 		evs, evErr := acc.add(stream.Current())
 		if evErr != nil {
@@ -119,10 +120,16 @@ func (r *ResponsesClient) stream(ctx context.Context, req Request, shape bodySha
 			break
 		}
 		for _, ev := range evs {
+			out.add(ev)
 			if oerr := onEvent(ev); oerr != nil {
 				_ = stream.Close()
 				return acc.result(), oerr
 			}
+		}
+		// As in chat completions: checked after the event is shown.
+		out.calls = len(acc.calls)
+		if err = c.limits.check(out); err != nil {
+			break
 		}
 		w.kick()
 	}
@@ -259,7 +266,8 @@ func reasoningModel(name string) bool {
 type responsesAccumulator struct {
 	text, reasoning strings.Builder
 	calls           []ToolCall
-	callAt          map[int64]int // output_index -> calls index
+	args            []*strings.Builder // calls' arguments as streamed: appending copies nothing
+	callAt          map[int64]int      // output_index -> calls index
 	items           []ReasoningItem
 	usage           *Usage
 	finish          FinishReason
@@ -295,11 +303,13 @@ func (a *responsesAccumulator) add(ev responses.ResponseStreamEventUnion) ([]Eve
 			}
 			a.callAt[ev.OutputIndex] = len(a.calls)
 			a.calls = append(a.calls, ToolCall{ID: fc.CallID, Name: fc.Name})
+			a.args = append(a.args, &strings.Builder{})
 			return []Event{{Kind: EventToolCallDelta, ToolIndex: len(a.calls) - 1, ToolCall: a.calls[len(a.calls)-1]}}, nil
 		}
 	case "response.function_call_arguments.delta":
 		if i, ok := a.callAt[ev.OutputIndex]; ok {
-			a.calls[i].Arguments += ev.Delta
+			a.args[i].WriteString(ev.Delta)
+			a.calls[i].Arguments = a.args[i].String()
 			return []Event{{Kind: EventToolCallDelta, ToolIndex: i, ToolCall: a.calls[i]}}, nil
 		}
 	case "response.output_item.done":

@@ -22,15 +22,25 @@ const (
 	LimitReply     = "reply"
 	LimitArguments = "tool call arguments"
 	LimitEvent     = "SSE event"
+	LimitToolCalls = "tool calls"
 )
+
+// MaxToolCalls bounds the tool calls of one reply. Models make a few at a
+// time; an endpoint that streams thousands would have each run and stored
+// (reads run without asking), and each new call is matched against all
+// before it.
+const MaxToolCalls = 128
 
 // LimitError names the limit a stream went past.
 type LimitError struct {
-	What  string // LimitReply, LimitArguments or LimitEvent
-	Limit int    // bytes
+	What  string // LimitReply, LimitArguments, LimitEvent or LimitToolCalls
+	Limit int    // bytes; calls for LimitToolCalls
 }
 
 func (e *LimitError) Error() string {
+	if e.What == LimitToolCalls {
+		return fmt.Sprintf("the model's reply passed the limit of %d tool calls", e.Limit)
+	}
 	return fmt.Sprintf("the model's %s passed the limit of %d bytes", e.What, e.Limit)
 }
 
@@ -160,6 +170,7 @@ type outputLimits struct{ reply, args, event int }
 type outputSize struct {
 	reply int // text and reasoning
 	args  int // the longest tool call's arguments
+	calls int // tool calls begun
 }
 
 func (o *outputSize) add(ev Event) {
@@ -177,6 +188,8 @@ func (l outputLimits) check(o outputSize) error {
 		return &LimitError{What: LimitReply, Limit: l.reply}
 	case o.args > l.args:
 		return &LimitError{What: LimitArguments, Limit: l.args}
+	case o.calls > MaxToolCalls:
+		return &LimitError{What: LimitToolCalls, Limit: MaxToolCalls}
 	}
 	return nil
 }

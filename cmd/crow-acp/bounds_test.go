@@ -16,8 +16,9 @@ import (
 )
 
 // testEndlessModel: under a model that streams text forever, one tool call
-// with endless arguments, one endless SSE event and endless keep-alive
-// comments, each turn ends with an error naming its setting, the process's
+// with endless arguments, one endless SSE event, tool calls without end
+// and endless keep-alive comments, each turn ends with an error naming its
+// setting (or its bound), the process's
 // peak RSS stays under 256 MiB, what was shown is stored, and the session
 // takes the next prompt (issue 14, case 2). The default limits apply; the
 // keep-alive case runs in a process with a 1 s request timeout.
@@ -26,6 +27,7 @@ func testEndlessModel(t *testing.T, bin string) {
 		{fakemodel.EndlessText, "limits.reply_bytes"},
 		{fakemodel.EndlessArguments, "limits.arguments_bytes"},
 		{fakemodel.EndlessEvent, "limits.event_bytes"},
+		{fakemodel.EndlessToolCalls, "a fixed bound"},
 	}, 1)
 	endlessTurns(t, bin, map[string]string{"CROW_MODEL_TIMEOUT": "1s"}, []endlessKind{
 		{fakemodel.EndlessKeepAlive, "requests.timeout"},

@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -13,12 +14,14 @@ const (
 	EndlessArguments = "arguments" // one tool call whose argument deltas never end
 	EndlessEvent     = "event"     // one SSE event whose data: lines never end
 	EndlessKeepAlive = "keepalive" // ": keep-alive" comments forever, every 10ms, and no chunk
+	EndlessToolCalls = "toolcalls" // new tool calls forever, each a read_file of its own
 )
 
 // endlessPiece is what an endless reply writes once, then repeats.
 type endlessPiece struct {
 	first, repeat string
 	pause         time.Duration // between repeats
+	numbered      bool          // repeat holds %[1]d, the repeat's number
 }
 
 var filler = strings.Repeat("x", 4<<10)
@@ -36,6 +39,10 @@ var endlessPieces = map[string]endlessPiece{
 		repeat: "data: " + filler + "\n",
 	},
 	EndlessKeepAlive: {repeat: ": keep-alive\n\n", pause: 10 * time.Millisecond},
+	EndlessToolCalls: {
+		repeat:   `data: {"id":"chatcmpl-endless","object":"chat.completion.chunk","created":1700000000,"model":"fake-model","choices":[{"index":0,"delta":{"tool_calls":[{"index":%[1]d,"id":"call_%[1]d","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"README.md\"}"}}]}}]}` + "\n\n",
+		numbered: true,
+	},
 }
 
 // endless streams the piece of kind until the client disconnects or the
@@ -49,7 +56,7 @@ func (s *Server) endless(w http.ResponseWriter, r *http.Request, kind string) {
 	if _, err := w.Write([]byte(p.first)); err != nil {
 		return
 	}
-	for {
+	for i := 0; ; i++ {
 		select {
 		case <-r.Context().Done():
 			return
@@ -57,7 +64,11 @@ func (s *Server) endless(w http.ResponseWriter, r *http.Request, kind string) {
 			return
 		default:
 		}
-		if _, err := w.Write([]byte(p.repeat)); err != nil {
+		piece := p.repeat
+		if p.numbered {
+			piece = fmt.Sprintf(piece, i)
+		}
+		if _, err := w.Write([]byte(piece)); err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {

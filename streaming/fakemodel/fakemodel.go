@@ -638,7 +638,7 @@ func (r Reply) validate() error {
 	case r.Chunks < 0, r.DelayMS < 0, r.StallAfter < 0, r.CutAfter < 0:
 		return errors.New("chunks, delay_ms, stall_after and cut_after must not be negative")
 	case r.Endless != "" && endlessPieces[r.Endless].repeat == "":
-		return fmt.Errorf("endless %q: use %s, %s, %s or %s", r.Endless, EndlessText, EndlessArguments, EndlessEvent, EndlessKeepAlive)
+		return fmt.Errorf("endless %q: use %s, %s, %s, %s or %s", r.Endless, EndlessText, EndlessArguments, EndlessEvent, EndlessKeepAlive, EndlessToolCalls)
 	}
 	return nil
 }
