@@ -91,14 +91,17 @@ func TestLoadTakesNoLeaseAfterCleanRelease(t *testing.T) {
 
 	// A dead process's lease and the reply it left streaming.
 	dead := &persistence.Lease{SessionID: s.SessionID, Owner: "gone", PID: 1 << 22, Host: "elsewhere"}
-	if err := store.Store.AcquireLease(ctx, dead, time.Millisecond, ""); err != nil {
+	// Its TTL is long enough for the append under it on a busy machine (1 ms
+	// was not, under a parallel test run) and short enough to wait out.
+	const deadTTL = 200 * time.Millisecond
+	if err := store.Store.AcquireLease(ctx, dead, deadTTL, ""); err != nil {
 		t.Fatal(err)
 	}
 	cut := &persistence.Message{Role: persistence.RoleAssistant, Content: "half a rep", Status: persistence.StatusStreaming}
 	if err := store.Store.AppendMessages(persistence.WithFence(ctx, dead.Fence()), s.SessionID, cut); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond) // the dead lease expires
+	time.Sleep(deadTTL + 50*time.Millisecond) // the dead lease expires
 	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: s.SessionID, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatal(err)
 	}
