@@ -64,6 +64,7 @@ func (p poster) post(ctx context.Context, path string, middlewares ...option.Mid
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "crow-acp") // not Go's generic one, which some gateways refuse
 	for k, v := range p.header {
 		req.Header[k] = append([]string(nil), v...)
 	}

@@ -108,7 +108,7 @@ func TestChatRequestURLAndHeaders(t *testing.T) {
 			t.Errorf("base %s: %s %s, want POST %s", base, got.Method, got.URL.Path, want)
 		}
 		for k, v := range map[string]string{"Content-Type": "application/json", "Authorization": "Bearer sk-k",
-			"X-Title": "crow", "Accept": "text/event-stream"} {
+			"X-Title": "crow", "Accept": "text/event-stream", "User-Agent": "crow-acp"} {
 			if got.Header.Get(k) != v {
 				t.Errorf("base %s: header %s = %q, want %q", base, k, got.Header.Get(k), v)
 			}
