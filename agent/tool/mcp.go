@@ -160,7 +160,6 @@ func (s *MCPSet) nameTools() {
 func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration, childEnv []string) (*mcpConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-
 	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, nil)
 	c := &mcpConn{name: srv.Name}
 	var (
