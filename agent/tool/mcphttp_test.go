@@ -36,16 +36,23 @@ func httpMCPServer(t *testing.T, credentialed *atomic.Int64) *httptest.Server {
 	return hs
 }
 
-func connectHTTP(t *testing.T, url string) *MCPSet {
+// connected connects srv with opts and waits for the attempt to end.
+func connected(t *testing.T, srv acp.McpServer, opts MCPOptions) *MCPSet {
 	t.Helper()
-	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "remote", URL: url,
-		Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer mcp-secret"}, {Name: "X-Api-Key", Value: "mcp-key"}}}},
-		MCPOptions{Version: "test", Timeout: 5 * time.Second})
+	opts.Version = "test"
+	set := ConnectMCP([]acp.McpServer{srv}, opts)
 	t.Cleanup(set.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	set.Wait(ctx)
 	return set
+}
+
+func connectHTTP(t *testing.T, url string) *MCPSet {
+	t.Helper()
+	return connected(t, acp.McpServer{Type: "http", Name: "remote", URL: url,
+		Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer mcp-secret"}, {Name: "X-Api-Key", Value: "mcp-key"}}},
+		MCPOptions{Timeout: 5 * time.Second})
 }
 
 // An HTTP MCP server gets its configured headers and its tools are offered.
@@ -105,12 +112,8 @@ func TestMCPHTTPResponseBounded(t *testing.T) {
 			}
 		}
 	}))
-	defer hs.Close()
-	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "huge", URL: hs.URL}}, MCPOptions{Version: "test", Timeout: 20 * time.Second})
-	defer set.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	set.Wait(ctx)
+	t.Cleanup(hs.Close) // after the session's Close (connected), which ends its streams
+	set := connected(t, acp.McpServer{Type: "http", Name: "huge", URL: hs.URL}, MCPOptions{Timeout: 20 * time.Second})
 	f := strings.Join(set.TakeFailures(), "\n")
 	if !strings.Contains(f, "larger than") || !strings.Contains(f, "MaxMCPResponseBytes") {
 		t.Errorf("failures %q, want the response refused past its bound", f)
@@ -140,7 +143,6 @@ func TestBoundedBody(t *testing.T) {
 func TestMCPCallTimeout(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1.0.0"}, nil)
 	release := make(chan struct{})
-	defer close(release)
 	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			select {
@@ -154,13 +156,13 @@ func TestMCPCallTimeout(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "quick"}}}, nil, nil
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	defer hs.Close()
-	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "slow", URL: hs.URL}},
-		MCPOptions{Version: "test", Timeout: 5 * time.Second, CallTimeout: 200 * time.Millisecond})
-	defer set.Close()
+	// Cleanups run last first: the session closes, the hung handler is
+	// released, then the server closes (it waits for its connections).
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) })
+	set := connected(t, acp.McpServer{Type: "http", Name: "slow", URL: hs.URL}, MCPOptions{Timeout: 5 * time.Second, CallTimeout: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	set.Wait(ctx)
 	byName := map[string]Tool{}
 	for _, tl := range set.Tools() {
 		byName[tl.Definition().Name] = tl
@@ -199,12 +201,8 @@ func TestMCPConnectBoundsTools(t *testing.T) {
 		return &mcp.CallToolResult{}, nil
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	defer hs.Close()
-	set := ConnectMCP([]acp.McpServer{{Type: "http", Name: "wide", URL: hs.URL}}, MCPOptions{Version: "test", Timeout: 5 * time.Second})
-	defer set.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	set.Wait(ctx)
+	t.Cleanup(hs.Close) // after the session's Close (connected), which ends its streams
+	set := connected(t, acp.McpServer{Type: "http", Name: "wide", URL: hs.URL}, MCPOptions{Timeout: 5 * time.Second})
 	var names []string
 	for _, tl := range set.Tools() {
 		names = append(names, tl.Definition().Name)
@@ -233,12 +231,8 @@ func TestMCPSSEEndpointOnOtherOriginRefused(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
-	defer sse.Close()
-	set := ConnectMCP([]acp.McpServer{{Type: "sse", Name: "sse", URL: sse.URL}}, MCPOptions{Version: "test", Timeout: 3 * time.Second})
-	defer set.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	set.Wait(ctx)
+	t.Cleanup(sse.Close) // after the session's Close (connected), which ends its streams
+	set := connected(t, acp.McpServer{Type: "sse", Name: "sse", URL: sse.URL}, MCPOptions{Timeout: 3 * time.Second})
 	if f := strings.Join(set.TakeFailures(), "\n"); !strings.Contains(f, "origin") {
 		t.Errorf("failures %q, want the other origin refused", f)
 	}

@@ -50,22 +50,19 @@ func checkMCPMaxServers(n int) error {
 // validateMCP checks the file's [mcp] keys with their lines.
 func (f *loadedFile) validateMCP() error {
 	m := f.cfg.MCP
-	if m.IdleTimeout != nil {
-		d, err := time.ParseDuration(*m.IdleTimeout)
+	for _, k := range []struct {
+		key string
+		v   *string
+	}{{"mcp.idle_timeout", m.IdleTimeout}, {"mcp.call_timeout", m.CallTimeout}} {
+		if k.v == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*k.v)
 		if err != nil {
-			return f.errorAt("mcp.idle_timeout", "%q is not a duration (e.g. \"5m\")", *m.IdleTimeout)
+			return f.errorAt(k.key, "%q is not a duration (e.g. \"5m\")", *k.v)
 		}
 		if err := checkAtLeastASecond(d); err != nil {
-			return f.errorAt("mcp.idle_timeout", "%v", err)
-		}
-	}
-	if m.CallTimeout != nil {
-		d, err := time.ParseDuration(*m.CallTimeout)
-		if err != nil {
-			return f.errorAt("mcp.call_timeout", "%q is not a duration (e.g. \"5m\")", *m.CallTimeout)
-		}
-		if err := checkAtLeastASecond(d); err != nil {
-			return f.errorAt("mcp.call_timeout", "%v", err)
+			return f.errorAt(k.key, "%v", err)
 		}
 	}
 	if m.MaxServers != nil {
