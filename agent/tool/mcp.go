@@ -317,15 +317,20 @@ func (b boundedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 type boundedBody struct {
 	io.ReadCloser
 	left int64 // bytes still allowed
+	err  error // once past the bound, every later read's
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1] // one byte past the bound tells a longer body
 	}
 	n, err := b.ReadCloser.Read(p)
 	if b.left -= int64(n); b.left < 0 {
-		return 0, fmt.Errorf("the server's response is larger than %d bytes (MaxMCPResponseBytes); not read further", MaxMCPResponseBytes)
+		b.err = fmt.Errorf("the server's response is larger than %d bytes (MaxMCPResponseBytes); not read further", MaxMCPResponseBytes)
+		return 0, b.err
 	}
 	return n, err
 }

@@ -134,6 +134,9 @@ func TestBoundedBody(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && len(got) != tc.size) {
 			t.Errorf("size %d, limit %d: read %d bytes, err %v; want ok=%v", tc.size, tc.limit, len(got), err, tc.ok)
 		}
+		if n, again := b.Read(make([]byte, 8)); !tc.ok && (n != 0 || again == nil) {
+			t.Errorf("size %d, limit %d: a read after the bound gave %d bytes, %v; want the error again", tc.size, tc.limit, n, again)
+		}
 	}
 }
 
