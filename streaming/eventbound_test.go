@@ -28,7 +28,7 @@ func TestEventBound(t *testing.T) {
 		{"a CRLF is one break, not an empty line", "data: 123\r\ndata: 456\r\n", 11, false},
 		{"endless lines", strings.Repeat("data: x\n", 1000), 100, false},
 	} {
-		b := &eventBound{ReadCloser: io.NopCloser(strings.NewReader(tc.body)), max: tc.max, lineEmpty: true}
+		b := &eventBound{ReadCloser: io.NopCloser(strings.NewReader(tc.body)), max: tc.max}
 		_, err := io.ReadAll(b)
 		var le *LimitError
 		if tc.ok && err != nil || !tc.ok && (!errors.As(err, &le) || le.What != LimitEvent) {
@@ -93,7 +93,7 @@ func FuzzEventBound(f *testing.F) {
 		if oneByte {
 			r = iotest.OneByteReader(r)
 		}
-		got, err := io.ReadAll(&eventBound{ReadCloser: io.NopCloser(r), max: bound, lineEmpty: true})
+		got, err := io.ReadAll(&eventBound{ReadCloser: io.NopCloser(r), max: bound})
 		switch {
 		case longest > bound && err == nil:
 			t.Fatalf("an event of %d bytes passed a bound of %d", longest, bound)

@@ -121,7 +121,7 @@ func boundEvents(max int) option.Middleware {
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(req)
 		if err == nil && res != nil && res.Body != nil {
-			res.Body = &eventBound{ReadCloser: res.Body, max: max, lineEmpty: true}
+			res.Body = &eventBound{ReadCloser: res.Body, max: max}
 		}
 		return res, err
 	}
@@ -132,10 +132,10 @@ func boundEvents(max int) option.Middleware {
 // aside), passes max bytes.
 type eventBound struct {
 	io.ReadCloser
-	max, n    int  // n: bytes of the current event
-	lineEmpty bool // no byte since the last line break
-	afterCR   bool // the last byte was a CR (a CRLF is one break)
-	err       error
+	max, n  int  // n: bytes of the current event
+	midLine bool // a byte since the last line break (the zero value: a stream's start)
+	afterCR bool // the last byte was a CR (a CRLF is one break)
+	err     error
 }
 
 func (b *eventBound) Read(p []byte) (int, error) {
@@ -148,12 +148,12 @@ func (b *eventBound) Read(p []byte) (int, error) {
 		case c == '\n' && b.afterCR:
 			b.afterCR = false
 		case c == '\n' || c == '\r':
-			if b.lineEmpty {
+			if !b.midLine {
 				b.n = 0 // an empty line ends the event
 			}
-			b.lineEmpty, b.afterCR = true, c == '\r'
+			b.midLine, b.afterCR = false, c == '\r'
 		default:
-			b.lineEmpty, b.afterCR = false, false
+			b.midLine, b.afterCR = true, false
 			if b.n++; b.n > b.max {
 				b.err = &LimitError{What: LimitEvent, Limit: b.max}
 				return i, b.err
