@@ -3,6 +3,7 @@ package streaming_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,14 +66,7 @@ func TestChatRedirectWithinOriginFollowed(t *testing.T) {
 		defer res.Body.Close()
 		w.Header().Set("Content-Type", res.Header.Get("Content-Type"))
 		w.WriteHeader(res.StatusCode)
-		buf := make([]byte, 4096)
-		for {
-			n, err := res.Body.Read(buf)
-			w.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
+		io.Copy(w, res.Body)
 	}))
 	defer front.Close()
 	c := streaming.NewOpenAI(streaming.OpenAIConfig{BaseURL: front.URL + "/old"})
