@@ -95,6 +95,10 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 		go func() {
 			defer wg.Done()
 			c, err := connectOne(ctx, srv, version, timeout, childEnv)
+			var dropped []string
+			if err == nil {
+				dropped = c.boundTools() // outside the lock: it encodes every schema
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			switch {
@@ -103,7 +107,7 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 			case s.closed:
 				_ = c.close()
 			default:
-				s.failures = append(s.failures, c.boundTools()...)
+				s.failures = append(s.failures, dropped...)
 				s.conns = append(s.conns, c)
 			}
 		}()
