@@ -56,11 +56,22 @@ func PackRecord(record []byte) []byte {
 }
 
 // Record returns the JSON of a lifecycle or projection event: its Body,
-// inflated when it was stored packed (PackRecord). Every reader of those
+// inflated when it was stored packed (PackRecord), with its content put
+// back when it was stored outside the JSON (packTextRecord). Every reader of those
 // bodies goes through it; for frame kinds use Frames.
 func (e *Event) Record() ([]byte, error) {
 	if e.Kind.IsFrame() {
 		return nil, fmt.Errorf("event %d is a %s frame, not a record", e.Seq, e.Kind)
+	}
+	if r, ok, err := splitTextRecord(e.Body); ok {
+		var b []byte
+		if err == nil {
+			b, err = r.json()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
+		}
+		return b, nil
 	}
 	b, _, err := unpack(e.Body)
 	if err != nil {

@@ -124,7 +124,9 @@ func framesColumns(body []byte) (cols, middles []byte) {
 // PackWrite returns the events one projection write stores, in order:
 // pending (frames the journal buffered, Body as sent) and then records (the
 // write's projection events, Body their JSON), each with its Body packed: a
-// record from MinPackedBody bytes on (PackRecord); an outbound frame event
+// message record with long content with that text outside its JSON
+// (packTextRecord), any other record from MinPackedBody bytes on
+// (PackRecord); an outbound frame event
 // of MinPackedBody bytes or more against the last record of its stream
 // when the write has one (a streamed reply's run and the save after it hold
 // the same text), else on its own (PackFrames). Packed events are copies:
@@ -168,7 +170,13 @@ func PackWrite(pending, records []*Event) []*Event {
 	}
 	for _, r := range records {
 		packed := *r
-		packed.Body = PackRecord(r.Body)
+		packed.Body = nil
+		if r.Kind == EventMessageAppended || r.Kind == EventMessageUpdated {
+			packed.Body = packTextRecord(r.Body)
+		}
+		if packed.Body == nil {
+			packed.Body = PackRecord(r.Body)
+		}
 		out = append(out, &packed)
 	}
 	return out

@@ -277,7 +277,7 @@ func insertMessages(ctx context.Context, c sqlcore.Conn, sessionID string, rows 
 		for i := start; i < end; i++ {
 			r := &rows[i]
 			m := r.M
-			b.Queue(insertMessage, sessionID, r.Seq, string(m.Role), r.Content, r.Parts,
+			b.Queue(insertMessage, sessionID, r.Seq, string(m.Role), r.ContentColumn(), r.Parts,
 				r.Reasoning, r.ToolCallID, r.ToolCalls, string(m.Status), r.Meta, r.Active, m.TokenCount, m.TokenEncoding, r.Created)
 		}
 		res := tx.SendBatch(ctx, b)

@@ -373,3 +373,13 @@ func TestPartsStoredOnce(t *testing.T) {
 		},
 	})
 }
+
+func TestTextStoredOnce(t *testing.T) {
+	s := mustOpen(t, pgtest.URL(t))
+	persistencetest.TextStoredOnce(t, s, func(t *testing.T, id int64) (content string, at *string) {
+		if err := s.pool.QueryRow(t.Context(), `SELECT content, content_at FROM messages WHERE id = $1`, id).Scan(&content, &at); err != nil {
+			t.Fatal(err)
+		}
+		return content, at
+	})
+}

@@ -1,10 +1,11 @@
 package sqlite
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/persistence"
@@ -31,7 +32,10 @@ func TestDiskFull(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `PRAGMA max_page_count = `+strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("x", 64<<10) // needs new pages
+	// Needs new pages even compressed (a long text is stored compressed).
+	random := make([]byte, 32<<10)
+	rand.Read(random)
+	big := hex.EncodeToString(random)
 	msgs := []*persistence.Message{
 		{Role: persistence.RoleAssistant, Content: "small"},
 		{Role: persistence.RoleAssistant, Content: big},

@@ -292,7 +292,7 @@ func insertMessages(ctx context.Context, c sqlcore.Conn, sessionID string, rows 
 	for i := range rows {
 		r := &rows[i]
 		m := r.M
-		res, err := tx.ExecContext(ctx, insertMessage, sessionID, r.Seq, string(m.Role), r.Content, r.Parts,
+		res, err := tx.ExecContext(ctx, insertMessage, sessionID, r.Seq, string(m.Role), r.ContentColumn(), r.Parts,
 			r.Reasoning, r.ToolCallID, r.ToolCalls, string(m.Status), r.Meta, r.Active, m.TokenCount, m.TokenEncoding, r.Created)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)

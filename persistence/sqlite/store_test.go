@@ -661,3 +661,13 @@ func TestMessagesWhateverLastSeq(t *testing.T) {
 		t.Errorf("messages of an unknown session: %v, want ErrNotFound", err)
 	}
 }
+
+func TestTextStoredOnce(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	persistencetest.TextStoredOnce(t, s, func(t *testing.T, id int64) (content string, at *string) {
+		if err := s.db.QueryRowContext(t.Context(), `SELECT content, content_at FROM messages WHERE id = ?`, id).Scan(&content, &at); err != nil {
+			t.Fatal(err)
+		}
+		return content, at
+	})
+}

@@ -54,6 +54,17 @@ type MessageRow struct {
 	Content, Reasoning, ToolCallID string
 	Seq                            int64
 	Active                         bool
+	// Ref: the row does not hold Content, which only its message_appended
+	// record keeps (persistence.KeepsText); content_at points at it.
+	Ref bool
+}
+
+// ContentColumn is what the row's content column holds.
+func (r *MessageRow) ContentColumn() string {
+	if r.Ref {
+		return ""
+	}
+	return r.Content
 }
 
 // EventRow is what an event insert assigns: Seq and At are chosen before

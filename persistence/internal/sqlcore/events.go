@@ -120,11 +120,24 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 // and then evs, the events of one projection change, packed together
 // (persistence.PackWrite: a streamed run against the record after it).
 func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
-	if len(evs) == 0 && len(s.origin.Pending) == 0 {
-		return nil
-	}
-	_, err := s.appendEventsTx(ctx, tx, persistence.PackWrite(s.origin.Pending, evs), t)
+	_, err := s.recordTx(ctx, tx, evs, t)
 	return err
+}
+
+// recordTx is projectionTx, returning the seqs evs were given.
+func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) ([]int64, error) {
+	if len(evs) == 0 && len(s.origin.Pending) == 0 {
+		return nil, nil
+	}
+	out, err := s.appendEventsTx(ctx, tx, persistence.PackWrite(s.origin.Pending, evs), t)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]int64, len(evs))
+	for i, r := range out[len(out)-len(evs):] { // PackWrite puts the records last
+		seqs[i] = r.Seq
+	}
+	return seqs, nil
 }
 
 // projectionEvent builds the event the store records beside a change to the
@@ -141,26 +154,46 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}, nil
 }
 
+// prior is a message as an update finds it: its text (content whole;
+// parts set when the parts column holds the content marker, contentParts:
+// they are the old content's, which an update of the content must then
+// store as JSON), and its content and content_at columns (textAt).
+type prior struct {
+	persistence.Message
+	base string
+	at   sql.NullString
+}
+
 // priorText reads, inside tx, the text a message holds before an update
 // rewrites it (none if there is no such message): its message_updated event
 // records only what the update appends to it (persistence.UpdateRecord).
-// Parts are set when the parts column holds the content marker
-// (contentParts): they are the old content's, which an update of the
-// content must then store as JSON.
-func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (persistence.Message, error) {
+func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (prior, error) {
 	var (
-		m     persistence.Message
+		p     prior
 		parts sql.NullString
 	)
-	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
-		Scan(&m.Content, &m.Reasoning, &parts)
+	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts, content_at FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
+		Scan(&p.base, &p.Reasoning, &parts, &p.at)
 	if s.d.IsNoRows(err) {
-		return m, nil
+		return p, nil
 	}
-	if err == nil && parts.String == contentParts {
-		m.Parts, err = readParts(parts, m.Content)
+	if err != nil {
+		return p, err
 	}
-	return m, err
+	p.ID, p.Content = id, p.base
+	ref := textRef{at: p.at.String, contentParts: parts.String == contentParts}
+	if !p.at.Valid {
+		if ref.contentParts {
+			p.Parts, err = readParts(parts, p.Content)
+		}
+		return p, err
+	}
+	msgs := []persistence.Message{p.Message}
+	if err := s.resolveText(ctx, tx, sessionID, msgs, []textRef{ref}); err != nil {
+		return p, err
+	}
+	p.Message = msgs[0]
+	return p, nil
 }
 
 // Events returns a stream's events in seq order.

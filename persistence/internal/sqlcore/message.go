@@ -136,7 +136,8 @@ func (s *Store) insertNew(ctx context.Context, tx conn, sessionID string, rows [
 }
 
 // appended records, inside tx, the message_appended events of rows
-// inserted with ids.
+// inserted with ids, and points the rows that do not hold their text at
+// them (MessageRow.Ref).
 func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids []int64, t time.Time) error {
 	evs := make([]*persistence.Event, len(rows))
 	for i := range rows {
@@ -146,7 +147,11 @@ func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []
 			return err
 		}
 	}
-	return s.projectionTx(ctx, tx, evs, t)
+	seqs, err := s.recordTx(ctx, tx, evs, t)
+	if err != nil {
+		return err
+	}
+	return s.setTextAt(ctx, tx, sessionID, rows, ids, seqs)
 }
 
 // fill copies what the store assigned into the callers' messages.
@@ -178,6 +183,9 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 	if err != nil {
 		return err
 	}
+	for i := range rows {
+		rows[i].Ref = persistence.KeepsText(rows[i].Content)
+	}
 	var ids []int64
 	err = s.write(ctx, func(tx conn) error {
 		last, err := s.bumpSession(ctx, tx, sessionID, len(msgs), at)
@@ -198,7 +206,7 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 
 // MessageColumns are the columns every message read selects, in scan order.
 const MessageColumns = `id, seq, role, content, parts, reasoning, tool_call_id,
-	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at`
+	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at, content_at`
 
 // Messages returns a session's messages in seq order.
 func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
@@ -235,8 +243,9 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		}
 		hint = min(max(last-f.AfterSeq, 0), limit, maxRowsHint)
 	}
-	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq, limit)
-	msgs, err := s.scanMessagesN(rows, err, int(hint), sessionID)
+	rd := s.read()
+	rows, err := rd.Query(ctx, q, sessionID, f.AfterSeq, limit)
+	msgs, err := s.scanMessagesN(ctx, &rd, rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -252,15 +261,24 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 // last_seq must not allocate gigabytes.
 const maxRowsHint = 1 << 16
 
-// scanMessages reads rows of MessageColumns and closes them.
-func (s *Store) scanMessages(rows Rows, err error, sessionID string) ([]persistence.Message, error) {
-	return s.scanMessagesN(rows, err, 0, sessionID)
+// scanMessages reads rows of MessageColumns and closes them, and then
+// through q the text the rows do not hold (resolveText).
+func (s *Store) scanMessages(ctx context.Context, q conn, rows Rows, err error, sessionID string) ([]persistence.Message, error) {
+	return s.scanMessagesN(ctx, &q, rows, err, 0, sessionID)
 }
 
-// scanMessagesN is scanMessages with room made for n rows.
-func (s *Store) scanMessagesN(rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
+// scanMessagesN is scanMessages with room made for n rows; with q nil,
+// a row that does not hold its text is read with the content column's.
+func (s *Store) scanMessagesN(ctx context.Context, q *conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
 	sc := s.newMessageScanner(sessionID)
-	return collectN(rows, err, n, sc.scan)
+	msgs, err := collectN(rows, err, n, sc.scan)
+	if err != nil || q == nil || len(sc.refs) == 0 {
+		return msgs, err
+	}
+	if err := s.resolveText(ctx, *q, sessionID, msgs, sc.refs); err != nil {
+		return nil, err
+	}
+	return msgs, nil
 }
 
 // messageScanner reads rows of MessageColumns. Its Scan destinations are
@@ -279,7 +297,10 @@ type messageScanner struct {
 	// **int64 through reflection.
 	compactedInto sql.NullInt64
 	tokens        int64
+	textAt        sql.NullString
 	dest          []any
+	n             int       // rows scanned
+	refs          []textRef // the rows that do not hold their text
 }
 
 func (s *Store) newMessageScanner(sessionID string) *messageScanner {
@@ -287,7 +308,7 @@ func (s *Store) newMessageScanner(sessionID string) *messageScanner {
 	m := &sc.m
 	sc.dest = []any{&m.ID, &m.Seq, &sc.role, &m.Content, &sc.parts, &m.Reasoning,
 		&m.ToolCallID, &sc.toolCalls, &sc.status, &sc.meta, &m.IsActive, &sc.compactedInto,
-		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt)}
+		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt), &sc.textAt}
 	return sc
 }
 
@@ -298,6 +319,8 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	if err := r.Scan(sc.dest...); err != nil {
 		return persistence.Message{}, err
 	}
+	i := sc.n
+	sc.n++
 	m := sc.m
 	m.SessionID = sc.sessionID
 	m.Role, m.Status = persistence.Role(sc.role), persistence.MessageStatus(sc.status)
@@ -307,6 +330,14 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	}
 	m.TokenCount = int(sc.tokens)
 	var err error
+	if sc.textAt.Valid {
+		// Parts that are the content are made once the content is.
+		ref := textRef{i: i, at: sc.textAt.String, contentParts: sc.parts.Valid && sc.parts.String == contentParts}
+		sc.refs = append(sc.refs, ref)
+		if ref.contentParts {
+			sc.parts.Valid = false
+		}
+	}
 	if m.Parts, err = readParts(sc.parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
@@ -361,32 +392,55 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if err != nil {
 			return err
 		}
+		content := s.d.Text(m.Content)
+		text, from := persistence.AppendedText(prior.Content, content)
+		// Where the content goes: the row keeps it whole (content_at
+		// NULL), or the row keeps what it had and the update's record what
+		// it adds (ref: content_at lists the record after what it listed).
+		base, keepAt, ref := content, sql.NullString{}, false
+		switch {
+		case content == prior.Content:
+			base, keepAt = prior.base, prior.at
+		case from > 0 && (prior.at.Valid || persistence.KeepsText(text)):
+			base, keepAt, ref = prior.base, prior.at, true
+		case from == 0 && persistence.KeepsText(content):
+			base, ref = "", true
+		}
 		// Parts stored as the content marker keep their text when the
 		// content changes: written out as JSON (NULL keeps the column).
 		var parts any
-		if prior.Parts != nil && prior.Content != s.d.Text(m.Content) {
+		if prior.Parts != nil && prior.Content != content {
 			if parts, err = jsoncol.Slice("parts", prior.Parts); err != nil {
 				return err
 			}
 		}
 		rows, err := tx.Query(ctx, `
-			UPDATE messages SET content = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?,
+			UPDATE messages SET content = ?, content_at = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?,
 				parts = COALESCE(?, parts)
 			WHERE id = ? AND session_id = ?
-			RETURNING `+MessageColumns, s.d.Text(m.Content), s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
+			RETURNING `+MessageColumns, base, keepAt, s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
 			parts, m.ID, m.SessionID)
-		msgs, err := s.scanMessages(rows, err, m.SessionID)
+		msgs, err := s.scanMessagesN(ctx, nil, rows, err, 0, m.SessionID) // the text is content
 		if err != nil {
 			return err
 		}
 		if len(msgs) == 0 {
 			return notFound
 		}
+		msgs[0].Content = content
+		if msgs[0].Parts == nil && prior.Parts != nil && prior.Content == content {
+			msgs[0].Parts = prior.Parts // the marker, in a row that does not hold its text
+		}
 		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
 		if err != nil {
 			return err
 		}
-		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+		seqs, err := s.recordTx(ctx, tx, []*persistence.Event{ev}, t)
+		if err != nil || !ref {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt(keepAt.String, seqs[0]), m.ID)
+		return err
 	})
 }
 
@@ -398,7 +452,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 		rows, err := tx.Query(ctx, `
 			UPDATE messages SET status = ? WHERE session_id = ? AND status = ?
 			RETURNING `+MessageColumns, string(persistence.StatusInterrupted), sessionID, string(persistence.StatusStreaming))
-		msgs, err := s.scanMessages(rows, err, sessionID)
+		msgs, err := s.scanMessages(ctx, tx, rows, err, sessionID)
 		if err != nil {
 			return err
 		}
