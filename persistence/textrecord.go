@@ -7,27 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/klauspost/compress/s2"
 )
 
 // A message's text is stored once (issue 19): in the message_appended or
 // message_updated record that brought it, whose Body then holds the text
-// outside its JSON, and not again in the message's row, which lists the
-// records instead (Store reads them back with RecordText). The messages
-// table stays a projection of the log: Event.Record gives the record's
-// JSON back byte for byte.
-//
-// The text is compressed with S2 (Snappy's successor): every load reads all
-// of a session's text, and S2 decodes at about 1 GB/s where DEFLATE, which
-// keeps about a fifth less, inflates at a fifth of that here.
+// outside its JSON, compressed (textcodec.go), and not again in the
+// message's row, which lists the records instead (Store reads them back
+// with RecordText). The messages table stays a projection of the log:
+// Event.Record gives the record's JSON back byte for byte.
 
 // textPrefix starts the Body of a message record stored with its content
 // outside its JSON. After it: the uvarint offset in the JSON where the
 // content's string literal stood; the uvarint of the record's contentFrom;
-// the uvarint length of the S2 block of the content (its text, not its
-// JSON literal); the block; and the JSON without the literal, as PackRecord
-// stores a record.
+// the codec byte; the uvarint length of the text (not its JSON literal)
+// and of the block that codes it; the block; and the JSON without the
+// literal, as PackRecord stores a record.
 const textPrefix = "\x00text\n"
 
 // MinTextRecord is the shortest content stored outside its record's JSON,
@@ -68,13 +62,15 @@ func packTextRecord(record []byte) []byte {
 	if err != nil || !bytes.HasPrefix(record[at:], literal) {
 		return nil
 	}
-	block := s2.EncodeBetter(nil, []byte(fields.Content))
+	codec, block := encodeText([]byte(fields.Content))
 	rest := make([]byte, 0, len(record)-len(literal))
 	rest = append(append(rest, record[:at]...), record[at+len(literal):]...)
-	b := make([]byte, 0, len(textPrefix)+3*binary.MaxVarintLen64+len(block)+len(rest))
+	b := make([]byte, 0, len(textPrefix)+1+4*binary.MaxVarintLen64+len(block)+len(rest))
 	b = append(b, textPrefix...)
 	b = binary.AppendUvarint(b, uint64(at))
 	b = binary.AppendUvarint(b, uint64(fields.ContentFrom))
+	b = append(b, codec)
+	b = binary.AppendUvarint(b, uint64(len(fields.Content)))
 	b = binary.AppendUvarint(b, uint64(len(block)))
 	b = append(b, block...)
 	return append(b, PackRecord(rest)...)
@@ -82,9 +78,10 @@ func packTextRecord(record []byte) []byte {
 
 // textRecord is a Body in packTextRecord's form, split.
 type textRecord struct {
-	at, from int
-	block    []byte // S2
-	rest     []byte // the JSON without the literal, as PackRecord stored it
+	at, from, n int
+	codec       byte
+	block       []byte // the text, coded
+	rest        []byte // the JSON without the literal, as PackRecord stored it
 }
 
 var errTextRecord = errors.New("text record: corrupt")
@@ -96,33 +93,30 @@ func splitTextRecord(body []byte) (r textRecord, ok bool, err error) {
 	if !ok {
 		return r, false, nil
 	}
-	var nums [3]uint64
+	var nums [4]uint64
 	for i := range nums {
+		if i == 2 { // the codec byte
+			if len(b) == 0 {
+				return r, true, errTextRecord
+			}
+			r.codec, b = b[0], b[1:]
+		}
 		v, k := binary.Uvarint(b)
 		if k <= 0 || v > uint64(maxUnpacked) {
 			return r, true, errTextRecord
 		}
 		nums[i], b = v, b[k:]
 	}
-	if nums[2] > uint64(len(b)) {
+	if nums[3] > uint64(len(b)) {
 		return r, true, errTextRecord
 	}
-	r = textRecord{at: int(nums[0]), from: int(nums[1]), block: b[:nums[2]], rest: b[nums[2]:]}
+	r.at, r.from, r.n = int(nums[0]), int(nums[1]), int(nums[2])
+	r.block, r.rest = b[:nums[3]], b[nums[3]:]
 	return r, true, nil
 }
 
 // text decodes the record's content.
-func (r textRecord) text() ([]byte, error) {
-	n, err := s2.DecodedLen(r.block)
-	if err != nil || n > maxUnpacked {
-		return nil, errTextRecord
-	}
-	t, err := s2.Decode(make([]byte, n), r.block)
-	if err != nil {
-		return nil, errTextRecord
-	}
-	return t, nil
-}
+func (r textRecord) text() (string, error) { return decodeText(r.codec, r.n, r.block) }
 
 // json gives back the record's JSON: the rest with the content's literal
 // put back where it stood.
@@ -138,7 +132,7 @@ func (r textRecord) json() ([]byte, error) {
 	if r.at > len(rest) {
 		return nil, errTextRecord
 	}
-	literal, err := json.Marshal(string(t))
+	literal, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +151,7 @@ func RecordText(body []byte) (text string, from int, err error) {
 	}
 	if ok {
 		t, err := r.text()
-		return string(t), r.from, err
+		return t, r.from, err
 	}
 	b, _, err := unpack(body)
 	if err != nil {
@@ -171,6 +165,48 @@ func RecordText(body []byte) (text string, from int, err error) {
 		return "", 0, fmt.Errorf("message record: %w", err)
 	}
 	return fields.Content, fields.ContentFrom, nil
+}
+
+// TextOf is what RecordText returns of one body.
+type TextOf struct {
+	Text string
+	From int
+	Err  error
+}
+
+// RecordTexts is RecordText of each of bodies, the texts decoded into one
+// allocation: a load decodes thousands of them, and an allocation each
+// would cost about as much as decoding them.
+func RecordTexts(bodies [][]byte) []TextOf {
+	out := make([]TextOf, len(bodies))
+	recs := make([]textRecord, len(bodies))
+	total := 0
+	for i, b := range bodies {
+		r, ok, err := splitTextRecord(b)
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case !ok: // a record's JSON
+			out[i].Text, out[i].From, out[i].Err = RecordText(b)
+		case r.n > maxUnpacked-total:
+			out[i].Err = errTextRecord
+		default:
+			recs[i], total = r, total+r.n
+			continue
+		}
+		recs[i].n = -1 // done
+	}
+	buf := make([]byte, 0, total)
+	for i, r := range recs {
+		if r.n < 0 {
+			continue
+		}
+		dst := buf[len(buf) : len(buf) : len(buf)+r.n]
+		out[i].Text, out[i].Err = decodeTextInto(r.codec, r.n, r.block, dst)
+		out[i].From = r.from
+		buf = buf[:len(buf)+r.n]
+	}
+	return out
 }
 
 // ApplyText is the text a record's content (RecordText) makes of prev, the

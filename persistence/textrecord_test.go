@@ -112,8 +112,12 @@ func FuzzTextRecord(f *testing.F) {
 		if got, err := e.Record(); err == nil && len(got) > 2*maxUnpacked {
 			t.Fatalf("read back %d bytes", len(got))
 		}
-		if text, _, err := RecordText(body); err == nil && len(text) > maxUnpacked {
+		text, from, err := RecordText(body)
+		if err == nil && len(text) > maxUnpacked {
 			t.Fatalf("text of %d bytes", len(text))
+		}
+		if got := RecordTexts([][]byte{body}); (got[0].Err == nil) != (err == nil) || got[0].Text != text || got[0].From != from {
+			t.Fatalf("RecordTexts = %+v, RecordText = %q, %d, %v", got[0], text, from, err)
 		}
 		rec := messageRecordJSON(t, string(b), len(b)%7)
 		packed := packTextRecord(rec)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crow-acp/crow-acp/migrations"
@@ -169,12 +170,13 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 	return sqlcore.Dialect{
 		Name: "postgres",
 		Fragments: sqlcore.Fragments{
-			Later:     `GREATEST(updated_at + interval '1 microsecond', ?)`,
-			Active:    `is_active`,
-			InIDs:     `id = ANY(?)`,
-			Greatest:  `GREATEST`,
-			ForUpdate: ` FOR UPDATE`,
-			ForNoKey:  ` FOR NO KEY UPDATE`,
+			Later:       `GREATEST(updated_at + interval '1 microsecond', ?)`,
+			Active:      `is_active`,
+			InIDs:       `id = ANY(?)`,
+			Greatest:    `GREATEST`,
+			FirstTextID: `CAST(split_part(m.content_at, ',', 1) AS bigint)`,
+			ForUpdate:   ` FOR UPDATE`,
+			ForNoKey:    ` FOR NO KEY UPDATE`,
 			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    integer     NOT NULL PRIMARY KEY,
 				applied_at timestamptz NOT NULL DEFAULT now()
@@ -196,9 +198,11 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 		IDArray:       func(_ string, ids []int64) (any, error) { return ids, nil },
 		ScanIDs:       func(ids *[]int64) any { return ids },
 		IsNoRows:      sqlcore.ErrNoRowsIs(pgx.ErrNoRows),
-		Classify:      classify,
-		Begin:         begin(pool),
-		Read:          pgConn{pool},
+		// pgx copies a []byte destination; DriverBytes is the row's.
+		ScanBytes: func(b *[]byte) any { return (*pgtype.DriverBytes)(b) },
+		Classify:  classify,
+		Begin:     begin(pool),
+		Read:      pgConn{pool},
 		Close: func() error {
 			pool.Close() // safe to call more than once
 			return nil

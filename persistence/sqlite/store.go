@@ -179,10 +179,11 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 	return sqlcore.Dialect{
 		Name: "sqlite",
 		Fragments: sqlcore.Fragments{
-			Later:    `MAX(updated_at + 1, ?)`,
-			Active:   `is_active = 1`,
-			InIDs:    `id IN (SELECT value FROM json_each(?))`,
-			Greatest: `MAX`,
+			Later:       `MAX(updated_at + 1, ?)`,
+			Active:      `is_active = 1`,
+			InIDs:       `id IN (SELECT value FROM json_each(?))`,
+			Greatest:    `MAX`,
+			FirstTextID: `CAST(m.content_at AS INTEGER)`,
 			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    INTEGER NOT NULL PRIMARY KEY,
 				applied_at TEXT    NOT NULL
@@ -209,9 +210,11 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 		IDArray:  jsoncol.Slice[int64],
 		ScanIDs:  func(ids *[]int64) any { return (*jsonIDs)(ids) },
 		IsNoRows: sqlcore.ErrNoRowsIs(sql.ErrNoRows),
-		Classify: classify,
-		Begin:    sqlcore.BeginSQL(db),
-		Read:     sqlcore.SQLDB{DB: rdb},
+		// database/sql copies a []byte destination; RawBytes is the row's.
+		ScanBytes: func(b *[]byte) any { return (*sql.RawBytes)(b) },
+		Classify:  classify,
+		Begin:     sqlcore.BeginSQL(db),
+		Read:      sqlcore.SQLDB{DB: rdb},
 		// Both connection pools; safe to call more than once.
 		Close:          func() error { return errors.Join(rdb.Close(), db.Close()) },
 		InsertMessages: insertMessages,

@@ -107,6 +107,9 @@ type Dialect struct {
 	IDArray  func(field string, ids []int64) (any, error)
 	ScanIDs  func(ids *[]int64) any
 	IsNoRows func(err error) bool
+	// ScanBytes is a Scan destination that sets *b to the column's bytes
+	// in the driver's buffer, valid until the next row.
+	ScanBytes func(b *[]byte) any
 	// Classify wraps storage faults in persistence.ErrStorageFull and
 	// ErrStorageReadOnly.
 	Classify func(err error) error
@@ -133,6 +136,7 @@ type Fragments struct {
 	Active       string // {active}: the message is active (a literal, for partial indexes)
 	InIDs        string // {in_ids}: id is in the list parameter (Dialect.IDs)
 	Greatest     string // {greatest}: the larger of two values
+	FirstTextID  string // {first_text_id}: the first event id m.content_at lists (NULL for NULL)
 	ForUpdate    string // {for_update}: lock the selected row (with RowLocks)
 	ForNoKey     string // {for_no_key_update}: lock the row against deletion and takeover
 	MigrateTable string // {migrate_table}: CREATE TABLE IF NOT EXISTS schema_migrations
@@ -180,7 +184,7 @@ func (s *Store) sql(q string) string {
 // placeholders into $1, $2... in order.
 func Rewrite(q string, f Fragments, numbered bool) string {
 	r := strings.NewReplacer(
-		"{later}", f.Later, "{active}", f.Active, "{in_ids}", f.InIDs, "{greatest}", f.Greatest,
+		"{later}", f.Later, "{active}", f.Active, "{in_ids}", f.InIDs, "{greatest}", f.Greatest, "{first_text_id}", f.FirstTextID,
 		"{for_update}", f.ForUpdate, "{for_no_key_update}", f.ForNoKey,
 		"{migrate_table}", f.MigrateTable, "{migrate_lock}", f.MigrateLock, "{applied_at}", f.AppliedAt)
 	q = r.Replace(q)

@@ -124,7 +124,7 @@ func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Ev
 	return err
 }
 
-// recordTx is projectionTx, returning the seqs evs were given.
+// recordTx is projectionTx, returning the ids evs were given.
 func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) ([]int64, error) {
 	if len(evs) == 0 && len(s.origin.Pending) == 0 {
 		return nil, nil
@@ -133,11 +133,11 @@ func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event,
 	if err != nil {
 		return nil, err
 	}
-	seqs := make([]int64, len(evs))
+	ids := make([]int64, len(evs))
 	for i, r := range out[len(out)-len(evs):] { // PackWrite puts the records last
-		seqs[i] = r.Seq
+		ids[i] = r.ID
 	}
-	return seqs, nil
+	return ids, nil
 }
 
 // projectionEvent builds the event the store records beside a change to the
@@ -189,7 +189,7 @@ func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int
 		return p, err
 	}
 	msgs := []persistence.Message{p.Message}
-	if err := s.resolveText(ctx, tx, sessionID, msgs, []textRef{ref}); err != nil {
+	if err := s.resolveText(ctx, tx, sessionID, msgs, []textRef{ref}, nil); err != nil {
 		return p, err
 	}
 	p.Message = msgs[0]

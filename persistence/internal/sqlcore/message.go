@@ -147,11 +147,11 @@ func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []
 			return err
 		}
 	}
-	seqs, err := s.recordTx(ctx, tx, evs, t)
+	recIDs, err := s.recordTx(ctx, tx, evs, t)
 	if err != nil {
 		return err
 	}
-	return s.setTextAt(ctx, tx, sessionID, rows, ids, seqs)
+	return s.setTextAt(ctx, tx, sessionID, rows, ids, recIDs)
 }
 
 // fill copies what the store assigned into the callers' messages.
@@ -218,10 +218,14 @@ func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.Me
 }
 
 func (s *Store) messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
-	q := `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	// Each row comes with the record its text starts in (resolveText):
+	// one query, not one for the rows and one for their text.
+	q := `SELECT ` + joinedColumns + ` FROM messages m ` + textJoin + `
+		WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
 	if f.ActiveOnly {
 		// {active} is a literal, so the partial index applies.
-		q = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq LIMIT ?`
+		q = `SELECT ` + joinedColumns + ` FROM messages m ` + textJoin + `
+		WHERE m.session_id = ? AND m.seq > ? AND {active} ORDER BY m.seq LIMIT ?`
 	}
 	limit := int64(f.Limit)
 	if limit <= 0 {
@@ -245,7 +249,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 	}
 	rd := s.read()
 	rows, err := rd.Query(ctx, q, sessionID, f.AfterSeq, limit)
-	msgs, err := s.scanMessagesN(ctx, &rd, rows, err, int(hint), sessionID)
+	msgs, err := s.scanJoined(ctx, rd, rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +274,38 @@ func (s *Store) scanMessages(ctx context.Context, q conn, rows Rows, err error, 
 // scanMessagesN is scanMessages with room made for n rows; with q nil,
 // a row that does not hold its text is read with the content column's.
 func (s *Store) scanMessagesN(ctx context.Context, q *conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
-	sc := s.newMessageScanner(sessionID)
+	sc := s.newMessageScanner(sessionID, false)
 	msgs, err := collectN(rows, err, n, sc.scan)
 	if err != nil || q == nil || len(sc.refs) == 0 {
 		return msgs, err
 	}
-	if err := s.resolveText(ctx, *q, sessionID, msgs, sc.refs); err != nil {
+	if err := s.resolveText(ctx, *q, sessionID, msgs, sc.refs, nil); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// joinedColumns are MessageColumns of messages m (TestJoinedColumns) and
+// the body of the record textJoin joins.
+const joinedColumns = `m.id, m.seq, m.role, m.content, m.parts, m.reasoning, m.tool_call_id,
+	m.tool_calls, m.status, m.meta, m.is_active, m.compacted_into_id, m.token_count, m.token_encoding,
+	m.created_at, m.content_at, e.body`
+
+// textJoin joins to each message m the record its content_at lists first.
+const textJoin = `LEFT JOIN events e ON e.id = {first_text_id} AND e.stream = m.session_id
+	AND e.kind IN ('message_appended', 'message_updated')`
+
+// scanJoined reads rows of joinedColumns and closes them, decoding the
+// records' text while it reads, and then through q the text of records
+// other than the first.
+func (s *Store) scanJoined(ctx context.Context, q conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
+	sc := s.newMessageScanner(sessionID, true)
+	msgs, err := collectN(rows, err, n, sc.scan)
+	firsts := sc.dec.results(len(sc.refs))
+	if err != nil || len(sc.refs) == 0 {
+		return msgs, err
+	}
+	if err := s.resolveText(ctx, q, sessionID, msgs, sc.refs, firsts); err != nil {
 		return nil, err
 	}
 	return msgs, nil
@@ -298,24 +328,32 @@ type messageScanner struct {
 	compactedInto sql.NullInt64
 	tokens        int64
 	textAt        sql.NullString
+	body          []byte // joined: the record textAt lists first
 	dest          []any
-	n             int       // rows scanned
-	refs          []textRef // the rows that do not hold their text
+	n             int          // rows scanned
+	refs          []textRef    // the rows that do not hold their text
+	dec           *textDecoder // joined: decodes body
 }
 
-func (s *Store) newMessageScanner(sessionID string) *messageScanner {
+// newMessageScanner returns a scanner of MessageColumns, or of
+// joinedColumns.
+func (s *Store) newMessageScanner(sessionID string, joined bool) *messageScanner {
 	sc := &messageScanner{sessionID: sessionID}
 	m := &sc.m
 	sc.dest = []any{&m.ID, &m.Seq, &sc.role, &m.Content, &sc.parts, &m.Reasoning,
 		&m.ToolCallID, &sc.toolCalls, &sc.status, &sc.meta, &m.IsActive, &sc.compactedInto,
 		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt), &sc.textAt}
+	if joined {
+		sc.dest = append(sc.dest, s.d.ScanBytes(&sc.body))
+		sc.dec = &textDecoder{}
+	}
 	return sc
 }
 
 // scan reads one row.
 func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	sc.m = persistence.Message{}
-	sc.meta = nil
+	sc.meta, sc.body = nil, nil
 	if err := r.Scan(sc.dest...); err != nil {
 		return persistence.Message{}, err
 	}
@@ -333,6 +371,9 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	if sc.textAt.Valid {
 		// Parts that are the content are made once the content is.
 		ref := textRef{i: i, at: sc.textAt.String, contentParts: sc.parts.Valid && sc.parts.String == contentParts}
+		if sc.body != nil {
+			sc.dec.add(len(sc.refs), sc.body)
+		}
 		sc.refs = append(sc.refs, ref)
 		if ref.contentParts {
 			sc.parts.Valid = false
@@ -435,11 +476,11 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if err != nil {
 			return err
 		}
-		seqs, err := s.recordTx(ctx, tx, []*persistence.Event{ev}, t)
+		recIDs, err := s.recordTx(ctx, tx, []*persistence.Event{ev}, t)
 		if err != nil || !ref {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt(keepAt.String, seqs[0]), m.ID)
+		_, err = tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt(keepAt.String, recIDs[0]), m.ID)
 		return err
 	})
 }

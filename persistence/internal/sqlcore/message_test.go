@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,4 +28,23 @@ func TestSettersKnowEveryField(t *testing.T) {
 	check(reflect.TypeFor[persistence.ToolCall](), func(key string, v reflect.Value) bool {
 		return setToolCall(v.Interface().(*persistence.ToolCall), key, "x")
 	})
+}
+
+// TestJoinedColumns: the joined read selects MessageColumns, in order.
+func TestJoinedColumns(t *testing.T) {
+	split := func(s string) []string {
+		var out []string
+		for _, c := range strings.Split(s, ",") {
+			out = append(out, strings.TrimSpace(c))
+		}
+		return out
+	}
+	var want []string
+	for _, c := range split(MessageColumns) {
+		want = append(want, "m."+c)
+	}
+	want = append(want, "e.body")
+	if got := split(joinedColumns); !slices.Equal(got, want) {
+		t.Errorf("joinedColumns = %q\nwant %q", got, want)
+	}
 }

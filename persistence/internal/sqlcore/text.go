@@ -3,16 +3,18 @@ package sqlcore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
 // A message's long text is stored once, in the event log (issue 19): its
 // row's content column holds what comes before it (often nothing) and
-// content_at the seqs, in the session's stream, of the message_appended and
+// content_at the ids of the message_appended and
 // message_updated records whose text extends it, in order
 // (persistence.RecordText, ApplyText). The log is what the rows are
 // rebuilt from anyway; a read puts the text back.
@@ -28,69 +30,82 @@ type textRef struct {
 
 // parseTextAt parses a content_at column.
 func parseTextAt(at string) ([]int64, error) {
-	var seqs []int64
+	var ids []int64
 	for f := range strings.SplitSeq(at, ",") {
-		seq, err := strconv.ParseInt(f, 10, 64)
-		if err != nil || seq <= 0 {
-			return nil, fmt.Errorf("content_at %.40q: not a list of seqs", at)
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("content_at %.40q: not a list of event ids", at)
 		}
-		seqs = append(seqs, seq)
+		ids = append(ids, id)
 	}
-	return seqs, nil
+	return ids, nil
 }
 
-// textAt is content_at extended by seq.
-func textAt(at string, seq int64) string {
+// textAt is content_at extended by the event id.
+func textAt(at string, id int64) string {
 	if at == "" {
-		return strconv.FormatInt(seq, 10)
+		return strconv.FormatInt(id, 10)
 	}
-	return at + "," + strconv.FormatInt(seq, 10)
+	return at + "," + strconv.FormatInt(id, 10)
 }
 
-// maxSeqGap is the gap between two records a read fetches the events
+// maxIDGap is the gap between two records' ids a read fetches the events
 // between rather than querying again: the events of a turn between its
 // messages' records are a few, and rarely long.
-const maxSeqGap = 64
+const maxIDGap = 64
 
 // resolveText puts back, through q, the text of the rows refs name among
-// msgs (messages of session sessionID), and the parts made of it.
-func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs []persistence.Message, refs []textRef) error {
+// msgs (messages of session sessionID), and the parts made of it; firsts,
+// when not nil, are the texts of the records each ref lists first, read
+// with the rows (textJoin).
+func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs []persistence.Message, refs []textRef, firsts []recordText) error {
 	lists := make([][]int64, len(refs))
-	var seqs []int64
+	var ids []int64 // the records still to read
 	for k, r := range refs {
 		var err error
 		if lists[k], err = parseTextAt(r.at); err != nil {
 			return fmt.Errorf("message %d: %w", msgs[r.i].ID, err)
 		}
-		seqs = append(seqs, lists[k]...)
+		rest := lists[k]
+		if firsts != nil && firsts[k].read {
+			rest = rest[1:]
+		}
+		ids = append(ids, rest...)
 	}
-	slices.Sort(seqs)
-	seqs = slices.Compact(seqs)
-	bodies := make([][]byte, len(seqs))
-	for lo := 0; lo < len(seqs); {
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var dec textDecoder
+	for lo := 0; lo < len(ids); {
 		hi := lo
-		for hi+1 < len(seqs) && seqs[hi+1]-seqs[hi] <= maxSeqGap {
+		for hi+1 < len(ids) && ids[hi+1]-ids[hi] <= maxIDGap {
 			hi++
 		}
-		if err := s.readRecords(ctx, q, sessionID, seqs, bodies, lo, hi); err != nil {
+		if err := s.readRecords(ctx, q, sessionID, ids, lo, hi, &dec); err != nil {
+			dec.results(0)
 			return err
 		}
 		lo = hi + 1
 	}
+	texts := dec.results(len(ids))
 	for k, r := range refs {
 		m := &msgs[r.i]
 		text := m.Content
-		for _, seq := range lists[k] {
-			i, _ := slices.BinarySearch(seqs, seq)
-			if bodies[i] == nil {
-				return fmt.Errorf("message %d: its text's record (event %d of the session) is missing", m.ID, seq)
+		for j, id := range lists[k] {
+			var t recordText
+			if j == 0 && firsts != nil && firsts[k].read {
+				t = firsts[k]
+			} else if i, ok := slices.BinarySearch(ids, id); ok {
+				t = texts[i]
 			}
-			t, from, err := persistence.RecordText(bodies[i])
+			if !t.read {
+				return fmt.Errorf("message %d: its text's record (event %d) is missing", m.ID, id)
+			}
+			err := t.err
 			if err == nil {
-				text, err = persistence.ApplyText(text, t, from)
+				text, err = persistence.ApplyText(text, t.text, t.from)
 			}
 			if err != nil {
-				return fmt.Errorf("message %d: the text of event %d: %w", m.ID, seq, err)
+				return fmt.Errorf("message %d: the text of event %d: %w", m.ID, id, err)
 			}
 		}
 		m.Content = text
@@ -101,41 +116,161 @@ func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs 
 	return nil
 }
 
-// readRecords reads the bodies of the message records among seqs[lo..hi]
-// into bodies.
-func (s *Store) readRecords(ctx context.Context, q conn, sessionID string, seqs []int64, bodies [][]byte, lo, hi int) error {
-	rows, err := q.Query(ctx, `SELECT seq, body FROM events WHERE stream = ? AND seq >= ? AND seq <= ?
-		AND kind IN ('message_appended', 'message_updated')`, sessionID, seqs[lo], seqs[hi])
+// recordText is what a message record holds for the row that lists it.
+type recordText struct {
+	text string
+	from int
+	err  error
+	read bool
+}
+
+// readRecords reads the message records ids[lo..hi] (close together) and
+// hands their bodies to dec as they come.
+func (s *Store) readRecords(ctx context.Context, q conn, sessionID string, ids []int64, lo, hi int, dec *textDecoder) error {
+	rows, err := q.Query(ctx, `SELECT id, body FROM events WHERE id >= ? AND id <= ? AND stream = ?
+		AND kind IN ('message_appended', 'message_updated')`, ids[lo], ids[hi], sessionID)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	var (
+		id   int64
+		body []byte
+	)
+	dest := []any{&id, s.d.ScanBytes(&body)}
 	for rows.Next() {
-		var (
-			seq  int64
-			body []byte
-		)
-		if err := rows.Scan(&seq, &body); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		if i, ok := slices.BinarySearch(seqs[lo:hi+1], seq); ok {
-			bodies[lo+i] = body
+		if i, ok := slices.BinarySearch(ids[lo:hi+1], id); ok {
+			dec.add(lo+i, body)
 		}
 	}
 	return rows.Err()
 }
 
+// textDecoder decodes records' text (persistence.RecordText) while they
+// are still being read: a load reads a session's whole text, and decoding
+// it takes about as long as reading it, so from the second batch of bodies
+// on it runs on other cores. The zero value is ready to use.
+type textDecoder struct {
+	batch   textBatch
+	batches chan textBatch
+	arenas  chan []byte // decoded batches' arenas, for the next ones
+	workers sync.WaitGroup
+	mu      sync.Mutex
+	done    []textBatch // decoded
+}
+
+// textBatch is bodies copied out of the driver's buffers, the index of
+// each among the texts read, and what they decode to.
+type textBatch struct {
+	arena []byte
+	ends  []int
+	index []int
+	out   []recordText
+}
+
+// decoderBatch is the bytes of bodies a batch holds before it is handed
+// to a worker; a read of less than one decodes on its own goroutine.
+const decoderBatch = 128 << 10
+
+// add queues body (valid only until the next row) as text i.
+func (d *textDecoder) add(i int, body []byte) {
+	b := &d.batch
+	if b.arena == nil {
+		// A load's text is megabytes: reused arenas, not fresh memory
+		// (a new process pays a page fault for each page it touches).
+		select {
+		case b.arena = <-d.arenas:
+		default:
+			b.arena = make([]byte, 0, 2*decoderBatch)
+		}
+	}
+	b.arena = append(b.arena, body...)
+	b.ends, b.index = append(b.ends, len(b.arena)), append(b.index, i)
+	if len(b.arena) >= decoderBatch {
+		d.flush()
+	}
+}
+
+// flush hands the batch to a worker, starting the workers with the first.
+func (d *textDecoder) flush() {
+	if len(d.batch.index) == 0 {
+		return
+	}
+	if d.batches == nil {
+		d.batches = make(chan textBatch, 4)
+		d.arenas = make(chan []byte, 8)
+		for range max(1, min(runtime.GOMAXPROCS(0)-1, 4)) { // the reader has a core of its own
+			d.workers.Add(1)
+			go func() {
+				defer d.workers.Done()
+				for b := range d.batches {
+					b.decode()
+					select {
+					case d.arenas <- b.arena[:0]: // the texts are copies: nothing refers to it
+					default:
+					}
+					b.arena = nil
+					d.mu.Lock()
+					d.done = append(d.done, b)
+					d.mu.Unlock()
+				}
+			}()
+		}
+	}
+	d.batches <- d.batch
+	d.batch = textBatch{}
+}
+
+func (b *textBatch) decode() {
+	bodies := make([][]byte, len(b.ends))
+	start := 0
+	for k, end := range b.ends {
+		bodies[k], start = b.arena[start:end], end
+	}
+	texts := persistence.RecordTexts(bodies)
+	b.out = make([]recordText, len(texts))
+	for k, t := range texts {
+		b.out[k] = recordText{text: t.Text, from: t.From, err: t.Err, read: true}
+	}
+}
+
+// results waits for every text added and returns them as texts 0..n-1
+// (those never added not read).
+func (d *textDecoder) results(n int) []recordText {
+	if d.batches == nil {
+		d.batch.decode() // a small read: no goroutines
+		d.done = append(d.done, d.batch)
+	} else {
+		d.flush()
+		close(d.batches)
+		d.workers.Wait()
+	}
+	texts := make([]recordText, n)
+	for _, b := range d.done {
+		for k, i := range b.index {
+			if i < n {
+				texts[i] = b.out[k]
+			}
+		}
+	}
+	*d = textDecoder{}
+	return texts
+}
+
 // setTextAt points the rows of new messages whose text only their
 // message_appended records keep (MessageRow.Ref) at those records, given
-// the seqs they were recorded at (recSeqs[i] for rows[i]).
-func (s *Store) setTextAt(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids, recSeqs []int64) error {
+// the ids they were recorded with (recIDs[i] for rows[i]).
+func (s *Store) setTextAt(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids, recIDs []int64) error {
 	var refIDs []int64
 	offset, uniform := int64(0), true
 	for i := range rows {
 		if !rows[i].Ref {
 			continue
 		}
-		d := recSeqs[i] - rows[i].Seq
+		d := recIDs[i] - rows[i].Seq
 		if len(refIDs) == 0 {
 			offset = d
 		}
@@ -152,7 +287,7 @@ func (s *Store) setTextAt(ctx context.Context, tx conn, sessionID string, rows [
 	}
 	for i := range rows {
 		if rows[i].Ref {
-			if _, err := tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt("", recSeqs[i]), ids[i]); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt("", recIDs[i]), ids[i]); err != nil {
 				return err
 			}
 		}
