@@ -55,7 +55,7 @@ func TestEncodeText(t *testing.T) {
 		}
 		// Into a shared buffer, as RecordTexts does.
 		buf := make([]byte, 5, 5+len(c.text)+7)
-		dst := buf[5:5:5+len(c.text)]
+		dst := buf[5 : 5 : 5+len(c.text)]
 		if got, err := decodeTextInto(codec, len(c.text), block, dst); err != nil || got != c.text {
 			t.Errorf("%s: decodes into a buffer to %d bytes, %v", c.what, len(got), err)
 		}
