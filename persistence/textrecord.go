@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -51,29 +52,108 @@ func packTextRecord(record []byte) []byte {
 		return nil
 	}
 	at += len(contentKey)
-	var fields struct {
-		Content     string `json:"content"`
-		ContentFrom int    `json:"contentFrom"`
-	}
-	if err := json.Unmarshal(record, &fields); err != nil || !KeepsText(fields.Content) || fields.ContentFrom < 0 {
+	literal := stringToken(record[at:])
+	text, ok := literalText(literal)
+	if !ok || !KeepsText(text) {
 		return nil
 	}
-	literal, err := json.Marshal(fields.Content)
-	if err != nil || !bytes.HasPrefix(record[at:], literal) {
+	from, ok := contentFrom(record[at+len(literal):])
+	if !ok {
 		return nil
 	}
-	codec, block := encodeText([]byte(fields.Content))
+	codec, block := encodeText([]byte(text))
 	rest := make([]byte, 0, len(record)-len(literal))
 	rest = append(append(rest, record[:at]...), record[at+len(literal):]...)
 	b := make([]byte, 0, len(textPrefix)+1+4*binary.MaxVarintLen64+len(block)+len(rest))
 	b = append(b, textPrefix...)
 	b = binary.AppendUvarint(b, uint64(at))
-	b = binary.AppendUvarint(b, uint64(fields.ContentFrom))
+	b = binary.AppendUvarint(b, uint64(from))
 	b = append(b, codec)
-	b = binary.AppendUvarint(b, uint64(len(fields.Content)))
+	b = binary.AppendUvarint(b, uint64(len(text)))
 	b = binary.AppendUvarint(b, uint64(len(block)))
 	b = append(b, block...)
 	return append(b, PackRecord(rest)...)
+}
+
+// stringToken returns the JSON string b starts with, quotes included, or
+// nil.
+func stringToken(b []byte) []byte {
+	if len(b) == 0 || b[0] != '"' {
+		return nil
+	}
+	for i := 1; i < len(b); {
+		j := bytes.IndexAny(b[i:], `"\`)
+		if j < 0 {
+			return nil
+		}
+		i += j
+		if b[i] == '"' {
+			return b[:i+1]
+		}
+		i += 2 // an escape: the byte after the backslash is never the end
+	}
+	return nil
+}
+
+// literalText returns the text of a JSON string literal if encoding/json
+// writes that text as exactly this literal (Event.Record writes it back
+// so): a literal without escapes and without what json.Marshal would
+// escape is its text as it stands; any other is decoded and checked.
+func literalText(literal []byte) (string, bool) {
+	if len(literal) < 2 {
+		return "", false
+	}
+	inner := literal[1 : len(literal)-1]
+	if plainJSON(inner) {
+		return string(inner), true
+	}
+	var text string
+	if err := json.Unmarshal(literal, &text); err != nil {
+		return "", false
+	}
+	again, err := json.Marshal(text)
+	return text, err == nil && bytes.Equal(again, literal)
+}
+
+// plainJSON reports whether json.Marshal writes b as it is inside its
+// quotes: valid UTF-8 without control characters, quotes, backslashes,
+// <, > and & (escaped for HTML), or U+2028 and U+2029.
+func plainJSON(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return utf8.Valid(b) && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029"))
+}
+
+// contentFrom reads the contentFrom of a MessageRecord's JSON from what
+// follows its content (tail): the field is last but for reasoningFrom, and
+// omitted when 0; a "contentFrom" elsewhere (in meta) is not it.
+func contentFrom(tail []byte) (int, bool) {
+	b, ok := bytes.CutSuffix(tail, []byte("}"))
+	if !ok {
+		return 0, false
+	}
+	if i := bytes.LastIndex(b, []byte(`,"reasoningFrom":`)); i >= 0 && digits(b[i+len(`,"reasoningFrom":`):]) {
+		b = b[:i]
+	}
+	i := bytes.LastIndex(b, []byte(`,"contentFrom":`))
+	if i < 0 || !digits(b[i+len(`,"contentFrom":`):]) {
+		return 0, true // omitted: 0
+	}
+	n, err := strconv.Atoi(string(b[i+len(`,"contentFrom":`):]))
+	return n, err == nil
+}
+
+// digits reports whether b is a non-empty run of ASCII digits.
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // textRecord is a Body in packTextRecord's form, split.

@@ -12,8 +12,8 @@ import (
 // content, appended at from.
 func messageRecordJSON(t testing.TB, content string, from int) []byte {
 	r := MessageRecord{ID: 7, Seq: 3, Role: RoleAssistant, Content: content, Reasoning: "thinking",
-		Status: StatusComplete, Meta: json.RawMessage(`{"content":"not this one"}`), TokenCount: 12,
-		CreatedAt: time.Unix(1700000000, 5).UTC(), IsActive: true, ContentFrom: from}
+		Status: StatusComplete, Meta: json.RawMessage(`{"content":"not this one","contentFrom":99}`), TokenCount: 12,
+		CreatedAt: time.Unix(1700000000, 5).UTC(), IsActive: true, ContentFrom: from, ReasoningFrom: from % 3}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

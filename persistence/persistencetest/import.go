@@ -30,6 +30,7 @@ func RichSession(t *testing.T, s persistence.Store, id string) {
 			m.Meta = json.RawMessage(`{"title":"Read","kind":"read"}`)
 		case 2:
 			m.Role, m.ToolCallID, m.TokenCount = persistence.RoleTool, fmt.Sprint("c", i-1), 99
+			m.Content += " " + Prose(uint64(i), 2000) // long: kept in its record, not its row
 		case 3:
 			m.Parts = []persistence.Part{{Type: "text", Text: "hi"}, {Type: "image", MimeType: "image/png", Data: "AAAA"}}
 			m.ToolCalls = []persistence.ToolCall{}

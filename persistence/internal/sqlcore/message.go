@@ -151,7 +151,7 @@ func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []
 	if err != nil {
 		return err
 	}
-	return s.setTextAt(ctx, tx, sessionID, rows, ids, recIDs)
+	return s.setTextAt(ctx, tx, rows, ids, recIDs)
 }
 
 // fill copies what the store assigned into the callers' messages.

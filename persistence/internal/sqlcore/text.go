@@ -125,22 +125,28 @@ type recordText struct {
 }
 
 // readRecords reads the message records ids[lo..hi] (close together) and
-// hands their bodies to dec as they come.
+// hands their bodies to dec as they come. It reads the events by id
+// alone, filtering the rest here: given the session too, SQLite would walk
+// all of the session's events through its index instead of the few ids.
 func (s *Store) readRecords(ctx context.Context, q conn, sessionID string, ids []int64, lo, hi int, dec *textDecoder) error {
-	rows, err := q.Query(ctx, `SELECT id, body FROM events WHERE id >= ? AND id <= ? AND stream = ?
-		AND kind IN ('message_appended', 'message_updated')`, ids[lo], ids[hi], sessionID)
+	rows, err := q.Query(ctx, `SELECT id, stream, kind, body FROM events WHERE id >= ? AND id <= ?`, ids[lo], ids[hi])
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var (
-		id   int64
-		body []byte
+		id           int64
+		stream, kind []byte
+		body         []byte
 	)
-	dest := []any{&id, s.d.ScanBytes(&body)}
+	dest := []any{&id, s.d.ScanBytes(&stream), s.d.ScanBytes(&kind), s.d.ScanBytes(&body)}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		k := persistence.EventKind(kind)
+		if string(stream) != sessionID || k != persistence.EventMessageAppended && k != persistence.EventMessageUpdated {
+			continue
 		}
 		if i, ok := slices.BinarySearch(ids[lo:hi+1], id); ok {
 			dec.add(lo+i, body)
@@ -184,7 +190,7 @@ func (d *textDecoder) add(i int, body []byte) {
 		select {
 		case b.arena = <-d.arenas:
 		default:
-			b.arena = make([]byte, 0, 2*decoderBatch)
+			b.arena = make([]byte, 0, max(len(body), 4<<10)) // grows to a batch if the read is long
 		}
 	}
 	b.arena = append(b.arena, body...)
@@ -263,9 +269,35 @@ func (d *textDecoder) results(n int) []recordText {
 // setTextAt points the rows of new messages whose text only their
 // message_appended records keep (MessageRow.Ref) at those records, given
 // the ids they were recorded with (recIDs[i] for rows[i]).
-func (s *Store) setTextAt(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids, recIDs []int64) error {
-	var refIDs []int64
-	offset, uniform := int64(0), true
+func (s *Store) setTextAt(ctx context.Context, tx conn, rows []MessageRow, ids, recIDs []int64) error {
+	refIDs, offset, uniform := textAtOffset(rows, ids, recIDs)
+	if len(refIDs) == 0 {
+		return nil
+	}
+	if uniform { // the usual case: both numbered in the rows' order, one statement
+		// By id alone: the rows were just inserted, and with session_id
+		// SQLite would scan the session's rows for the ids.
+		_, err := tx.Exec(ctx, `UPDATE messages SET content_at = CAST(seq + ? AS TEXT) WHERE {in_ids}`,
+			offset, s.d.IDs(refIDs))
+		return err
+	}
+	for i := range rows {
+		if rows[i].Ref {
+			if _, err := tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt("", recIDs[i]), ids[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// textAtOffset returns the ids of the rows that refer to their records
+// (ids[i] for rows[i], MessageRow.Ref), and whether each one's record id
+// is its seq plus the same offset (recIDs[i] for rows[i]): then one
+// statement sets them all. On PostgreSQL another session's insert may take
+// an id between two of a write's.
+func textAtOffset(rows []MessageRow, ids, recIDs []int64) (refIDs []int64, offset int64, uniform bool) {
+	uniform = true
 	for i := range rows {
 		if !rows[i].Ref {
 			continue
@@ -277,20 +309,5 @@ func (s *Store) setTextAt(ctx context.Context, tx conn, sessionID string, rows [
 		uniform = uniform && d == offset
 		refIDs = append(refIDs, ids[i])
 	}
-	if len(refIDs) == 0 {
-		return nil
-	}
-	if uniform { // the usual case: both numbered in the rows' order, one statement
-		_, err := tx.Exec(ctx, `UPDATE messages SET content_at = CAST(seq + ? AS TEXT) WHERE session_id = ? AND {in_ids}`,
-			offset, sessionID, s.d.IDs(refIDs))
-		return err
-	}
-	for i := range rows {
-		if rows[i].Ref {
-			if _, err := tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt("", recIDs[i]), ids[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return refIDs, offset, uniform
 }
