@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -19,10 +20,12 @@ import (
 
 // textPrefix starts the Body of a message record stored with its content
 // outside its JSON. After it: the uvarint offset in the JSON where the
-// content's string literal stood; the uvarint of the record's contentFrom;
-// the codec byte; the uvarint length of the text (not its JSON literal)
-// and of the block that codes it; the block; and the JSON without the
-// literal, as PackRecord stores a record.
+// content's string literal stood; the uvarint offset, in the JSON without
+// it, where it stood again, plus one (0: nowhere; a prompt's parts are
+// often its content); the uvarint of the record's contentFrom; the codec
+// byte; the uvarint length of the text (not its JSON literal) and of the
+// block that codes it; the block; and the JSON without the literal, as
+// PackRecord stores a record.
 const textPrefix = "\x00text\n"
 
 // MinTextRecord is the shortest content stored outside its record's JSON,
@@ -64,9 +67,15 @@ func packTextRecord(record []byte) []byte {
 	codec, block := encodeText([]byte(text))
 	rest := make([]byte, 0, len(record)-len(literal))
 	rest = append(append(rest, record[:at]...), record[at+len(literal):]...)
-	b := make([]byte, 0, len(textPrefix)+1+4*binary.MaxVarintLen64+len(block)+len(rest))
+	again := 0
+	if i := bytes.Index(rest[at:], literal); i >= 0 {
+		again = at + i + 1
+		rest = append(rest[:at+i], rest[at+i+len(literal):]...)
+	}
+	b := make([]byte, 0, len(textPrefix)+1+5*binary.MaxVarintLen64+len(block)+len(rest))
 	b = append(b, textPrefix...)
 	b = binary.AppendUvarint(b, uint64(at))
+	b = binary.AppendUvarint(b, uint64(again))
 	b = binary.AppendUvarint(b, uint64(from))
 	b = append(b, codec)
 	b = binary.AppendUvarint(b, uint64(len(text)))
@@ -158,7 +167,7 @@ func digits(b []byte) bool {
 
 // textRecord is a Body in packTextRecord's form, split.
 type textRecord struct {
-	at, from, n int
+	at, again, from, n int
 	codec       byte
 	block       []byte // the text, coded
 	rest        []byte // the JSON without the literal, as PackRecord stored it
@@ -173,9 +182,9 @@ func splitTextRecord(body []byte) (r textRecord, ok bool, err error) {
 	if !ok {
 		return r, false, nil
 	}
-	var nums [4]uint64
+	var nums [5]uint64
 	for i := range nums {
-		if i == 2 { // the codec byte
+		if i == 3 { // the codec byte
 			if len(b) == 0 {
 				return r, true, errTextRecord
 			}
@@ -187,11 +196,11 @@ func splitTextRecord(body []byte) (r textRecord, ok bool, err error) {
 		}
 		nums[i], b = v, b[k:]
 	}
-	if nums[3] > uint64(len(b)) {
+	if nums[4] > uint64(len(b)) {
 		return r, true, errTextRecord
 	}
-	r.at, r.from, r.n = int(nums[0]), int(nums[1]), int(nums[2])
-	r.block, r.rest = b[:nums[3]], b[nums[3]:]
+	r.at, r.again, r.from, r.n = int(nums[0]), int(nums[1]), int(nums[2]), int(nums[3])
+	r.block, r.rest = b[:nums[4]], b[nums[4]:]
 	return r, true, nil
 }
 
@@ -209,12 +218,18 @@ func (r textRecord) json() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.at > len(rest) {
-		return nil, errTextRecord
-	}
 	literal, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
+	}
+	if r.again > 0 { // where it stood again, after where it stood first
+		if r.again-1 < r.at || r.again-1 > len(rest) {
+			return nil, errTextRecord
+		}
+		rest = slices.Insert(slices.Clip(rest), r.again-1, literal...)
+	}
+	if r.at > len(rest) {
+		return nil, errTextRecord
 	}
 	out := make([]byte, 0, len(rest)+len(literal))
 	return append(append(append(out, rest[:r.at]...), literal...), rest[r.at:]...), nil

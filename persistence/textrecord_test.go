@@ -11,7 +11,11 @@ import (
 // messageRecordJSON is the record the store writes of a message with
 // content, appended at from.
 func messageRecordJSON(t testing.TB, content string, from int) []byte {
-	r := MessageRecord{ID: 7, Seq: 3, Role: RoleAssistant, Content: content, Reasoning: "thinking",
+	var parts []Part
+	if from%2 == 1 { // a prompt's parts, its content again
+		parts = []Part{{Type: "text", Text: content}}
+	}
+	r := MessageRecord{ID: 7, Seq: 3, Role: RoleAssistant, Content: content, Parts: parts, Reasoning: "thinking",
 		Status: StatusComplete, Meta: json.RawMessage(`{"content":"not this one","contentFrom":99}`), TokenCount: 12,
 		CreatedAt: time.Unix(1700000000, 5).UTC(), IsActive: true, ContentFrom: from, ReasoningFrom: from % 3}
 	b, err := json.Marshal(r)
@@ -132,4 +136,25 @@ func FuzzTextRecord(f *testing.F) {
 			t.Fatalf("RecordText = %q, %d, %v", text, from, err)
 		}
 	})
+}
+
+// TestTextRecordPartsOnce: a prompt whose parts are its content (the
+// record holds the text twice in its JSON) stores the text once.
+func TestTextRecordPartsOnce(t *testing.T) {
+	words := strings.Fields("the agent reads a file and edits one function then runs tests again until they pass or it asks")
+	var b strings.Builder
+	for i := uint32(1); b.Len() < 3000; i = i*1664525 + 1013904223 {
+		b.WriteString(words[i>>27%uint32(len(words))] + " ")
+	}
+	text := b.String()
+	plain := packTextRecord(messageRecordJSON(t, text, 2))
+	withParts := messageRecordJSON(t, text, 3) // parts: the text again
+	packed := packTextRecord(withParts)
+	if len(packed) > len(plain)+64 {
+		t.Errorf("with its parts the record takes %d bytes, without %d: the text is stored twice", len(packed), len(plain))
+	}
+	e := Event{Kind: EventMessageAppended, Body: packed}
+	if back, err := e.Record(); err != nil || !bytes.Equal(back, withParts) {
+		t.Errorf("Record() = %q, %v", back, err)
+	}
 }
