@@ -168,9 +168,9 @@ func digits(b []byte) bool {
 // textRecord is a Body in packTextRecord's form, split.
 type textRecord struct {
 	at, again, from, n int
-	codec       byte
-	block       []byte // the text, coded
-	rest        []byte // the JSON without the literal, as PackRecord stored it
+	codec              byte
+	block              []byte // the text, coded
+	rest               []byte // the JSON without the literal, as PackRecord stored it
 }
 
 var errTextRecord = errors.New("text record: corrupt")
