@@ -210,8 +210,11 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 		IDArray:  jsoncol.Slice[int64],
 		ScanIDs:  func(ids *[]int64) any { return (*jsonIDs)(ids) },
 		IsNoRows: sqlcore.ErrNoRowsIs(sql.ErrNoRows),
-		// database/sql copies a []byte destination; RawBytes is the row's.
+		// database/sql copies a []byte destination; RawBytes is the
+		// driver's value, which go-sqlite3 copies out of SQLite for each
+		// row (TestRawBytesKept).
 		ScanBytes: func(b *[]byte) any { return (*sql.RawBytes)(b) },
+		BytesKept: true,
 		Classify:  classify,
 		Begin:     sqlcore.BeginSQL(db),
 		Read:      sqlcore.SQLDB{DB: rdb},

@@ -671,3 +671,26 @@ func TestTextStoredOnce(t *testing.T) {
 		return content, at
 	})
 }
+
+// TestRawBytesKept: the bytes a RawBytes destination gets stay as they
+// were after the next row is read (go-sqlite3 copies each blob out of
+// SQLite), which the store's text reads rely on (Dialect.BytesKept).
+func TestRawBytesKept(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	rows, err := s.rdb.QueryContext(t.Context(), `SELECT CAST('first' AS BLOB) UNION ALL SELECT CAST('other' AS BLOB)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var kept [][]byte
+	for rows.Next() {
+		var b sql.RawBytes
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, b)
+	}
+	if len(kept) != 2 || string(kept[0]) != "first" || string(kept[1]) != "other" {
+		t.Fatalf("rows read back as %q: the driver reuses its buffer, BytesKept must be false", kept)
+	}
+}

@@ -108,8 +108,10 @@ type Dialect struct {
 	ScanIDs  func(ids *[]int64) any
 	IsNoRows func(err error) bool
 	// ScanBytes is a Scan destination that sets *b to the column's bytes
-	// in the driver's buffer, valid until the next row.
+	// in the driver's buffer, valid until the next row, or for good with
+	// BytesKept (a driver that copies each value out: no copy of ours).
 	ScanBytes func(b *[]byte) any
+	BytesKept bool
 	// Classify wraps storage faults in persistence.ErrStorageFull and
 	// ErrStorageReadOnly.
 	Classify func(err error) error

@@ -345,7 +345,7 @@ func (s *Store) newMessageScanner(sessionID string, joined bool) *messageScanner
 		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt), &sc.textAt}
 	if joined {
 		sc.dest = append(sc.dest, s.d.ScanBytes(&sc.body))
-		sc.dec = &textDecoder{}
+		sc.dec = &textDecoder{kept: s.d.BytesKept}
 	}
 	return sc
 }

@@ -74,7 +74,7 @@ func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs 
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	var dec textDecoder
+	dec := textDecoder{kept: s.d.BytesKept}
 	for lo := 0; lo < len(ids); {
 		hi := lo
 		for hi+1 < len(ids) && ids[hi+1]-ids[hi] <= maxIDGap {
@@ -155,11 +155,14 @@ func (s *Store) readRecords(ctx context.Context, q conn, sessionID string, ids [
 	return rows.Err()
 }
 
-// textDecoder decodes records' text (persistence.RecordText) while they
+// textDecoder decodes records' text (persistence.RecordTexts) while they
 // are still being read: a load reads a session's whole text, and decoding
 // it takes about as long as reading it, so from the second batch of bodies
-// on it runs on other cores. The zero value is ready to use.
+// on it runs on another core. The zero value is ready to use; kept says the
+// bodies added stay valid after the next row (Dialect.BytesKept), else
+// they are copied.
 type textDecoder struct {
+	kept    bool
 	batch   textBatch
 	batches chan textBatch
 	arenas  chan []byte // decoded batches' arenas, for the next ones
@@ -168,34 +171,43 @@ type textDecoder struct {
 	done    []textBatch // decoded
 }
 
-// textBatch is bodies copied out of the driver's buffers, the index of
+// textBatch is bodies (the driver's, or copies in arena), the index of
 // each among the texts read, and what they decode to.
 type textBatch struct {
-	arena []byte
-	ends  []int
-	index []int
-	out   []recordText
+	bodies [][]byte
+	size   int
+	arena  []byte
+	index  []int
+	out    []recordText
 }
 
 // decoderBatch is the bytes of bodies a batch holds before it is handed
 // to a worker; a read of less than one decodes on its own goroutine.
 const decoderBatch = 128 << 10
 
-// add queues body (valid only until the next row) as text i.
+// add queues body as text i.
 func (d *textDecoder) add(i int, body []byte) {
 	b := &d.batch
-	if b.arena == nil {
-		// A load's text is megabytes: reused arenas, not fresh memory
-		// (a new process pays a page fault for each page it touches).
-		select {
-		case b.arena = <-d.arenas:
-		default:
-			b.arena = make([]byte, 0, max(len(body), 4<<10)) // grows to a batch if the read is long
+	if !d.kept {
+		if b.arena == nil {
+			// A load's text is megabytes: reused arenas, not fresh
+			// memory (a new process pays a page fault for each page).
+			select {
+			case b.arena = <-d.arenas:
+			default:
+				size := 4 << 10 // a short read's
+				if d.batches != nil {
+					size = decoderBatch + 16<<10
+				}
+				b.arena = make([]byte, 0, max(len(body), size))
+			}
 		}
+		start := len(b.arena)
+		b.arena = append(b.arena, body...)
+		body = b.arena[start:len(b.arena):len(b.arena)]
 	}
-	b.arena = append(b.arena, body...)
-	b.ends, b.index = append(b.ends, len(b.arena)), append(b.index, i)
-	if len(b.arena) >= decoderBatch {
+	b.bodies, b.index = append(b.bodies, body), append(b.index, i)
+	if b.size += len(body); b.size >= decoderBatch {
 		d.flush()
 	}
 }
@@ -214,11 +226,13 @@ func (d *textDecoder) flush() {
 				defer d.workers.Done()
 				for b := range d.batches {
 					b.decode()
-					select {
-					case d.arenas <- b.arena[:0]: // the texts are copies: nothing refers to it
-					default:
+					if b.arena != nil {
+						select {
+						case d.arenas <- b.arena[:0]: // the texts are copies: nothing refers to it
+						default:
+						}
 					}
-					b.arena = nil
+					b.arena, b.bodies = nil, nil
 					d.mu.Lock()
 					d.done = append(d.done, b)
 					d.mu.Unlock()
@@ -231,12 +245,7 @@ func (d *textDecoder) flush() {
 }
 
 func (b *textBatch) decode() {
-	bodies := make([][]byte, len(b.ends))
-	start := 0
-	for k, end := range b.ends {
-		bodies[k], start = b.arena[start:end], end
-	}
-	texts := persistence.RecordTexts(bodies)
+	texts := persistence.RecordTexts(b.bodies)
 	b.out = make([]recordText, len(texts))
 	for k, t := range texts {
 		b.out[k] = recordText{text: t.Text, from: t.From, err: t.Err, read: true}
@@ -262,7 +271,7 @@ func (d *textDecoder) results(n int) []recordText {
 			}
 		}
 	}
-	*d = textDecoder{}
+	*d = textDecoder{kept: d.kept}
 	return texts
 }
 
