@@ -110,10 +110,29 @@ func encodeText(text []byte) (codec byte, block []byte) {
 // decodeText returns the n bytes of text block holds in codec's form, as
 // a string of its own (block may be a database driver's buffer).
 func decodeText(codec byte, n int, block []byte) (string, error) {
-	if n > maxUnpacked {
+	if !textFits(codec, n, block) {
 		return "", errTextRecord
 	}
 	return decodeTextInto(codec, n, block, make([]byte, 0, n))
+}
+
+// textFits reports whether block can hold n bytes of text in codec's
+// form, before n bytes are made room for: a damaged record must not claim
+// a gigabyte from a few bytes.
+func textFits(codec byte, n int, block []byte) bool {
+	if n < 0 || n > maxUnpacked {
+		return false
+	}
+	switch codec {
+	case codecRaw:
+		return len(block) == n
+	case codecS2:
+		m, err := s2.DecodedLen(block)
+		return err == nil && m == n
+	case codecHuff:
+		return n <= 8*len(block) // no code is shorter than a bit
+	}
+	return false
 }
 
 // decodeTextInto is decodeText into dst, of length 0 and capacity n: the

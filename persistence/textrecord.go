@@ -246,7 +246,10 @@ func RecordText(body []byte) (text string, from int, err error) {
 	}
 	if ok {
 		t, err := r.text()
-		return t, r.from, err
+		if err != nil {
+			return "", 0, err
+		}
+		return t, r.from, nil
 	}
 	b, _, err := unpack(body)
 	if err != nil {
@@ -283,7 +286,7 @@ func RecordTexts(bodies [][]byte) []TextOf {
 			out[i].Err = err
 		case !ok: // a record's JSON
 			out[i].Text, out[i].From, out[i].Err = RecordText(b)
-		case r.n > maxUnpacked-total:
+		case r.n > maxUnpacked-total || !textFits(r.codec, r.n, r.block):
 			out[i].Err = errTextRecord
 		default:
 			recs[i], total = r, total+r.n
@@ -297,8 +300,9 @@ func RecordTexts(bodies [][]byte) []TextOf {
 			continue
 		}
 		dst := buf[len(buf) : len(buf) : len(buf)+r.n]
-		out[i].Text, out[i].Err = decodeTextInto(r.codec, r.n, r.block, dst)
-		out[i].From = r.from
+		if out[i].Text, out[i].Err = decodeTextInto(r.codec, r.n, r.block, dst); out[i].Err == nil {
+			out[i].From = r.from
+		}
 		buf = buf[:len(buf)+r.n]
 	}
 	return out
