@@ -227,6 +227,14 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		q = `SELECT ` + joinedColumns + ` FROM messages m ` + textJoin + `
 		WHERE m.session_id = ? AND m.seq > ? AND {active} ORDER BY m.seq LIMIT ?`
 	}
+	if s.d.LimitBeforeJoin {
+		q = `SELECT ` + joinedColumns + ` FROM (SELECT * FROM messages
+			WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?) m ` + textJoin + ` ORDER BY m.seq`
+		if f.ActiveOnly {
+			q = `SELECT ` + joinedColumns + ` FROM (SELECT * FROM messages
+			WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq LIMIT ?) m ` + textJoin + ` ORDER BY m.seq`
+		}
+	}
 	limit := int64(f.Limit)
 	if limit <= 0 {
 		limit = math.MaxInt64 // both dialects take a bound, not "no limit"

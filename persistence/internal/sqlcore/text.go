@@ -14,10 +14,9 @@ import (
 
 // A message's long text is stored once, in the event log (issue 19): its
 // row's content column holds what comes before it (often nothing) and
-// content_at the ids of the message_appended and
-// message_updated records whose text extends it, in order
-// (persistence.RecordText, ApplyText). The log is what the rows are
-// rebuilt from anyway; a read puts the text back.
+// content_at the ids of the message_appended and message_updated records
+// whose text extends it, in order (persistence.RecordText, ApplyText). The
+// log is what the rows are rebuilt from anyway; a read puts the text back.
 
 // textRef is a row read with content_at set: msgs[i] of the read, the
 // column, and whether its parts are its content (contentParts), to be
