@@ -239,7 +239,16 @@ func (d *textDecoder) flush() {
 			}()
 		}
 	}
-	d.batches <- d.batch
+	select {
+	case d.batches <- d.batch:
+	default: // the workers are behind: the reader decodes this batch itself
+		b := d.batch
+		b.decode()
+		b.arena, b.bodies = nil, nil
+		d.mu.Lock()
+		d.done = append(d.done, b)
+		d.mu.Unlock()
+	}
 	d.batch = textBatch{}
 }
 
