@@ -49,23 +49,23 @@ type MessageRecord struct {
 // text extends the old, only what was appended (see ContentFrom).
 func UpdateRecord(m *Message, prevContent, prevReasoning string) MessageRecord {
 	r := RecordOf(m)
-	r.Content, r.ContentFrom = appended(prevContent, m.Content)
-	r.Reasoning, r.ReasoningFrom = appended(prevReasoning, m.Reasoning)
+	r.Content, r.ContentFrom = AppendedText(prevContent, m.Content)
+	r.Reasoning, r.ReasoningFrom = AppendedText(prevReasoning, m.Reasoning)
 	return r
 }
 
-// appended is what next adds to prev and where, when next extends prev; or
-// next whole, at 0. Only valid UTF-8 is cut: a record is JSON, which would
+// AppendedText is what next adds to prev and where, when next extends
+// prev; or next whole, at 0: what an update records (UpdateRecord). Only valid UTF-8 is cut: a record is JSON, which would
 // turn a stray byte of prev into three and put the cut elsewhere.
-func appended(prev, next string) (string, int) {
+func AppendedText(prev, next string) (string, int) {
 	if prev == "" || len(next) < len(prev) || next[:len(prev)] != prev || !utf8.ValidString(prev) || !utf8.ValidString(next) {
 		return next, 0
 	}
 	return next[len(prev):], len(prev)
 }
 
-// applyAppended is the text a record's field (text, from) makes of prev.
-func applyAppended(prev, text string, from int) (string, error) {
+// ApplyText is the text a record's field (text, from) makes of prev.
+func ApplyText(prev, text string, from int) (string, error) {
 	if from == 0 {
 		return text, nil
 	}
@@ -87,10 +87,10 @@ func applyAppended(prev, text string, from int) (string, error) {
 func (r MessageRecord) Updated(sessionID string, prev *Message) (Message, error) {
 	m := r.Message(sessionID)
 	var err error
-	if m.Content, err = applyAppended(prev.Content, r.Content, r.ContentFrom); err != nil {
+	if m.Content, err = ApplyText(prev.Content, r.Content, r.ContentFrom); err != nil {
 		return m, fmt.Errorf("content of message %d: %w", r.ID, err)
 	}
-	if m.Reasoning, err = applyAppended(prev.Reasoning, r.Reasoning, r.ReasoningFrom); err != nil {
+	if m.Reasoning, err = ApplyText(prev.Reasoning, r.Reasoning, r.ReasoningFrom); err != nil {
 		return m, fmt.Errorf("reasoning of message %d: %w", r.ID, err)
 	}
 	m.IsActive, m.CompactedIntoID = prev.IsActive, prev.CompactedIntoID

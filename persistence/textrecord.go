@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // A message's text is stored once (issue 19): in the message_appended or
@@ -40,28 +41,26 @@ func KeepsText(content string) bool {
 	return len(content) >= MinTextRecord && utf8.ValidString(content)
 }
 
-// contentKey is how a MessageRecord's JSON names its content: the first
-// occurrence is the field (id, seq and role come before it, and a string
-// escapes its quotes).
-var contentKey = []byte(`"content":`)
-
 // packTextRecord returns the Body of a message record (its JSON) with the
 // content outside the JSON, or nil when the content is short, or not
 // exactly what encoding/json writes of its text (the JSON must come back
 // byte for byte: a run of frames may be packed against it).
 func packTextRecord(record []byte) []byte {
-	at := bytes.Index(record, contentKey)
-	if at < 0 || len(record) < MinTextRecord {
+	if len(record) < MinTextRecord {
 		return nil
 	}
-	at += len(contentKey)
-	literal := stringToken(record[at:])
-	text, ok := literalText(literal)
+	content := gjson.GetBytes(record, "content")
+	if content.Type != gjson.String || content.Index <= 0 {
+		return nil
+	}
+	at := content.Index
+	literal := record[at : at+len(content.Raw)]
+	text, ok := literalText(literal, content)
 	if !ok || !KeepsText(text) {
 		return nil
 	}
-	from, ok := contentFrom(record[at+len(literal):])
-	if !ok {
+	from := gjson.GetBytes(record, "contentFrom").Int() // 0 when omitted
+	if from < 0 {
 		return nil
 	}
 	codec, block := encodeText([]byte(text))
@@ -84,42 +83,16 @@ func packTextRecord(record []byte) []byte {
 	return append(b, PackRecord(rest)...)
 }
 
-// stringToken returns the JSON string b starts with, quotes included, or
-// nil.
-func stringToken(b []byte) []byte {
-	if len(b) == 0 || b[0] != '"' {
-		return nil
-	}
-	for i := 1; i < len(b); {
-		j := bytes.IndexAny(b[i:], `"\`)
-		if j < 0 {
-			return nil
-		}
-		i += j
-		if b[i] == '"' {
-			return b[:i+1]
-		}
-		i += 2 // an escape: the byte after the backslash is never the end
-	}
-	return nil
-}
-
-// literalText returns the text of a JSON string literal if encoding/json
-// writes that text as exactly this literal (Event.Record writes it back
-// so): a literal without escapes and without what json.Marshal would
-// escape is its text as it stands; any other is decoded and checked.
-func literalText(literal []byte) (string, bool) {
-	if len(literal) < 2 {
-		return "", false
-	}
+// literalText returns the text of a JSON string literal (parsed: its
+// gjson result) if encoding/json writes that text as exactly this literal,
+// as Event.Record writes it back: a literal without what json.Marshal
+// escapes is its text as it stands; any other is checked.
+func literalText(literal []byte, parsed gjson.Result) (string, bool) {
 	inner := literal[1 : len(literal)-1]
 	if plainJSON(inner) {
 		return string(inner), true
 	}
-	var text string
-	if err := json.Unmarshal(literal, &text); err != nil {
-		return "", false
-	}
+	text := parsed.String()
 	again, err := json.Marshal(text)
 	return text, err == nil && bytes.Equal(again, literal)
 }
@@ -134,35 +107,6 @@ func plainJSON(b []byte) bool {
 		}
 	}
 	return utf8.Valid(b) && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029"))
-}
-
-// contentFrom reads the contentFrom of a MessageRecord's JSON from what
-// follows its content (tail): the field is last but for reasoningFrom, and
-// omitted when 0; a "contentFrom" elsewhere (in meta) is not it.
-func contentFrom(tail []byte) (int, bool) {
-	b, ok := bytes.CutSuffix(tail, []byte("}"))
-	if !ok {
-		return 0, false
-	}
-	if i := bytes.LastIndex(b, []byte(`,"reasoningFrom":`)); i >= 0 && digits(b[i+len(`,"reasoningFrom":`):]) {
-		b = b[:i]
-	}
-	i := bytes.LastIndex(b, []byte(`,"contentFrom":`))
-	if i < 0 || !digits(b[i+len(`,"contentFrom":`):]) {
-		return 0, true // omitted: 0
-	}
-	n, err := strconv.Atoi(string(b[i+len(`,"contentFrom":`):]))
-	return n, err == nil
-}
-
-// digits reports whether b is a non-empty run of ASCII digits.
-func digits(b []byte) bool {
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return len(b) > 0
 }
 
 // textRecord is a Body in packTextRecord's form, split.
@@ -307,13 +251,3 @@ func RecordTexts(bodies [][]byte) []TextOf {
 	}
 	return out
 }
-
-// ApplyText is the text a record's content (RecordText) makes of prev, the
-// text of the records before it.
-func ApplyText(prev, text string, from int) (string, error) {
-	return applyAppended(prev, text, from)
-}
-
-// AppendedText is what an update from prev to next records as its content
-// and contentFrom (UpdateRecord).
-func AppendedText(prev, next string) (string, int) { return appended(prev, next) }

@@ -274,16 +274,11 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 const maxRowsHint = 1 << 16
 
 // scanMessages reads rows of MessageColumns and closes them, and then
-// through q the text the rows do not hold (resolveText).
-func (s *Store) scanMessages(ctx context.Context, q conn, rows Rows, err error, sessionID string) ([]persistence.Message, error) {
-	return s.scanMessagesN(ctx, &q, rows, err, 0, sessionID)
-}
-
-// scanMessagesN is scanMessages with room made for n rows; with q nil,
-// a row that does not hold its text is read with the content column's.
-func (s *Store) scanMessagesN(ctx context.Context, q *conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
+// through q the text the rows do not hold (resolveText); with q nil, such
+// a row is read with its content column's text.
+func (s *Store) scanMessages(ctx context.Context, q *conn, rows Rows, err error, sessionID string) ([]persistence.Message, error) {
 	sc := s.newMessageScanner(sessionID, false)
-	msgs, err := collectN(rows, err, n, sc.scan)
+	msgs, err := collectN(rows, err, 0, sc.scan)
 	if err != nil || q == nil || len(sc.refs) == 0 {
 		return msgs, err
 	}
@@ -469,7 +464,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 			WHERE id = ? AND session_id = ?
 			RETURNING `+MessageColumns, base, keepAt, s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
 			parts, m.ID, m.SessionID)
-		msgs, err := s.scanMessagesN(ctx, nil, rows, err, 0, m.SessionID) // the text is content
+		msgs, err := s.scanMessages(ctx, nil, rows, err, m.SessionID) // the text is content
 		if err != nil {
 			return err
 		}
@@ -501,7 +496,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 		rows, err := tx.Query(ctx, `
 			UPDATE messages SET status = ? WHERE session_id = ? AND status = ?
 			RETURNING `+MessageColumns, string(persistence.StatusInterrupted), sessionID, string(persistence.StatusStreaming))
-		msgs, err := s.scanMessages(ctx, tx, rows, err, sessionID)
+		msgs, err := s.scanMessages(ctx, &tx, rows, err, sessionID)
 		if err != nil {
 			return err
 		}
