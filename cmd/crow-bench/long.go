@@ -151,7 +151,7 @@ func benchLongSessions(bin, modelURL, dsn, cwd string, runs int, direct rawStrea
 // at a real pace what the log and the reply's saves write per second of
 // streaming is what counts. Its turns take ~2 s each.
 const (
-	pacedTurns        = 4
+	pacedTurns        = 12
 	pacedReplyChars   = 2000
 	pacedChunkChars   = 4
 	pacedChunkDelayMS = 4

@@ -299,7 +299,7 @@ func insertMessages(ctx context.Context, c sqlcore.Conn, sessionID string, rows 
 	return ids, nil
 }
 
-const insertEvent = `INSERT INTO events (stream, seq, connection_id, at, direction, turn, kind, method, body)
+const insertEvent = `INSERT INTO events (stream_id, seq, connection_stream_id, at, direction, turn, kind, method, body)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`
 
 // insertEvents inserts evs in one batch, one round trip.
@@ -311,7 +311,7 @@ func insertEvents(ctx context.Context, c sqlcore.Conn, evs []*persistence.Event,
 		if body == nil {
 			body = []byte{}
 		}
-		b.Queue(insertEvent, e.Stream, out[i].Seq, e.ConnectionID, out[i].At, string(e.Direction), e.Turn, string(e.Kind), e.Method, body)
+		b.Queue(insertEvent, out[i].StreamID, out[i].Seq, out[i].ConnectionStreamID, out[i].At, string(e.Direction), e.Turn, string(e.Kind), e.Method, body)
 	}
 	res := tx.SendBatch(ctx, b)
 	for i := range evs {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crow-acp/crow-acp/migrations"
 	"testing"
@@ -309,6 +310,7 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + sqlcore.MessageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 ORDER BY seq`, "messages_session_id_seq_key"},
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND (updated_at < now() OR (updated_at = now() AND id > 'x')) ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_updated_at"},
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = '/w' ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_cwd_updated_at"},
+		{strings.NewReplacer("stream = ?", "stream = 's'", "seq > ?", "seq > 0").Replace(sqlcore.EventsQuery), "events_stream_id_seq_key"},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+c.query)
 		if err != nil {
@@ -382,4 +384,38 @@ func TestTextStoredOnce(t *testing.T) {
 		}
 		return content, at
 	})
+}
+
+// TestMigrateStreamNumbers: migration 0010 rebuilds a version-9 event log
+// (streams and connections named by text) with them named by number, and
+// nothing is lost (persistencetest.StreamNumbersMigrated).
+func TestMigrateStreamNumbers(t *testing.T) {
+	dsn := pgtest.URL(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 9), "m"); err != nil {
+		t.Fatal(err)
+	}
+	v9 := persistencetest.StreamNumbersV9
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%.50s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ($1, now(), now())`, persistencetest.OldSession)
+	for _, st := range v9.Streams {
+		exec(`INSERT INTO event_streams (stream, last_seq, last_turn) VALUES ($1, $2, $3)`, st.Stream, st.LastSeq, st.Turn)
+	}
+	for _, e := range v9.Events {
+		exec(`INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+			OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			e.ID, e.Stream, e.Seq, e.Conn, e.At, e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
+	}
+	exec(`SELECT setval(pg_get_serial_sequence('events', 'id'), $1)`, persistencetest.OldLastID)
+	persistencetest.StreamNumbersMigrated(t, mustOpen(t, dsn))
 }

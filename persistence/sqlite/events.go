@@ -18,7 +18,7 @@ import (
 // two thirds of the per-row binds. The seven texts are constants, so no
 // value can reach the SQL, and stay prepared in the statement cache.
 const (
-	insertEvent = `INSERT INTO events (stream, connection_id, direction, turn, kind, method, seq, at, body) VALUES `
+	insertEvent = `INSERT INTO events (stream_id, connection_stream_id, direction, turn, kind, method, seq, at, body) VALUES `
 	sharedArgs  = 6
 	// Every row names the shared ?1 to ?6, and its bare ?s take the numbers
 	// after the largest so far: 7 to 9 in the first row, 10 to 12 in the
@@ -68,7 +68,7 @@ func insertEvents(ctx context.Context, c sqlcore.Conn, evs []*persistence.Event,
 			q = insertEvent + eventRow
 		}
 		e := evs[i]
-		args = append(args[:0], e.Stream, e.ConnectionID, string(e.Direction), e.Turn, string(e.Kind), e.Method)
+		args = append(args[:0], out[i].StreamID, out[i].ConnectionStreamID, string(e.Direction), e.Turn, string(e.Kind), e.Method)
 		for j := i; j < i+n; j++ {
 			body := evs[j].Body
 			if body == nil {

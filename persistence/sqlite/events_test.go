@@ -153,7 +153,8 @@ func TestAppendEventsRollbackMidBatch(t *testing.T) {
 	}
 	// Take seq 99 behind the store's back: a batch of 100 inserts 1-64,
 	// 65-96, then fails in 97-100.
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (stream, seq, at, kind, body) VALUES ('s', 99, 0, 'x', x'')`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO event_streams (stream) VALUES ('s');
+		INSERT INTO events (stream_id, seq, at, kind, body) SELECT id, 99, 0, 'x', x'' FROM event_streams WHERE stream = 's'`); err != nil {
 		t.Fatal(err)
 	}
 	evs := mk(100)

@@ -542,6 +542,7 @@ func TestQueryPlans(t *testing.T) {
 			[]any{1, 1, "x", 51}, "sessions_updated_at"},
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = ? ORDER BY updated_at DESC, id ASC LIMIT ?`,
 			[]any{"/w", 51}, "sessions_cwd_updated_at"},
+		{sqlcore.EventsQuery, []any{"s", 0}, "sqlite_autoindex_events_1 (stream_id=? AND seq>?)"},
 	} {
 		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
 		if err != nil {
@@ -693,4 +694,38 @@ func TestRawBytesKept(t *testing.T) {
 	if len(kept) != 2 || string(kept[0]) != "first" || string(kept[1]) != "other" {
 		t.Fatalf("rows read back as %q: the driver reuses its buffer, BytesKept must be false", kept)
 	}
+}
+
+// TestMigrateStreamNumbers: migration 0010 rebuilds a version-9 event log
+// (streams and connections named by text) with them named by number, and
+// nothing is lost (persistencetest.StreamNumbersMigrated).
+func TestMigrateStreamNumbers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crow.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 9), "m"); err != nil {
+		t.Fatal(err)
+	}
+	v9 := persistencetest.StreamNumbersV9
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.50s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`, persistencetest.OldSession)
+	for _, st := range v9.Streams {
+		exec(`INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`, st.Stream, st.LastSeq, st.Turn)
+	}
+	for _, e := range v9.Events {
+		exec(`INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Stream, e.Seq, e.Conn, e.At.UnixNano(), e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
+	}
+	exec(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`, persistencetest.OldLastID)
+	db.Close()
+	persistencetest.StreamNumbersMigrated(t, mustOpen(t, path))
 }

@@ -67,11 +67,13 @@ func (r *MessageRow) ContentColumn() string {
 	return r.Content
 }
 
-// EventRow is what an event insert assigns: Seq and At are chosen before
-// the insert, ID by it.
+// EventRow is what an event insert assigns: Seq, At and the numbers of
+// the event's stream and connection (event_streams ids; 0: none) are
+// chosen before the insert, ID by it.
 type EventRow struct {
-	ID, Seq int64
-	At      time.Time
+	ID, Seq                      int64
+	StreamID, ConnectionStreamID int64
+	At                           time.Time
 }
 
 // Dialect is what a backend provides.
@@ -164,6 +166,10 @@ type Store struct {
 type shared struct {
 	d     Dialect
 	texts sync.Map // constant query text -> dialect text
+	// connectionStreams are the event_streams numbers of the connections
+	// this store created (CreateConnection), known committed: events name
+	// their connection by it, and looking it up costs every write a query.
+	connectionStreams sync.Map // connection id -> int64
 }
 
 // New returns the store of d.

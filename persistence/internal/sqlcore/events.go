@@ -23,11 +23,15 @@ func (s *Store) CreateConnection(ctx context.Context, c *persistence.Connection)
 	if err != nil {
 		return s.errorf("create connection", err)
 	}
+	var stream int64
 	err = s.write(ctx, func(tx conn) error {
 		n, err := tx.Exec(ctx, `INSERT INTO connections (id, pid, host, started_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`, c.ID, c.PID, s.d.Text(c.Host), at)
 		if err == nil && n == 0 {
 			err = persistence.ErrConflict
+		}
+		if err == nil {
+			stream, err = s.streamNumber(ctx, tx, c.ID)
 		}
 		return err
 	})
@@ -37,6 +41,7 @@ func (s *Store) CreateConnection(ctx context.Context, c *persistence.Connection)
 	if err != nil {
 		return s.errorf("create connection", err)
 	}
+	s.connectionStreams.Store(c.ID, stream) // committed
 	c.StartedAt = started
 	return nil
 }
@@ -72,7 +77,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...*persistence.Event) err
 // untouched.
 func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) ([]EventRow, error) {
 	// Reserve the seqs of each stream with one statement per stream.
-	type reservation struct{ n, next, turn int64 }
+	type reservation struct{ id, n, next, turn int64 }
 	streams := make(map[string]*reservation)
 	var order []string
 	for _, e := range evs {
@@ -93,10 +98,31 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 			ON CONFLICT (stream) DO UPDATE SET
 				last_seq = event_streams.last_seq + excluded.last_seq,
 				last_turn = {greatest}(event_streams.last_turn, excluded.last_turn)
-			RETURNING last_seq`, stream, r.n, r.turn).Scan(&last); err != nil {
+			RETURNING id, last_seq`, stream, r.n, r.turn).Scan(&r.id, &last); err != nil {
 			return nil, err
 		}
 		r.next = last - r.n + 1
+	}
+	// A connection is named by its stream's number too.
+	connections := make(map[string]int64)
+	for _, e := range evs {
+		c := e.ConnectionID
+		if _, ok := connections[c]; ok || c == "" {
+			continue
+		}
+		if r := streams[c]; r != nil {
+			connections[c] = r.id
+			continue
+		}
+		if id, ok := s.connectionStreams.Load(c); ok {
+			connections[c] = id.(int64)
+			continue
+		}
+		id, err := s.streamNumber(ctx, tx, c)
+		if err != nil {
+			return nil, err
+		}
+		connections[c] = id
 	}
 	out := make([]EventRow, len(evs))
 	for i, e := range evs {
@@ -107,7 +133,7 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 			}
 		}
 		r := streams[e.Stream]
-		out[i] = EventRow{Seq: r.next, At: at}
+		out[i] = EventRow{Seq: r.next, At: at, StreamID: r.id, ConnectionStreamID: connections[e.ConnectionID]}
 		r.next++
 	}
 	if err := s.d.InsertEvents(ctx, tx.c, evs, out); err != nil {
@@ -122,6 +148,24 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
 	_, err := s.recordTx(ctx, tx, evs, t)
 	return err
+}
+
+// streamNumber is the number of stream in event_streams, which it is
+// given (with no events yet) if it has none: a connection's, named by
+// events of other streams before its own may have any. Not cached: the
+// transaction may yet roll the new row back, and its number be given to
+// another stream.
+func (s *Store) streamNumber(ctx context.Context, tx conn, stream string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM event_streams WHERE stream = ?`, stream).Scan(&id)
+	if !s.d.IsNoRows(err) {
+		return id, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO event_streams (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING`, stream); err != nil {
+		return 0, err
+	}
+	err = tx.QueryRow(ctx, `SELECT id FROM event_streams WHERE stream = ?`, stream).Scan(&id)
+	return id, err
 }
 
 // recordTx is projectionTx, returning the ids evs were given.
@@ -196,14 +240,18 @@ func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int
 	return p, nil
 }
 
+// EventsQuery reads a stream's events after a seq. The stream's number is
+// looked up once; the connections' names by their numbers, the primary key.
+const EventsQuery = `SELECT e.id, e.seq, COALESCE(c.stream, ''), e.at, e.direction, e.turn, e.kind, e.method, e.body
+	FROM events e LEFT JOIN event_streams c ON c.id = e.connection_stream_id
+	WHERE e.stream_id = (SELECT id FROM event_streams WHERE stream = ?) AND e.seq > ? ORDER BY e.seq`
+
 // Events returns a stream's events in seq order.
 func (s *Store) Events(ctx context.Context, stream string, f persistence.EventFilter) ([]persistence.Event, error) {
-	q := `SELECT id, seq, connection_id, at, direction, turn, kind, method, body
-		FROM events WHERE stream = ? AND seq > ? ORDER BY seq`
+	q := EventsQuery
 	args := []any{stream, f.AfterSeq}
 	if f.Limit > 0 {
-		q = `SELECT id, seq, connection_id, at, direction, turn, kind, method, body
-		FROM events WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?`
+		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
 	rows, err := s.read().Query(ctx, q, args...)

@@ -256,7 +256,11 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		hint = min(max(last-f.AfterSeq, 0), limit, maxRowsHint)
 	}
 	rd := s.read()
-	rows, err := rd.Query(ctx, q, sessionID, f.AfterSeq, limit)
+	args := []any{sessionID, sessionID, f.AfterSeq, limit} // the join's first
+	if s.d.LimitBeforeJoin {
+		args = []any{sessionID, f.AfterSeq, limit, sessionID}
+	}
+	rows, err := rd.Query(ctx, q, args...)
 	msgs, err := s.scanJoined(ctx, rd, rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
@@ -295,7 +299,10 @@ const joinedColumns = `m.id, m.seq, m.role, m.content, m.parts, m.reasoning, m.t
 	m.created_at, m.content_at, e.body`
 
 // textJoin joins to each message m the record its content_at lists first.
-const textJoin = `LEFT JOIN events e ON e.id = {first_text_id} AND e.stream = m.session_id
+// Its one argument is the session's id: the record must be of its stream
+// (a subquery that does not depend on the row, so run once).
+const textJoin = `LEFT JOIN events e ON e.id = {first_text_id}
+	AND e.stream_id = (SELECT id FROM event_streams WHERE stream = ?)
 	AND e.kind IN ('message_appended', 'message_updated')`
 
 // scanJoined reads rows of joinedColumns and closes them, decoding the

@@ -18,6 +18,17 @@ import (
 // whose text extends it, in order (persistence.RecordText, ApplyText). The
 // log is what the rows are rebuilt from anyway; a read puts the text back.
 
+// streamOf is the number of the session's stream (event_streams), 0 if it
+// has none.
+func (s *Store) streamOf(ctx context.Context, q conn, sessionID string) (int64, error) {
+	var id int64
+	err := q.QueryRow(ctx, `SELECT id FROM event_streams WHERE stream = ?`, sessionID).Scan(&id)
+	if s.d.IsNoRows(err) {
+		return 0, nil
+	}
+	return id, err
+}
+
 // textRef is a row read with content_at set: msgs[i] of the read, the
 // column, and whether its parts are its content (contentParts), to be
 // built once the content is.
@@ -73,13 +84,17 @@ func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs 
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	stream, err := s.streamOf(ctx, q, sessionID)
+	if err != nil {
+		return err
+	}
 	dec := textDecoder{kept: s.d.BytesKept}
 	for lo := 0; lo < len(ids); {
 		hi := lo
 		for hi+1 < len(ids) && ids[hi+1]-ids[hi] <= maxIDGap {
 			hi++
 		}
-		if err := s.readRecords(ctx, q, sessionID, ids, lo, hi, &dec); err != nil {
+		if err := s.readRecords(ctx, q, stream, ids, lo, hi, &dec); err != nil {
 			dec.results(0)
 			return err
 		}
@@ -123,28 +138,28 @@ type recordText struct {
 	read bool
 }
 
-// readRecords reads the message records ids[lo..hi] (close together) and
-// hands their bodies to dec as they come. It reads the events by id
-// alone, filtering the rest here: given the session too, SQLite would walk
-// all of the session's events through its index instead of the few ids.
-func (s *Store) readRecords(ctx context.Context, q conn, sessionID string, ids []int64, lo, hi int, dec *textDecoder) error {
-	rows, err := q.Query(ctx, `SELECT id, stream, kind, body FROM events WHERE id >= ? AND id <= ?`, ids[lo], ids[hi])
+// readRecords reads the message records ids[lo..hi] (close together) of
+// the stream numbered stream and hands their bodies to dec as they come.
+// It reads the events by id alone, filtering the rest here: given the
+// stream too, SQLite would walk all of the session's events through its
+// index instead of the few ids.
+func (s *Store) readRecords(ctx context.Context, q conn, stream int64, ids []int64, lo, hi int, dec *textDecoder) error {
+	rows, err := q.Query(ctx, `SELECT id, stream_id, kind, body FROM events WHERE id >= ? AND id <= ?`, ids[lo], ids[hi])
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var (
-		id           int64
-		stream, kind []byte
-		body         []byte
+		id, streamID int64
+		kind, body   []byte
 	)
-	dest := []any{&id, s.d.ScanBytes(&stream), s.d.ScanBytes(&kind), s.d.ScanBytes(&body)}
+	dest := []any{&id, &streamID, s.d.ScanBytes(&kind), s.d.ScanBytes(&body)}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		k := persistence.EventKind(kind)
-		if string(stream) != sessionID || k != persistence.EventMessageAppended && k != persistence.EventMessageUpdated {
+		if streamID != stream || k != persistence.EventMessageAppended && k != persistence.EventMessageUpdated {
 			continue
 		}
 		if i, ok := slices.BinarySearch(ids[lo:hi+1], id); ok {
