@@ -34,7 +34,7 @@ func main() {
 	turns := flag.Int("turns", 5, "prompt turns per process")
 	db := flag.String("db", "", "store to measure: empty for a fresh SQLite file, or a postgres:// URL (a fresh schema is used and dropped)")
 	longRuns := flag.Int("long-runs", 5, "processes loading each long session (1,000 turns, 10,000 messages), and as many loading it and prompting")
-	keep := flag.Bool("keep", false, "keep the temporary directory (the databases) and print its path")
+	keep := flag.Bool("keep", false, "keep the temporary directory (the databases) and PostgreSQL schemas, and print where they are")
 	flag.Parse()
 	keepDir = keep
 	if err := bench(*bin, *runs, *turns, *db, *longRuns); err != nil {

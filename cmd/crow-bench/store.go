@@ -19,7 +19,8 @@ import (
 
 // benchDB returns the CROW_DB the measured processes use: a fresh SQLite
 // file in dir when dsn is empty, or, for a postgres:// URL, a fresh schema on
-// that server (dropped by cleanup) so that a shared server keeps no trace.
+// that server (dropped by cleanup, unless -keep) so that a shared server
+// keeps no trace.
 func benchDB(dsn, dir string) (db, kind string, cleanup func(), err error) {
 	if dsn == "" {
 		return filepath.Join(dir, "bench.db"), "sqlite", func() {}, nil
@@ -54,6 +55,10 @@ func benchDB(dsn, dir string) (db, kind string, cleanup func(), err error) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
+	if *keepDir {
+		fmt.Fprintln(os.Stderr, "keeping schema", schema)
+		return u.String(), "postgres", func() {}, nil
+	}
 	return u.String(), "postgres", func() { _ = exec(`DROP SCHEMA ` + schema + ` CASCADE`) }, nil
 }
 
