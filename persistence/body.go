@@ -9,11 +9,12 @@ import (
 
 // packedPrefix starts a Body stored DEFLATE-compressed: a run of frames
 // (PackFrames) or a projection event's record (PackRecord). Every frame and
-// record crow-acp writes starts with '{', so none starts with it.
+// record crow-acp writes starts with '{', so none starts with it (a line a
+// client sent that does not is stored packed: PackWrite).
 const packedPrefix = "\x00deflate\n"
 
-// MinPackedBody is the smallest body stored compressed: below it, packing
-// saves too little to matter.
+// MinPackedBody is the smallest body stored DEFLATE-compressed: below it,
+// DEFLATE saves too little to matter (the dictionary does: packDict).
 const MinPackedBody = 256
 
 // maxUnpacked bounds what one packed body inflates to: the bodies come from
@@ -21,19 +22,30 @@ const MinPackedBody = 256
 // tests.
 var maxUnpacked = 1 << 30
 
-// pack returns body DEFLATE-compressed behind packedPrefix, or body itself
-// when that is not smaller.
+// pack returns body compressed, whichever is smallest: against the
+// dictionary (packDict, from minDictBody bytes) or DEFLATE-compressed
+// behind packedPrefix (from MinPackedBody bytes, where it finds the
+// repeats within the body); or body itself when neither is smaller.
 func pack(body []byte) []byte {
-	packed := deflate.Pack(packedPrefix, body)
-	if packed == nil || len(packed) >= len(body) {
-		return body
+	best := body
+	if p := packSmall(body); p != nil {
+		best = p
 	}
-	return packed
+	if len(body) >= MinPackedBody {
+		if p := deflate.Pack(packedPrefix, body); p != nil && len(p) < len(best) {
+			best = p
+		}
+	}
+	return best
 }
 
-// unpack inflates body if it starts with packedPrefix (ok), else returns it
-// as it is.
+// unpack gives back body as it was if it was stored packed (ok: it starts
+// with packedPrefix or dictPrefix), else returns it as it is.
 func unpack(body []byte) (out []byte, ok bool, err error) {
+	if packed, ok := bytes.CutPrefix(body, []byte(dictPrefix)); ok {
+		out, err = unpackDict(packed)
+		return out, true, err
+	}
 	packed, ok := bytes.CutPrefix(body, []byte(packedPrefix))
 	if !ok {
 		return body, false, nil
@@ -46,14 +58,9 @@ func unpack(body []byte) (out []byte, ok bool, err error) {
 func inflate(packed []byte) ([]byte, error) { return deflate.Unpack(packed, maxUnpacked) }
 
 // PackRecord is the Body stored for a projection event's JSON record: the
-// record itself, or, from MinPackedBody bytes on, the record
-// DEFLATE-compressed when that is smaller. Event.Record gives it back.
-func PackRecord(record []byte) []byte {
-	if len(record) < MinPackedBody {
-		return record
-	}
-	return pack(record)
-}
+// record itself, or the record compressed when that is smaller (pack).
+// Event.Record gives it back.
+func PackRecord(record []byte) []byte { return pack(record) }
 
 // Record returns the JSON of a lifecycle or projection event: its Body,
 // inflated when it was stored packed (PackRecord), with its content put

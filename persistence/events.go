@@ -86,23 +86,22 @@ type Event struct {
 // Frames returns the frames a frame event holds, in order (one, or a run of
 // streamed updates), byte for byte as they crossed the wire, or nil for
 // other kinds. A JSON-RPC frame never contains a raw newline, so the lines
-// of Body are the frames; a packed run (PackFrames, or plain DEFLATE as
-// earlier versions stored it) is unpacked first. A packed body that does not
-// unpack is returned as it is, one line a frame; so is a run packed against
-// the record saved after it, which only FramesAt reads.
+// of Body are the frames; a packed body (PackFrames, against the
+// dictionary, or plain DEFLATE as earlier versions stored runs) is
+// unpacked first. A packed body that does not unpack is returned as it is,
+// one line a frame; so is a run packed against the record saved after it,
+// which only FramesAt reads.
 func (e *Event) Frames() [][]byte {
 	if !e.Kind.IsFrame() {
 		return nil
 	}
 	body := e.Body
-	if e.Direction == DirOut {
-		if packed, ok := bytes.CutPrefix(body, []byte(framesPrefix)); ok {
-			if frames, err := unpackFrames(packed); err == nil {
-				return frames
-			}
-		} else if b, ok, err := unpack(body); ok && err == nil {
-			body = b
+	if packed, ok := bytes.CutPrefix(body, []byte(framesPrefix)); ok && e.Direction == DirOut {
+		if frames, err := unpackFrames(packed); err == nil {
+			return frames
 		}
+	} else if b, ok, err := unpack(body); ok && err == nil {
+		body = b
 	}
 	return bytes.Split(body, []byte("\n"))
 }

@@ -125,11 +125,12 @@ func framesColumns(body []byte) (cols, middles []byte) {
 // pending (frames the journal buffered, Body as sent) and then records (the
 // write's projection events, Body their JSON), each with its Body packed: a
 // message record with long content with that text outside its JSON
-// (packTextRecord), any other record from MinPackedBody bytes on
-// (PackRecord); an outbound frame event
-// of MinPackedBody bytes or more against the last record of its stream
-// when the write has one (a streamed reply's run and the save after it hold
-// the same text), else on its own (PackFrames). Packed events are copies:
+// (packTextRecord), any other record as PackRecord packs it; a frame
+// event against the dictionary (packFrame), or, an outbound one of
+// MinPackedBody bytes or more, against the last record of its stream when
+// the write has one (a streamed reply's run and the save after it hold the
+// same text) or on its own (PackFrames), whichever is smallest; each only
+// when that is smaller than the Body as sent. Packed events are copies:
 // pending and records stay as they are (a failed write puts pending back in
 // the journal's queue).
 func PackWrite(pending, records []*Event) []*Event {
@@ -140,11 +141,20 @@ func PackWrite(pending, records []*Event) []*Event {
 		last[r.Stream] = i
 	}
 	for i, ev := range pending {
-		if ev.Direction != DirOut || !ev.Kind.IsFrame() || len(ev.Body) < MinPackedBody {
+		if !ev.Kind.IsFrame() {
 			out = append(out, ev)
 			continue
 		}
 		packed := *ev
+		packed.Body = packFrame(ev)
+		if ev.Direction != DirOut || len(ev.Body) < MinPackedBody {
+			if packed.Body == nil {
+				packed.Body = ev.Body
+			}
+			out = append(out, &packed)
+			continue
+		}
+		small := packed.Body
 		packed.Body = nil
 		if r, ok := last[ev.Stream]; ok {
 			distance := int64(0)
@@ -166,6 +176,9 @@ func PackWrite(pending, records []*Event) []*Event {
 		if packed.Body == nil || len(packed.Body) >= len(ev.Body) {
 			packed.Body = PackFrames(ev.Body)
 		}
+		if small != nil && len(small) < len(packed.Body) {
+			packed.Body = small
+		}
 		out = append(out, &packed)
 	}
 	for _, r := range records {
@@ -180,6 +193,18 @@ func PackWrite(pending, records []*Event) []*Event {
 		out = append(out, &packed)
 	}
 	return out
+}
+
+// packFrame returns a frame event's Body against the dictionary when that
+// is smaller, else nil. A received line that is not a JSON object (a
+// client's malformed line) could start like a packed body, so one that
+// starts with a NUL is always stored packed: no Body stored as it is then
+// starts with a prefix, and every one reads back as it was.
+func packFrame(ev *Event) []byte {
+	if ev.Direction == DirIn && len(ev.Body) > 0 && ev.Body[0] == 0 {
+		return packDict(ev.Body)
+	}
+	return packSmall(ev.Body)
 }
 
 // maxPackedFrames bounds the frames of one packed run (a run's body is at

@@ -131,11 +131,12 @@ func TestRefusedPromptLeavesOnlyAMarker(t *testing.T) {
 				SHA256 string
 			}
 		}
-		_ = json.Unmarshal(ev.Body, &f)
+		frame := bytes.Join(ev.Frames(), []byte("\n"))
+		_ = json.Unmarshal(frame, &f)
 		switch {
 		case f.Omitted.Bytes > len(body) && len(f.Omitted.SHA256) == 64:
 			markers++
-		case strings.Contains(string(ev.Body), "a prompt within the limit"):
+		case strings.Contains(string(frame), "a prompt within the limit"):
 			kept++
 		}
 	}

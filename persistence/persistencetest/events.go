@@ -187,7 +187,7 @@ func testEventsProjection(t *testing.T, base persistence.Store) {
 		t.Fatal(err)
 	}
 	// The pending frame went in with the first write, before its events.
-	if len(evs) == 0 || evs[0].Kind != persistence.EventRequest || string(evs[0].Body) != string(frame.Body) {
+	if len(evs) == 0 || evs[0].Kind != persistence.EventRequest || string(bytes.Join(evs[0].Frames(), []byte("\n"))) != string(frame.Body) {
 		t.Fatalf("first event %+v, want the pending frame", evs[0])
 	}
 	if anon := evs[len(evs)-1]; anon.Kind != persistence.EventMessageAppended || anon.ConnectionID != "" || anon.Turn != 0 {
