@@ -62,6 +62,34 @@ func init() {
 	}
 }
 
+// V9SQL is a backend's SQL for the rows of StreamNumbersV9: a session by
+// its id; a stream by name, last seq and turn; an event by id, stream, seq,
+// connection, at (At, converted by the backend's function), direction,
+// turn, kind, method and body; the event counter.
+type V9SQL struct {
+	Session, Stream, Event, Counter string
+	At                              func(time.Time) any
+}
+
+// WriteStreamNumbersV9 writes the rows of StreamNumbersV9 through exec.
+func WriteStreamNumbersV9(t *testing.T, exec func(q string, args ...any) error, q V9SQL) {
+	t.Helper()
+	must := func(sql string, args ...any) {
+		t.Helper()
+		if err := exec(sql, args...); err != nil {
+			t.Fatalf("%.50s: %v", sql, err)
+		}
+	}
+	must(q.Session, OldSession)
+	for _, st := range StreamNumbersV9.Streams {
+		must(q.Stream, st.Stream, st.LastSeq, st.Turn)
+	}
+	for _, e := range StreamNumbersV9.Events {
+		must(q.Event, e.ID, e.Stream, e.Seq, e.Conn, q.At(e.At), e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
+	}
+	must(q.Counter, OldLastID)
+}
+
 // StreamNumbersMigrated checks s, opened (so migrated) on the rows of
 // StreamNumbersV9: every event reads back as it was, with its connection's
 // id; the seq and turn counters and the id counter carry on; deleting the

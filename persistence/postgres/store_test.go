@@ -400,22 +400,16 @@ func TestMigrateStreamNumbers(t *testing.T) {
 	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 9), "m"); err != nil {
 		t.Fatal(err)
 	}
-	v9 := persistencetest.StreamNumbersV9
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("%.50s: %v", q, err)
-		}
-	}
-	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES ($1, now(), now())`, persistencetest.OldSession)
-	for _, st := range v9.Streams {
-		exec(`INSERT INTO event_streams (stream, last_seq, last_turn) VALUES ($1, $2, $3)`, st.Stream, st.LastSeq, st.Turn)
-	}
-	for _, e := range v9.Events {
-		exec(`INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+	persistencetest.WriteStreamNumbersV9(t, func(q string, args ...any) error {
+		_, err := pool.Exec(ctx, q, args...)
+		return err
+	}, persistencetest.V9SQL{
+		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES ($1, now(), now())`,
+		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES ($1, $2, $3)`,
+		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
 			OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			e.ID, e.Stream, e.Seq, e.Conn, e.At, e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
-	}
-	exec(`SELECT setval(pg_get_serial_sequence('events', 'id'), $1)`, persistencetest.OldLastID)
+		Counter: `SELECT setval(pg_get_serial_sequence('events', 'id'), $1)`,
+		At:      func(t time.Time) any { return t },
+	})
 	persistencetest.StreamNumbersMigrated(t, mustOpen(t, dsn))
 }

@@ -710,22 +710,17 @@ func TestMigrateStreamNumbers(t *testing.T) {
 	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 9), "m"); err != nil {
 		t.Fatal(err)
 	}
-	v9 := persistencetest.StreamNumbersV9
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%.50s: %v", q, err)
-		}
-	}
-	exec(`INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`, persistencetest.OldSession)
-	for _, st := range v9.Streams {
-		exec(`INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`, st.Stream, st.LastSeq, st.Turn)
-	}
-	for _, e := range v9.Events {
-		exec(`INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Stream, e.Seq, e.Conn, e.At.UnixNano(), e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
-	}
-	exec(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`, persistencetest.OldLastID)
+	persistencetest.WriteStreamNumbersV9(t, func(q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}, persistencetest.V9SQL{
+		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`,
+		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`,
+		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		Counter: `UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`,
+		At:      func(t time.Time) any { return t.UnixNano() },
+	})
 	db.Close()
 	persistencetest.StreamNumbersMigrated(t, mustOpen(t, path))
 }
