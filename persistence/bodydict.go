@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -103,6 +102,3 @@ func packSmall(body []byte) []byte {
 	}
 	return nil
 }
-
-// isDictPacked reports whether body was stored by packDict.
-func isDictPacked(body []byte) bool { return bytes.HasPrefix(body, []byte(dictPrefix)) }
