@@ -199,11 +199,10 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 		ScanIDs:       func(ids *[]int64) any { return ids },
 		IsNoRows:      sqlcore.ErrNoRowsIs(pgx.ErrNoRows),
 		// pgx copies a []byte destination; DriverBytes is the row's.
-		ScanBytes:       func(b *[]byte) any { return (*pgtype.DriverBytes)(b) },
-		LimitBeforeJoin: true,
-		Classify:        classify,
-		Begin:           begin(pool),
-		Read:            pgConn{pool},
+		ScanBytes: func(b *[]byte) any { return (*pgtype.DriverBytes)(b) },
+		Classify:  classify,
+		Begin:     begin(pool),
+		Read:      pgConn{pool},
 		Close: func() error {
 			pool.Close() // safe to call more than once
 			return nil

@@ -302,17 +302,23 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.Background(), `RESET enable_seqscan; RESET enable_bitmapscan`)
+	d := dialect(s.pool)
 	for _, c := range []struct {
 		query string
 		index string
+		args  []any
 	}{
-		{`SELECT ` + sqlcore.MessageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 AND is_active ORDER BY seq`, "messages_active"},
-		{`SELECT ` + sqlcore.MessageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 ORDER BY seq`, "messages_session_id_seq_key"},
-		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND (updated_at < now() OR (updated_at = now() AND id > 'x')) ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_updated_at"},
-		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = '/w' ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_cwd_updated_at"},
-		{strings.NewReplacer("stream = ?", "stream = 's'", "seq > ?", "seq > 0").Replace(sqlcore.EventsQuery), "events_stream_id_seq_key"},
+		{`SELECT ` + sqlcore.MessageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 AND is_active ORDER BY seq`, "messages_active", nil},
+		{`SELECT ` + sqlcore.MessageColumns + ` FROM messages WHERE session_id = 's' AND seq > 0 ORDER BY seq`, "messages_session_id_seq_key", nil},
+		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND (updated_at < now() OR (updated_at = now() AND id > 'x')) ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_updated_at", nil},
+		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = '/w' ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_cwd_updated_at", nil},
+		{strings.NewReplacer("stream = ?", "stream = 's'", "seq > ?", "seq > 0").Replace(sqlcore.EventsQuery), "events_stream_id_seq_key", nil},
+		// The records' bodies are read for each row in the index's order,
+		// never sorted with them.
+		{sqlcore.Rewrite(sqlcore.MessagesQuery, d.Fragments, d.Numbered), "messages_session_id_seq_key", []any{"s", "s", 0, 10}},
+		{sqlcore.Rewrite(sqlcore.ActiveMessagesQuery, d.Fragments, d.Numbered), "messages_active", []any{"s", "s", 0, 10}},
 	} {
-		rows, err := conn.Query(ctx, "EXPLAIN "+c.query)
+		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -213,11 +213,12 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 		// database/sql copies a []byte destination; RawBytes is the
 		// driver's value, which go-sqlite3 copies out of SQLite for each
 		// row (TestRawBytesKept).
-		ScanBytes: func(b *[]byte) any { return (*sql.RawBytes)(b) },
-		BytesKept: true,
-		Classify:  classify,
-		Begin:     sqlcore.BeginSQL(db),
-		Read:      sqlcore.SQLDB{DB: rdb},
+		ScanBytes:   func(b *[]byte) any { return (*sql.RawBytes)(b) },
+		BytesKept:   true,
+		JoinRecords: true,
+		Classify:    classify,
+		Begin:       sqlcore.BeginSQL(db),
+		Read:        sqlcore.SQLDB{DB: rdb},
 		// Both connection pools; safe to call more than once.
 		Close:          func() error { return errors.Join(rdb.Close(), db.Close()) },
 		InsertMessages: insertMessages,

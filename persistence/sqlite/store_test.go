@@ -529,6 +529,7 @@ func crashChild(path string) {
 // TestQueryPlans checks that the hot reads use an index for their order.
 func TestQueryPlans(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
+	d := dialect(s.db, s.rdb)
 	for _, c := range []struct {
 		query string
 		args  []any
@@ -543,7 +544,10 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = ? ORDER BY updated_at DESC, id ASC LIMIT ?`,
 			[]any{"/w", 51}, "sessions_cwd_updated_at"},
 		{sqlcore.EventsQuery, []any{"s", 0}, "sqlite_autoindex_events_1 (stream_id=? AND seq>?)"},
+		{sqlcore.MessagesJoinQuery, []any{"s", "s", 0, 10}, "sqlite_autoindex_messages_1"},
+		{sqlcore.ActiveMessagesJoinQuery, []any{"s", "s", 0, 10}, "messages_active"},
 	} {
+		c.query = sqlcore.Rewrite(c.query, d.Fragments, d.Numbered)
 		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
 		if err != nil {
 			t.Fatal(err)

@@ -114,12 +114,9 @@ type Dialect struct {
 	// BytesKept (a driver that copies each value out: no copy of ours).
 	ScanBytes func(b *[]byte) any
 	BytesKept bool
-	// LimitBeforeJoin: a read of messages orders and limits them before
-	// joining their records, or the database sorts the joined rows, text
-	// and all (PostgreSQL, before it has statistics: a sort spilled to
-	// disk). SQLite reads them in order through its index as they are,
-	// and would sort the subquery's rows again.
-	LimitBeforeJoin bool
+	// JoinRecords: a read of messages joins each row's record rather than
+	// reading its body by a subquery for each row (MessagesJoinQuery).
+	JoinRecords bool
 	// Classify wraps storage faults in persistence.ErrStorageFull and
 	// ErrStorageReadOnly.
 	Classify func(err error) error

@@ -218,22 +218,14 @@ func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.Me
 }
 
 func (s *Store) messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
-	// Each row comes with the record its text starts in (resolveText):
-	// one query, not one for the rows and one for their text.
-	q := `SELECT ` + joinedColumns + ` FROM messages m ` + textJoin + `
-		WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
-	if f.ActiveOnly {
-		// {active} is a literal, so the partial index applies.
-		q = `SELECT ` + joinedColumns + ` FROM messages m ` + textJoin + `
-		WHERE m.session_id = ? AND m.seq > ? AND {active} ORDER BY m.seq LIMIT ?`
-	}
-	if s.d.LimitBeforeJoin {
-		q = `SELECT ` + joinedColumns + ` FROM (SELECT * FROM messages
-			WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?) m ` + textJoin + ` ORDER BY m.seq`
-		if f.ActiveOnly {
-			q = `SELECT ` + joinedColumns + ` FROM (SELECT * FROM messages
-			WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq LIMIT ?) m ` + textJoin + ` ORDER BY m.seq`
-		}
+	q := MessagesQuery
+	switch {
+	case s.d.JoinRecords && f.ActiveOnly:
+		q = ActiveMessagesJoinQuery
+	case s.d.JoinRecords:
+		q = MessagesJoinQuery
+	case f.ActiveOnly:
+		q = ActiveMessagesQuery
 	}
 	limit := int64(f.Limit)
 	if limit <= 0 {
@@ -256,11 +248,7 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		hint = min(max(last-f.AfterSeq, 0), limit, maxRowsHint)
 	}
 	rd := s.read()
-	args := []any{sessionID, sessionID, f.AfterSeq, limit} // the join's first
-	if s.d.LimitBeforeJoin {
-		args = []any{sessionID, f.AfterSeq, limit, sessionID}
-	}
-	rows, err := rd.Query(ctx, q, args...)
+	rows, err := rd.Query(ctx, q, sessionID, sessionID, f.AfterSeq, limit)
 	msgs, err := s.scanJoined(ctx, rd, rows, err, int(hint), sessionID)
 	if err != nil {
 		return nil, err
@@ -292,20 +280,41 @@ func (s *Store) scanMessages(ctx context.Context, q *conn, rows Rows, err error,
 	return msgs, nil
 }
 
-// joinedColumns are MessageColumns of messages m (TestJoinedColumns) and
-// the body of the record textJoin joins.
-const joinedColumns = `m.id, m.seq, m.role, m.content, m.parts, m.reasoning, m.tool_call_id,
-	m.tool_calls, m.status, m.meta, m.is_active, m.compacted_into_id, m.token_count, m.token_encoding,
-	m.created_at, m.content_at, e.body`
+// The reads of a session's messages after a seq, at most a limit, each
+// with the body of the record its content_at lists first (resolveText),
+// if that is a message record of the session's stream: one query, not one
+// for the rows and one for their text. Their arguments: the session's id
+// (for the record's stream: a subquery that does not depend on the row,
+// so run once), then the session's id, the seq and the limit. The Active
+// ones read the active messages ({active} is a literal, so the partial
+// index applies).
+//
+// On PostgreSQL the body is a subquery for each row: joined, the planner
+// merged on record ids and then sorted the joined rows, text and all, by
+// seq (on disk: 47 ms for 10,000 messages, against 19 ms). On SQLite the
+// join is faster (Dialect.JoinRecords: 37 against 39 ms), and its rows
+// come in the index's order either way.
+const (
+	MessagesQuery           = `SELECT ` + messageColumnsOfM + recordBody + ` FROM messages m` + messagesAfter
+	ActiveMessagesQuery     = `SELECT ` + messageColumnsOfM + recordBody + ` FROM messages m` + activeMessagesAfter
+	MessagesJoinQuery       = `SELECT ` + messageColumnsOfM + `e.body FROM messages m ` + recordJoin + messagesAfter
+	ActiveMessagesJoinQuery = `SELECT ` + messageColumnsOfM + `e.body FROM messages m ` + recordJoin + activeMessagesAfter
 
-// textJoin joins to each message m the record its content_at lists first.
-// Its one argument is the session's id: the record must be of its stream
-// (a subquery that does not depend on the row, so run once).
-const textJoin = `LEFT JOIN events e ON e.id = {first_text_id}
-	AND e.stream_id = (SELECT id FROM event_streams WHERE stream = ?)
+	messagesAfter       = ` WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
+	activeMessagesAfter = ` WHERE m.session_id = ? AND m.seq > ? AND {active} ORDER BY m.seq LIMIT ?`
+	recordIsMessage     = `e.id = {first_text_id} AND e.stream_id = (SELECT id FROM event_streams WHERE stream = ?)
 	AND e.kind IN ('message_appended', 'message_updated')`
+	recordBody = `(SELECT e.body FROM events e WHERE ` + recordIsMessage + `)`
+	recordJoin = `LEFT JOIN events e ON ` + recordIsMessage
+)
 
-// scanJoined reads rows of joinedColumns and closes them, decoding the
+// messageColumnsOfM are MessageColumns of messages m (TestJoinedColumns),
+// and a comma: the record's body follows.
+const messageColumnsOfM = `m.id, m.seq, m.role, m.content, m.parts, m.reasoning, m.tool_call_id,
+	m.tool_calls, m.status, m.meta, m.is_active, m.compacted_into_id, m.token_count, m.token_encoding,
+	m.created_at, m.content_at, `
+
+// scanJoined reads rows of the messages queries and closes them, decoding the
 // records' text while it reads, and then through q the text of records
 // other than the first.
 func (s *Store) scanJoined(ctx context.Context, q conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
@@ -345,8 +354,8 @@ type messageScanner struct {
 	dec           *textDecoder // joined: decodes body
 }
 
-// newMessageScanner returns a scanner of MessageColumns, or of
-// joinedColumns.
+// newMessageScanner returns a scanner of MessageColumns, or, joined, of
+// them and a record's body (MessagesQuery).
 func (s *Store) newMessageScanner(sessionID string, joined bool) *messageScanner {
 	sc := &messageScanner{sessionID: sessionID}
 	m := &sc.m

@@ -67,7 +67,7 @@ const maxIDGap = 64
 // resolveText puts back, through q, the text of the rows refs name among
 // msgs (messages of session sessionID), and the parts made of it; firsts,
 // when not nil, are the texts of the records each ref lists first, read
-// with the rows (textJoin).
+// with the rows (recordBody).
 func (s *Store) resolveText(ctx context.Context, q conn, sessionID string, msgs []persistence.Message, refs []textRef, firsts []recordText) error {
 	lists := make([][]int64, len(refs))
 	var ids []int64 // the records still to read
