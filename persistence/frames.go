@@ -129,8 +129,9 @@ func framesColumns(body []byte) (cols, middles []byte) {
 // event against the dictionary (packFrame), or, an outbound one of
 // MinPackedBody bytes or more, against the last record of its stream when
 // the write has one (a streamed reply's run and the save after it hold the
-// same text) or on its own (PackFrames), whichever is smallest; each only
-// when that is smaller than the Body as sent. Packed events are copies:
+// same text) or on its own (PackFrames), or, one such frame alone, against
+// the dictionary, whichever is smallest; each only when that is smaller
+// than the Body as sent. Packed events are copies:
 // pending and records stay as they are (a failed write puts pending back in
 // the journal's queue).
 func PackWrite(pending, records []*Event) []*Event {
@@ -146,15 +147,13 @@ func PackWrite(pending, records []*Event) []*Event {
 			continue
 		}
 		packed := *ev
-		packed.Body = packFrame(ev)
 		if ev.Direction != DirOut || len(ev.Body) < MinPackedBody {
-			if packed.Body == nil {
+			if packed.Body = packFrame(ev); packed.Body == nil {
 				packed.Body = ev.Body
 			}
 			out = append(out, &packed)
 			continue
 		}
-		small := packed.Body
 		packed.Body = nil
 		if r, ok := last[ev.Stream]; ok {
 			distance := int64(0)
@@ -176,8 +175,13 @@ func PackWrite(pending, records []*Event) []*Event {
 		if packed.Body == nil || len(packed.Body) >= len(ev.Body) {
 			packed.Body = PackFrames(ev.Body)
 		}
-		if small != nil && len(small) < len(packed.Body) {
-			packed.Body = small
+		// One frame (a tool call, a plan): its envelope is the
+		// dictionary's. A run's repeats are what DEFLATE finds, and
+		// encoding a long run against the dictionary too is wasted work.
+		if bytes.IndexByte(ev.Body, '\n') < 0 {
+			if small := packSmall(ev.Body); small != nil && len(small) < len(packed.Body) {
+				packed.Body = small
+			}
 		}
 		out = append(out, &packed)
 	}
