@@ -135,20 +135,16 @@ func textFits(codec byte, n int, block []byte) bool {
 	return false
 }
 
-// decodeTextInto is decodeText into dst, of length 0 and capacity n: the
-// string is dst's bytes, which must never be written again.
+// decodeTextInto is decodeText into dst, of length 0 and capacity n, for
+// a block that fits (textFits): the string is dst's bytes, which must
+// never be written again. A block that decodes to other than n bytes, or
+// anywhere but dst, is an error.
 func decodeTextInto(codec byte, n int, block, dst []byte) (string, error) {
 	var out []byte
 	switch codec {
 	case codecRaw:
-		if len(block) != n {
-			return "", errTextRecord
-		}
 		out = append(dst, block...)
 	case codecS2:
-		if m, err := s2.DecodedLen(block); err != nil || m != n {
-			return "", errTextRecord
-		}
 		var err error
 		if out, err = s2.Decode(dst[:n], block); err != nil {
 			return "", errTextRecord

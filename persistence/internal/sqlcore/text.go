@@ -239,17 +239,7 @@ func (d *textDecoder) flush() {
 			go func() {
 				defer d.workers.Done()
 				for b := range d.batches {
-					b.decode()
-					if b.arena != nil {
-						select {
-						case d.arenas <- b.arena[:0]: // the texts are copies: nothing refers to it
-						default:
-						}
-					}
-					b.arena, b.bodies = nil, nil
-					d.mu.Lock()
-					d.done = append(d.done, b)
-					d.mu.Unlock()
+					d.decode(b)
 				}
 			}()
 		}
@@ -257,14 +247,25 @@ func (d *textDecoder) flush() {
 	select {
 	case d.batches <- d.batch:
 	default: // the workers are behind: the reader decodes this batch itself
-		b := d.batch
-		b.decode()
-		b.arena, b.bodies = nil, nil
-		d.mu.Lock()
-		d.done = append(d.done, b)
-		d.mu.Unlock()
+		d.decode(d.batch)
 	}
 	d.batch = textBatch{}
+}
+
+// decode decodes b, offers its arena to the next batch (the texts are
+// copies: nothing refers to it) and adds b to the decoded ones.
+func (d *textDecoder) decode(b textBatch) {
+	b.decode()
+	if b.arena != nil {
+		select {
+		case d.arenas <- b.arena[:0]:
+		default:
+		}
+	}
+	b.arena, b.bodies = nil, nil
+	d.mu.Lock()
+	d.done = append(d.done, b)
+	d.mu.Unlock()
 }
 
 func (b *textBatch) decode() {
