@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/internal/transcript"
 )
 
@@ -27,7 +28,9 @@ import (
 // answered "method not found".
 //
 // The answer goes to stdout; everything about the work (tool calls,
-// permission questions, progress, the session id) goes to stderr.
+// permission questions, progress, the agent's notes, the session id) goes
+// to stderr. Everything the model, a tool or the endpoint wrote passes
+// through termsafe first: it cannot act on the terminal.
 type UI struct {
 	acp.UnimplementedClient // no fs or terminal: -32601
 
@@ -105,10 +108,18 @@ func (ui *UI) render(u acp.SessionUpdate) {
 	}
 	switch {
 	case u.AgentMessageChunk != nil:
-		if t := u.AgentMessageChunk.Content.Text; t != nil && t.Text != "" {
+		t := u.AgentMessageChunk.Content.Text
+		switch {
+		case t == nil || t.Text == "":
+		case u.AgentMessageChunk.MessageID == "":
+			// Text that belongs to no stored message is the agent's own
+			// note (the window was too small, compacting and retrying):
+			// not the answer, so not on stdout.
+			ui.noteLocked("%s", ui.dim(termsafe.Text(strings.TrimSpace(t.Text))))
+		default:
 			ui.stopSpinLocked()
 			ui.endThoughtLocked()
-			fmt.Fprint(ui.out, t.Text)
+			fmt.Fprint(ui.out, termsafe.Text(t.Text))
 			ui.midLine = !strings.HasSuffix(t.Text, "\n")
 		}
 	case u.AgentThoughtChunk != nil:
@@ -119,19 +130,20 @@ func (ui *UI) render(u acp.SessionUpdate) {
 				fmt.Fprint(ui.errw, ui.dim("thinking: "))
 				ui.thinking = true
 			}
-			fmt.Fprint(ui.errw, ui.dim(t.Text))
+			fmt.Fprint(ui.errw, ui.dim(termsafe.Text(t.Text)))
 		}
 	case u.ToolCall != nil:
 		tc := u.ToolCall
-		ui.titles[tc.ToolCallID] = tc.Title
-		ui.noteLocked("⚙ %s%s", tc.Title, kindSuffix(tc.Kind))
+		title := termsafe.Line(tc.Title)
+		ui.titles[tc.ToolCallID] = title
+		ui.noteLocked("⚙ %s%s", title, kindSuffix(tc.Kind))
 		if tc.Status == acp.ToolStatusInProgress || tc.Status == acp.ToolStatusPending {
-			ui.startSpinLocked("running " + tc.Title)
+			ui.startSpinLocked("running " + title)
 		}
 	case u.ToolCallUpdate != nil:
 		tu := u.ToolCallUpdate
 		if tu.Title != "" {
-			ui.titles[tu.ToolCallID] = tu.Title
+			ui.titles[tu.ToolCallID] = termsafe.Line(tu.Title)
 		}
 		title := ui.titles[tu.ToolCallID]
 		switch tu.Status {
@@ -151,7 +163,7 @@ func (ui *UI) render(u acp.SessionUpdate) {
 			if mark == "" {
 				mark = "·"
 			}
-			ui.noteLocked("  %s %s", mark, e.Content)
+			ui.noteLocked("  %s %s", mark, termsafe.Line(e.Content))
 		}
 	case u.Other != nil:
 		ui.renderOtherLocked(u.Other)
@@ -172,7 +184,7 @@ func (ui *UI) renderOtherLocked(raw json.RawMessage) {
 		text := "compacted the conversation"
 		for _, b := range c.Summary {
 			if b.Text != nil && strings.TrimSpace(b.Text.Text) != "" {
-				text = transcript.OneLine(b.Text.Text, 200)
+				text = oneLine(b.Text.Text, 200)
 				break
 			}
 		}
@@ -181,7 +193,7 @@ func (ui *UI) renderOtherLocked(raw json.RawMessage) {
 	case acp.CompactionFailed:
 		msg := "no reason given"
 		if c.Error != nil {
-			msg = transcript.OneLine(*c.Error, 200)
+			msg = oneLine(*c.Error, 200)
 		}
 		ui.noteLocked("✗ %s", msg)
 		ui.startSpinLocked("waiting for the model")
@@ -201,12 +213,18 @@ func kindSuffix(k acp.ToolKind) string {
 func failureText(content []acp.ToolCallContent) string {
 	for _, c := range content {
 		if c.Content != nil && c.Content.Content.Text != nil {
-			if line := transcript.OneLine(c.Content.Content.Text.Text, 120); line != "" {
+			if line := oneLine(c.Content.Content.Text.Text, 120); line != "" {
 				return ": " + line
 			}
 		}
 	}
 	return ""
+}
+
+// oneLine is untrusted text shortened to one line of about n runes, safe
+// to print.
+func oneLine(s string, n int) string {
+	return termsafe.Line(transcript.OneLine(s, n))
 }
 
 // noteLocked writes one line about the work to stderr.
@@ -273,7 +291,7 @@ func (ui *UI) Close() {
 func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	title := p.ToolCall.Title
+	title := termsafe.Line(p.ToolCall.Title)
 	if title == "" {
 		title = ui.titles[p.ToolCall.ToolCallID]
 	}
@@ -310,9 +328,9 @@ func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissi
 	ui.stopSpinLocked()
 	ui.endThoughtLocked()
 	ui.breakLineLocked()
-	fmt.Fprintf(ui.errw, "? %s\n", title)
+	ui.writeQuestionLocked(p, title)
 	for i, o := range p.Options {
-		fmt.Fprintf(ui.errw, "  %d) %s\n", i+1, o.Name)
+		fmt.Fprintf(ui.errw, "  %d) %s\n", i+1, termsafe.Line(o.Name))
 	}
 	if ui.lines == nil {
 		ui.lines = bufio.NewReader(ui.in)
@@ -333,7 +351,7 @@ func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissi
 		if convErr == nil && n >= 1 && n <= len(p.Options) {
 			o := p.Options[n-1]
 			if o.Kind == acp.PermissionRejectOnce || o.Kind == acp.PermissionRejectAlways {
-				ui.noteLocked("✗ %s: %s", o.Name, title)
+				ui.noteLocked("✗ %s: %s", termsafe.Line(o.Name), title)
 			}
 			ui.startSpinLocked("running " + title)
 			return selected(o)

@@ -16,7 +16,7 @@ func TestTerminalRender(t *testing.T) {
 	var out, errb bytes.Buffer
 	ui := New(strings.NewReader(""), &out, &errb, Options{})
 	text := func(s string) acp.SessionUpdate {
-		return acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(s)}}
+		return acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(s), MessageID: "msg_2"}}
 	}
 	compaction := func(status, summary string) acp.SessionUpdate {
 		u := map[string]any{"sessionUpdate": "compaction_update", "compactionId": "c1", "status": status}
@@ -38,6 +38,8 @@ func TestTerminalRender(t *testing.T) {
 		{Plan: &acp.Plan{Entries: []acp.PlanEntry{{Content: "read", Status: "completed"}, {Content: "fix", Status: "in_progress"}, {Content: "test", Status: "pending"}}}},
 		compaction("in_progress", ""),
 		compaction("completed", "Context compacted (summarize): 4 messages, 618 → 351 tokens."),
+		// The agent's own note names no message: it is not the answer.
+		{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[The model endpoint refused the request. Compacting the conversation and trying again once.]\n\n")}},
 		text("Done."),
 	} {
 		ui.render(u)
@@ -55,6 +57,7 @@ plan:
   ▸ fix
   · test
 ✓ Context compacted (summarize): 4 messages, 618 → 351 tokens. (the full history stays stored)
+[The model endpoint refused the request. Compacting the conversation and trying again once.]
 `
 	if got := errb.String(); got != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
