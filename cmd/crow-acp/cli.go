@@ -180,6 +180,7 @@ func wantArgs(fs *flag.FlagSet, pos []string, min, max int, what string) error {
 
 // fail reports err on stderr and returns the exit code it means.
 func (e *env) fail(err error) int {
+	err = safeError{err}
 	var ue *usageError
 	var ce *config.Error
 	var nf *notFoundError

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/projection"
 )
@@ -30,7 +32,7 @@ func sessionsVerify(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	for _, d := range r.Differences {
-		fmt.Fprintf(e.std.out, "%s: %s\n", id, d)
+		fmt.Fprintf(e.std.out, "%s: %s\n", id, termsafe.Line(fmt.Sprint(d)))
 	}
 	return fmt.Errorf("%s: %d differences between the messages table and the event log", id, len(r.Differences))
 }
@@ -49,9 +51,16 @@ func sessionsRebuild(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(e.std.out)
+	// Stored model text: the exact value, with what a terminal would act
+	// on written as \u escapes.
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
 	for _, m := range st.Messages {
+		line.Reset()
 		if err := enc.Encode(persistence.RecordOf(&m)); err != nil {
+			return err
+		}
+		if _, err := e.std.out.Write(termsafe.JSON(line.Bytes())); err != nil {
 			return err
 		}
 	}

@@ -3,9 +3,16 @@
 // versioned JSON export (sessions export). It reads a session through
 // persistence.Dump, so a session being written meanwhile is never exported
 // half old, half new.
+//
+// What it writes is stored model text, and people print it on a terminal
+// (a Markdown file is read with cat and less as often as in an editor):
+// the text forms pass everything stored through termsafe, so controls,
+// escape sequences and bidi controls show as visible stand-ins; the JSON
+// forms keep every value exact and write those characters as \u escapes.
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -110,9 +118,20 @@ func WriteJSON(w io.Writer, d *persistence.SessionDump) error {
 			TokensAfter: c.TokensAfter, SummaryMessageID: c.SummaryMessageID, Settings: c.Settings, CreatedAt: c.CreatedAt.UTC(),
 		})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out, "  ")
+}
+
+// encodeJSON writes v as one JSON document with a newline, every
+// character a terminal would act on written as a \u escape.
+func encodeJSON(w io.Writer, v any, indent string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSON(buf.Bytes()))
+	return err
 }
 
 // --- Text, for `sessions show` ---
@@ -122,9 +141,9 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 	s := d.Session
 	fmt.Fprintf(w, "session   %s\n", s.ID)
 	if s.Title != "" {
-		fmt.Fprintf(w, "title     %s\n", s.Title)
+		fmt.Fprintf(w, "title     %s\n", termsafe.Line(s.Title))
 	}
-	fmt.Fprintf(w, "directory %s\n", s.Cwd)
+	fmt.Fprintf(w, "directory %s\n", termsafe.Line(s.Cwd))
 	fmt.Fprintf(w, "created   %s\n", LocalTime(s.CreatedAt))
 	fmt.Fprintf(w, "updated   %s\n", LocalTime(s.UpdatedAt))
 	fmt.Fprintf(w, "messages  %d", len(d.Messages))
@@ -143,13 +162,13 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		}
 		fmt.Fprintln(w)
 		if m.Reasoning != "" {
-			fmt.Fprintf(w, "(thinking) %s\n", strings.TrimSpace(m.Reasoning))
+			fmt.Fprintf(w, "(thinking) %s\n", termsafe.Text(strings.TrimSpace(m.Reasoning)))
 		}
 		if text := strings.TrimRight(m.Content, "\n"); text != "" {
-			fmt.Fprintln(w, text)
+			fmt.Fprintln(w, termsafe.Text(text))
 		}
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(w, "→ %s %s\n", c.Name, OneLine(c.Arguments, 200))
+			fmt.Fprintf(w, "→ %s %s\n", termsafe.Line(c.Name), termsafe.Line(OneLine(c.Arguments, 200)))
 		}
 	}
 }
@@ -158,7 +177,7 @@ func messageHeading(m persistence.Message, names map[string]string) string {
 	switch m.Role {
 	case persistence.RoleTool:
 		if n := names[m.ToolCallID]; n != "" {
-			return "tool result: " + n
+			return "tool result: " + termsafe.Line(n)
 		}
 		return "tool result"
 	case persistence.RoleSummary:
@@ -173,7 +192,7 @@ func messageHeading(m persistence.Message, names map[string]string) string {
 // WriteMarkdown writes d as a Markdown document for people.
 func WriteMarkdown(w io.Writer, d *persistence.SessionDump) error {
 	s := d.Session
-	title := s.Title
+	title := termsafe.Line(s.Title)
 	if title == "" {
 		title = "Session " + s.ID
 	}
@@ -223,7 +242,9 @@ func WriteMarkdown(w io.Writer, d *persistence.SessionDump) error {
 			b.WriteString(fence(prettyJSON(c.Arguments), "json"))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// The one pass that makes stored text safe to cat: the document is
+	// for people, the exact bytes are in the JSON export.
+	_, err := io.WriteString(w, termsafe.Text(b.String()))
 	return err
 }
 
@@ -266,9 +287,8 @@ func Plural(n int, noun string) string {
 // writes JSON lines, one session each.
 func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
 		for _, s := range sessions {
-			if err := enc.Encode(Session(s)); err != nil {
+			if err := encodeJSON(w, Session(s), ""); err != nil {
 				return err
 			}
 		}
@@ -277,11 +297,11 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tDIRECTORY")
 	for _, s := range sessions {
-		title := OneLine(s.Title, 60)
+		title := termsafe.Line(OneLine(s.Title, 60))
 		if title == "" {
 			title = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, s.Cwd)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
 	}
 	return tw.Flush()
 }

@@ -49,3 +49,69 @@ func TestWriters(t *testing.T) {
 		}
 	}
 }
+
+// hostile is stored model text that would act on a terminal: OSC 52
+// (clipboard), OSC 0 (window title), clear screen, a C1 CSI, a bidi
+// override and DEL.
+const hostile = "x\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x1b\\\x1b[2J\u009b2J\u202e\x7f"
+
+// TestWritersNeutralise: show, list and the Markdown export print stored
+// text with every control visible; the JSON forms keep the exact value
+// with those characters escaped.
+func TestWritersNeutralise(t *testing.T) {
+	at := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	d := &persistence.SessionDump{
+		Session: persistence.Session{ID: "s1", Cwd: "/p", Title: "title" + hostile, CreatedAt: at, UpdatedAt: at},
+		Messages: []persistence.Message{
+			{ID: 1, Seq: 1, Role: persistence.RoleUser, Content: "hi", Status: persistence.StatusComplete, CreatedAt: at},
+			{ID: 2, Seq: 2, Role: persistence.RoleAssistant, Content: "answer" + hostile, Reasoning: "thought" + hostile,
+				ToolCalls: []persistence.ToolCall{{ID: "c1", Name: "tool" + hostile, Arguments: `{"a":"` + hostile + `"}`}}, Status: persistence.StatusComplete, CreatedAt: at},
+			{ID: 3, Seq: 3, Role: persistence.RoleTool, ToolCallID: "c1", Content: "result" + hostile, Status: persistence.StatusComplete, CreatedAt: at},
+		},
+	}
+	clean := func(what, s string) {
+		t.Helper()
+		if strings.ContainsAny(s, "\x1b\x07\x7f\u009b\u202e") {
+			t.Errorf("%s carries controls:\n%q", what, s)
+		}
+		if !strings.Contains(s, "^[]52;c;cm0gLXJmIH4K^G") || !strings.Contains(s, "<U+202E>") {
+			t.Errorf("%s does not show the escapes:\n%q", what, s)
+		}
+	}
+	var text, md, list bytes.Buffer
+	WriteText(&text, d)
+	clean("sessions show", text.String())
+	if err := WriteMarkdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	clean("Markdown export", md.String())
+	if err := WriteList(&list, []persistence.Session{d.Session}, false); err != nil {
+		t.Fatal(err)
+	}
+	clean("sessions list", list.String())
+
+	for _, asJSON := range []func(*bytes.Buffer) error{
+		func(b *bytes.Buffer) error { return WriteJSON(b, d) },
+		func(b *bytes.Buffer) error { return WriteList(b, []persistence.Session{d.Session}, true) },
+	} {
+		var j bytes.Buffer
+		if err := asJSON(&j); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(j.String(), "\x1b\x07\x7f\u009b\u202e") {
+			t.Errorf("JSON carries raw controls:\n%s", j.String())
+		}
+		var got struct {
+			Title   string `json:"title"`
+			Session struct {
+				Title string `json:"title"`
+			} `json:"session"`
+		}
+		if err := json.Unmarshal(j.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Title+got.Session.Title != d.Session.Title {
+			t.Errorf("JSON changed the title: %q", got.Title+got.Session.Title)
+		}
+	}
+}
