@@ -8,6 +8,7 @@ import (
 	"github.com/crow-acp/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/internal/doctor"
 	"github.com/crow-acp/crow-acp/internal/secret"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
 const doctorUsage = `Usage: crow-acp doctor [--timeout D] [flags]
@@ -33,7 +34,8 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	report := func(checks []doctor.Check) int {
 		code := exitOK
 		for _, c := range checks {
-			c.Detail, c.Fix = red.Redact(c.Detail), red.Redact(c.Fix)
+			// A detail may quote the endpoint (its model list, an error).
+			c.Detail, c.Fix = termsafe.Text(red.Redact(c.Detail)), termsafe.Text(red.Redact(c.Fix))
 			fmt.Fprintf(e.std.out, "%-5s %-10s %s\n", c.Status, c.Name, c.Detail)
 			if c.Fix != "" {
 				fmt.Fprintf(e.std.out, "%-16s fix: %s\n", "", c.Fix)

@@ -41,3 +41,21 @@ func TestDoctorRejectedKey(t *testing.T) {
 		t.Errorf("the key was printed:\n%s", s)
 	}
 }
+
+// TestDoctorNeutralisesEndpointText: model names an endpoint lists are
+// printed with their escape sequences visible.
+func TestDoctorNeutralisesEndpointText(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"evil\u001b]0;pwned\u0007\u001b[2J","object":"model"}]}`))
+	}))
+	defer srv.Close()
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "sk-test-0123456789",
+		"CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp, "CROW_MODEL": "m"}
+	var out bytes.Buffer
+	run(context.Background(), []string{"doctor"}, stdio{in: strings.NewReader(""), out: &out, err: &out}, func(k string) string { return vars[k] })
+	if strings.Contains(out.String(), "\x1b") || !strings.Contains(out.String(), "evil^[]0;pwned^G^[[2J") {
+		t.Errorf("doctor output:\n%q", out.String())
+	}
+}
