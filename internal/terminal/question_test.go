@@ -128,6 +128,7 @@ func TestRenderNeutralises(t *testing.T) {
 		{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "c1", Status: acp.ToolStatusFailed, Content: []acp.ToolCallContent{acp.ToolText("no\x1b[31m")}}},
 		{Plan: &acp.Plan{Entries: []acp.PlanEntry{{Content: "fix\x9b2J", Status: "pending"}}}},
 		{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("answer\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\u202e\n"), MessageID: "msg_1"}},
+		acp.Notice{Severity: "error", Title: "An MCP server did not start", Description: "srv\x1b[2J: exit 1"}.Update(),
 	} {
 		ui.render(u)
 	}
@@ -138,7 +139,7 @@ func TestRenderNeutralises(t *testing.T) {
 	if strings.ContainsAny(errb.String(), "\x1b\x07\u202e") || strings.IndexByte(errb.String(), 0x9b) >= 0 {
 		t.Errorf("stderr carries controls: %q", errb.String())
 	}
-	for _, want := range []string{"think^[]0;pwned^G", "⚙ Read ^[[2Jx<U+202E> [read]", "no^[[31m", "fix<0x9B>2J"} {
+	for _, want := range []string{"think^[]0;pwned^G", "⚙ Read ^[[2Jx<U+202E> [read]", "no^[[31m", "fix<0x9B>2J", "⚠ An MCP server did not start: srv^[[2J: exit 1"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q: %q", want, errb.String())
 		}

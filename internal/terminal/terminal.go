@@ -170,9 +170,26 @@ func (ui *UI) render(u acp.SessionUpdate) {
 	}
 }
 
-// renderOtherLocked shows the update kinds acp has no type for; today the
-// (unstable) compaction_update.
+// renderOtherLocked shows the update kinds acp has no type for: the
+// (unstable) compaction_update and the SDK 2.4 notice.
 func (ui *UI) renderOtherLocked(raw json.RawMessage) {
+	var n struct {
+		Kind string `json:"sessionUpdate"`
+		acp.Notice
+	}
+	if json.Unmarshal(raw, &n) == nil && n.Kind == "notice" {
+		// Information for the person, outside the answer.
+		text := oneLine(n.Title, 200)
+		if d := strings.TrimSpace(n.Description); d != "" {
+			text += ": " + termsafe.Text(d)
+		}
+		mark := "ℹ"
+		if n.Severity == "warning" || n.Severity == "error" {
+			mark = "⚠"
+		}
+		ui.noteLocked("%s %s", mark, text)
+		return
+	}
 	c, ok := acp.ParseCompactionUpdate(raw)
 	if !ok {
 		return
@@ -239,7 +256,7 @@ func (ui *UI) noteLocked(format string, args ...any) {
 func (ui *UI) Status(format string, args ...any) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	ui.noteLocked(ui.dim(fmt.Sprintf(format, args...)))
+	ui.noteLocked("%s", ui.dim(termsafe.Text(fmt.Sprintf(format, args...))))
 }
 
 // breakLineLocked ends a half-written line of the answer before stderr
