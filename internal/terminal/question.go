@@ -26,10 +26,26 @@ const (
 // command line cannot redraw the question.
 func (ui *UI) writeQuestionLocked(p *acp.RequestPermissionRequest, title string) {
 	fmt.Fprintf(ui.errw, "? %s%s\n", title, kindSuffix(p.ToolCall.Kind))
-	if line := commandLine(p.ToolCall); line != "" && termsafe.Line(line) != title {
+	tc := p.ToolCall
+	line := commandLine(tc)
+	switch {
+	case line != "" && termsafe.Line(line) != title:
 		lines := strings.Split(termsafe.Text(line), "\n")
 		fmt.Fprintf(ui.errw, "  the whole command line (%s):\n", transcript.Plural(len(lines), "line"))
 		ui.writeBlockLocked(lines, maxCommandLines, "", "the command is too long to review here: reject it unless you trust all of it")
+	case line == "" && len(tc.RawInput) > 0 && (tc.Kind == acp.ToolKindExecute || tc.Kind == acp.ToolKindOther || tc.Kind == ""):
+		// A command whose line is not where run_command keeps it, or an
+		// MCP tool: what it is called with.
+		var v any
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if json.Unmarshal(tc.RawInput, &v) == nil && enc.Encode(v) == nil {
+			fmt.Fprintln(ui.errw, "  called with:")
+			text := strings.TrimSuffix(termsafe.Text(b.String()), "\n")
+			ui.writeBlockLocked(strings.Split(text, "\n"), maxShownLines, "", "")
+		}
 	}
 	for _, c := range p.ToolCall.Content {
 		switch {

@@ -80,6 +80,22 @@ func TestQuestionMultiLine(t *testing.T) {
 	}
 }
 
+// TestQuestionArguments: a call whose command line is not in run_command's
+// field, or an MCP tool's, shows what it is called with.
+func TestQuestionArguments(t *testing.T) {
+	p := commandRequest("", "Run a script")
+	p.ToolCall.RawInput = json.RawMessage(`{"cmd":"echo hi\nrm -rf ~\u001b[2K"}`)
+	shown := askAt(t, p)
+	if !strings.Contains(shown, "called with:") || !strings.Contains(shown, `"cmd": "echo hi\nrm -rf ~\u001b[2K"`) {
+		t.Errorf("the arguments are not shown:\n%s", shown)
+	}
+	p.ToolCall.Kind = acp.ToolKindOther
+	p.ToolCall.RawInput = json.RawMessage(`{"query":"drop table users where a<b"}`)
+	if shown := askAt(t, p); !strings.Contains(shown, `"query": "drop table users where a<b"`) {
+		t.Errorf("an MCP tool's arguments are not shown:\n%s", shown)
+	}
+}
+
 // TestQuestionDiff: a write shows its diff, bounded, and an edit the lines
 // it changes with context.
 func TestQuestionDiff(t *testing.T) {
