@@ -31,10 +31,6 @@ func Text(s string) string { return clean(s, true) }
 // newlines, CRs and tabs are made visible too.
 func Line(s string) string { return clean(s, false) }
 
-// Visible reports whether r would be printed as a stand-in: a control
-// character or an invisible format character (see Text).
-func Visible(r rune) bool { return unsafeRune(r) }
-
 func clean(s string, multiline bool) string {
 	i := firstUnsafe(s, multiline)
 	if i == len(s) {
