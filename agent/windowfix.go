@@ -18,7 +18,7 @@ func (a *Agent) windowFix(m meter, fixed, used int) string {
 	src := m.model.WindowSource
 	switch {
 	case serverTold(src):
-		return fmt.Sprintf("the %d-token window is the server's own (%s), so raising CROW_CONTEXT_WINDOW would only earn its refusal: %s%s",
+		return fmt.Sprintf("the %d-token window is the server's own (%s), so raising CROW_CONTEXT_WINDOW would only earn its refusal: %s, then run crow-acp config forget-window and start the agent again%s",
 			m.st.Window, src, serverContextHint(src, suggestedWindow(fixed, used+m.st.Reserve())), tools)
 	case src == WindowConfigured:
 		return "raise the configured window (CROW_CONTEXT_WINDOW, or context_window in [[models]]) if the model's server takes more, or lower CROW_OUTPUT_RESERVE" + tools

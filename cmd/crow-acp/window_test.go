@@ -278,3 +278,28 @@ func TestForgetWindow(t *testing.T) {
 		t.Fatalf("forget-window --all: %d %q", code, out)
 	}
 }
+
+// TestDoctorFixedPrefixOverWindow: llama.cpp started with -c 512 and the
+// tools on cannot take a single request: doctor says so (not all green),
+// names the server's context and the tools as the fix, never
+// CROW_CONTEXT_WINDOW; a roomy window passes.
+func TestDoctorFixedPrefixOverWindow(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	const model = "qwen3-8b"
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"HOME": env.Tmp, "OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp, "CROW_MODEL": model}
+	cli := windowCLI(vars)
+	m.SetDiscovery(fakemodel.Discovery{Flavor: "llama.cpp", Model: model, Window: 512})
+	code, out, _ := cli("doctor")
+	if code == exitOK || !strings.Contains(out, "FAIL  window     512 tokens for qwen3-8b (discovered: llama.cpp GET /props") ||
+		!strings.Contains(out, "restart llama-server with a larger context (-c ") || !strings.Contains(out, "CROW_TOOLS=off") ||
+		strings.Contains(out, "raise CROW_CONTEXT_WINDOW") {
+		t.Fatalf("doctor at -c 512 with tools (exit %d):\n%s", code, out)
+	}
+	m.SetDiscovery(fakemodel.Discovery{Flavor: "llama.cpp", Model: model, Window: 32768})
+	code, out, _ = cli("doctor")
+	if code != exitOK || !strings.Contains(out, "ok    window     32768 tokens for qwen3-8b") {
+		t.Fatalf("doctor at -c 32768 (exit %d):\n%s", code, out)
+	}
+}
