@@ -340,8 +340,7 @@ func fitPrefix(c Check, cfg *config.Settings, window int, source string) Check {
 	room := agent.MeasurePrefix(ac, cwd, window)
 	left := room.Budget - room.Fixed
 	if left >= window/4 {
-		c.Detail += fmt.Sprintf("; the system prompt and tool schemas take %d tokens", room.Fixed)
-		return c
+		return c // the count is left out: it changes with every prompt or tool edit
 	}
 	c.Status = "warn"
 	if left <= 0 {
