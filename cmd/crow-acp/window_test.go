@@ -227,7 +227,14 @@ func TestConfiguredWindowWinsOverLearned(t *testing.T) {
 		!strings.Contains(show, "(env CROW_CONTEXT_WINDOW)") {
 		t.Fatalf("config show:\n%s", show)
 	}
+	// A window= in CROW_MODELS is configured too.
 	delete(vars, "CROW_CONTEXT_WINDOW")
+	vars["CROW_MODELS"] = model + ";window=65536"
+	_, show, _ = cli("config", "show")
+	if !strings.Contains(show, "65536 (configured); the cached 4096") || !strings.Contains(show, "(env CROW_MODELS)") {
+		t.Fatalf("config show with CROW_MODELS:\n%s", show)
+	}
+	delete(vars, "CROW_MODELS")
 	_, show, _ = cli("config", "show")
 	if !strings.Contains(show, "4096 (learned from the endpoint's error (vllm))  (database "+env.DBPath) {
 		t.Fatalf("config show without a configured window:\n%s", show)

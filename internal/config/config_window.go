@@ -46,7 +46,8 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 	if w, ok := c.cachedWindow(ctx); ok {
 		cached = &w
 	}
-	tokens, source := agent.EffectiveWindow(c.Model.V, c.ContextWindow.V, cached)
+	configured, from := c.ConfiguredWindow()
+	tokens, source := agent.EffectiveWindow(c.Model.V, configured, cached)
 	for i := range rows {
 		if rows[i].Key != "context_window" {
 			continue
@@ -54,7 +55,7 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 		r := &rows[i]
 		switch {
 		case source == agent.WindowConfigured:
-			r.Value = fmt.Sprintf("%d (configured)", tokens)
+			r.Value, r.From = fmt.Sprintf("%d (configured)", tokens), from
 		case cached != nil && source == cached.Source:
 			r.Value = fmt.Sprintf("%d (%s)", tokens, source)
 			r.From = c.cacheSource(*cached)
@@ -68,6 +69,16 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 		}
 	}
 	return rows
+}
+
+// ConfiguredWindow is the selected model's configured window (0: none)
+// and where it was set: CROW_CONTEXT_WINDOW or the file's context_window
+// (ContextWindow), else the window= of its CROW_MODELS entry.
+func (c *Settings) ConfiguredWindow() (int, Source) {
+	if c.ContextWindow.V > 0 || c.Selected == nil || c.Selected.ContextWindow <= 0 {
+		return c.ContextWindow.V, c.ContextWindow.From
+	}
+	return c.Selected.ContextWindow, c.ModelsFrom
 }
 
 // unusedCache says why a cached window does not apply.

@@ -303,10 +303,11 @@ func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 	if w, ok := cfg.CachedWindow(ctx); ok {
 		cached = &w
 	}
-	window, source := agent.EffectiveWindow(model, cfg.ContextWindow.V, cached)
+	configured, from := cfg.ConfiguredWindow()
+	window, source := agent.EffectiveWindow(model, configured, cached)
 	switch {
 	case source == agent.WindowConfigured:
-		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", window, model, cfg.ContextWindow.From)
+		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", window, model, from)
 	case cached != nil && source == cached.Source:
 		c.Detail = fmt.Sprintf("%d tokens for %s (%s; cached in the session database, crow-acp config forget-window clears it)", window, model, source)
 	case source == agent.WindowBuiltIn:
