@@ -152,6 +152,7 @@ type Agent struct {
 	clientCaps acp.ClientCapabilities
 	sessions   map[string]*sessionState // what this process keeps per session, by id (state.go)
 	windows    map[string]learnedWindow // real context windows learned from the endpoint, by model
+	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
 
 	discovery discovery // window lookups running in the background
 }

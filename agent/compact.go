@@ -172,7 +172,7 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 		return entries, nil // window unknown: nothing to measure against (warned at start)
 	}
 	if fixed > st.Budget() {
-		return nil, m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; raise CROW_CONTEXT_WINDOW or lower CROW_OUTPUT_RESERVE", fixed))
+		return nil, m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
 	}
 	used, ratio := a.measure(s.ID, entries, fixed)
 	if used <= st.Trigger() {
@@ -219,12 +219,20 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 			return nil, storeError("build context", verr)
 		}
 		nentries := contextMessages(m.counter, a.systemPrompt(s), nv)
-		if after, _ := a.measure(s.ID, nentries, fixed); after <= st.Budget() {
+		after, _ := a.measure(s.ID, nentries, fixed)
+		if after <= st.Budget() {
 			return nentries, nil // over the threshold but it fits: go on, the failure is reported
+		}
+		if fitsWindow(st, after) {
+			// Over the budget, but the window holds it with room for a
+			// shorter reply: send it rather than call the window full.
+			a.log.Info("compaction could not bring the request under the budget; sending it, it fits the window",
+				zap.String("session", s.ID), zap.Int("tokens", after), zap.Int("window", st.Window), zap.Error(err))
+			return nentries, nil
 		}
 		var oe *compaction.OverflowError
 		if errors.As(err, &oe) {
-			return nil, m.overflow(used, oe.Reason)
+			return nil, m.overflow(used, oe.Reason+"; "+a.windowFix(m, fixed, after))
 		}
 		return nil, m.overflow(used, "compaction failed: "+err.Error())
 	}
@@ -232,6 +240,13 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 	b.failures = 0
 	a.mu.Unlock()
 	return contextMessages(m.counter, a.systemPrompt(s), res), nil
+}
+
+// fitsWindow reports whether a request of used tokens fits st's window
+// itself, leaving a quarter of the reply reserve for the reply: the
+// endpoint takes it, though the reply may be cut short.
+func fitsWindow(st compaction.Settings, used int) bool {
+	return st.Window > 0 && used+st.Reserve()/4 <= st.Window
 }
 
 // compactOpts say how a compaction was asked for.

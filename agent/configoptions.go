@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -45,6 +46,9 @@ var modelOption = configOption{
 	values: func(a *Agent) []acp.SessionConfigSelectOption {
 		out := make([]acp.SessionConfigSelectOption, 0, len(a.cfg.Models))
 		for _, m := range a.cfg.Models {
+			// The window in use: discovered or learned from the endpoint
+			// once known, not only the configured or assumed one.
+			m = a.withLearnedWindow(m)
 			out = append(out, acp.SessionConfigSelectOption{Value: m.Name, Name: m.DisplayName(), Description: modelDescription(m)})
 		}
 		return out
@@ -58,6 +62,14 @@ var modelOption = configOption{
 
 func modelDescription(m Model) string {
 	d := fmt.Sprintf("%s-token context", tokens(m.ContextWindow))
+	switch {
+	case m.WindowAssumed:
+		d = "context window not known yet (not configured; asked from the endpoint)"
+	case strings.HasPrefix(m.WindowSource, "discovered"):
+		d += " (told by the server)"
+	case strings.HasPrefix(m.WindowSource, learnedPrefix):
+		d += " (learned from the server)"
+	}
 	if m.Images {
 		d += ", accepts images"
 	}

@@ -23,12 +23,13 @@ type discovery struct {
 }
 
 // startDiscovery gives every model the window an earlier run cached for
-// it (read at once: one small query per model), and looks up the window of
-// models that have none configured by asking their endpoint
-// (Provider.Discover) in the background: what is found becomes the model's
-// window once it arrives; until then the model is treated as before (no
-// automatic compaction). A configured window gives way only to one the
-// endpoint proved by refusing or truncating a prompt.
+// it, when that applies (cachedApplies; read at once: one small query per
+// model), and looks up the window of models that have none configured by
+// asking their endpoint (Provider.Discover) in the background: what is
+// found becomes the model's window once it arrives; until then the model
+// is treated as before (no automatic compaction). A configured window gives
+// way only to one the endpoint proves in this process by refusing or
+// truncating a prompt.
 func (a *Agent) startDiscovery() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.discovery.cancel = cancel
@@ -60,10 +61,42 @@ func (a *Agent) cachedWindow(ctx context.Context, p Provider, m Model) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	w, err := a.cfg.Windows.ModelWindow(ctx, p.Endpoint, m.Name)
-	if err != nil || w.Tokens <= 0 || (!m.WindowAssumed && !strings.HasPrefix(w.Source, learnedPrefix)) {
+	if err != nil || !cachedApplies(m, w) {
+		if err == nil && w.Tokens < MinLearnedWindow {
+			a.log.Warn("ignoring a cached context window under the floor (crow-acp config forget-window clears it)",
+				zap.String("model", m.Name), zap.Int("window", w.Tokens), zap.Int("floor", MinLearnedWindow), zap.String("source", w.Source))
+		}
 		return false
 	}
 	return a.learnWindowIfUnknown(m.Name, w.Tokens, w.Source)
+}
+
+// cachedApplies reports whether a window an earlier process cached for m
+// (with its defaults filled) is used: never over a configured window, never
+// under MinLearnedWindow; one learned from a refusal or truncation over a
+// built-in or assumed window, one discovered by asking only over an
+// assumed one.
+func cachedApplies(m Model, w persistence.ModelWindow) bool {
+	switch {
+	case m.WindowSource == WindowConfigured || w.Tokens < MinLearnedWindow:
+		return false
+	case m.WindowAssumed:
+		return true
+	default:
+		return strings.HasPrefix(w.Source, learnedPrefix)
+	}
+}
+
+// EffectiveWindow is the context window a new process gives model (name
+// and configured window, 0 for none) and where it comes from, with cached
+// the window an earlier process cached for it (nil: none): what `config
+// show` and `doctor` print.
+func EffectiveWindow(model string, configured int, cached *persistence.ModelWindow) (tokens int, source string) {
+	m := Model{Name: model, ContextWindow: configured}.withDefaults()
+	if cached != nil && cachedApplies(m, *cached) {
+		return cached.Tokens, cached.Source
+	}
+	return m.ContextWindow, m.WindowSource
 }
 
 func (a *Agent) discoverWindow(ctx context.Context, p Provider, m Model) {
@@ -74,6 +107,9 @@ func (a *Agent) discoverWindow(ctx context.Context, p Provider, m Model) {
 		return
 	}
 	source := "discovered: " + w.Source
+	if !a.believable(m, w.Tokens, source) {
+		return
+	}
 	if a.learnWindowIfUnknown(m.Name, w.Tokens, source) {
 		a.log.Info("context window discovered", zap.String("model", m.Name), zap.Int("window", w.Tokens), zap.String("source", w.Source))
 		a.cacheWindow(ctx, m, w.Tokens, source)
@@ -130,18 +166,8 @@ func (a *Agent) stopDiscovery() {
 }
 
 // windowSource reports a model's effective context window and where it
-// came from ("configured", "built in", "assumed", or what was learned),
-// for `doctor`-like callers and tests.
+// came from (Model.WindowSource), for tests.
 func (a *Agent) windowSource(model string) (int, string) {
-	a.mu.Lock()
-	w, ok := a.windows[model]
-	a.mu.Unlock()
-	if ok {
-		return w.tokens, w.source
-	}
 	m := a.modelNamed(model)
-	if m.WindowAssumed {
-		return m.ContextWindow, "assumed (not configured, not discovered)"
-	}
-	return m.ContextWindow, "configured or built in"
+	return m.ContextWindow, m.WindowSource
 }

@@ -2,10 +2,13 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/streaming"
 )
 
 // Zed shows an error as its message followed by the pretty-printed
@@ -80,3 +83,31 @@ func jsonMessage(s string) string {
 func unknownSession(id string) error {
 	return acp.ResourceNotFound("Unknown session %q: it was never created here or has been deleted; create one with session/new.", id)
 }
+
+// reServerParser matches llama.cpp's errors for model output its chat
+// parser cannot read (the tool-call markup its template expects): HTTP 500
+// "Failed to parse input at pos 13: <tool_call>…" on a plain request, an
+// error event with the same message inside a stream; older builds say
+// "Failed to parse tool call", the grammar sampler "Unexpected empty
+// grammar stack".
+var reServerParser = regexp.MustCompile(`(?i)failed to parse (?:input at pos(?:ition)? \d+|tool call)|empty grammar stack`)
+
+// serverParserFailed reports whether a model request failed because the
+// server's own output parser did: the endpoint was reached and the request
+// was valid.
+func serverParserFailed(err error) bool {
+	text := err.Error()
+	var api *streaming.APIError
+	if errors.As(err, &api) {
+		text = api.Message
+	}
+	if len(text) > 4<<10 {
+		text = text[:4<<10]
+	}
+	return reServerParser.MatchString(text)
+}
+
+// parserAdvice is what to do when the server's output parser failed.
+const parserAdvice = "the endpoint is reachable: the model server's own parser could not read the reply the model wrote (its tool-call markup), which is a fault of the server's chat template or parser for this model. " +
+	"Try again, update the server (llama.cpp), start llama-server with another --chat-template or --chat-template-file, " +
+	`or turn the tools off (CROW_TOOLS=off, or tools = "off" in the configuration file)`

@@ -47,7 +47,19 @@ type Model struct {
 	// good for a context meter but not for compaction, which stays off for
 	// the model (and says so) rather than guess.
 	WindowAssumed bool
+	// WindowSource says where ContextWindow comes from: WindowConfigured,
+	// WindowBuiltIn, WindowAssumedSource, or what the endpoint told
+	// ("discovered: …", "learned from …"). withDefaults fills it.
+	WindowSource string
 }
+
+// Where a model's context window comes from (Model.WindowSource), besides
+// what the endpoint tells.
+const (
+	WindowConfigured    = "configured"
+	WindowBuiltIn       = "built in"
+	WindowAssumedSource = "assumed (not configured, not discovered)"
+)
 
 // Defaults for models configured without these attributes.
 const (
@@ -74,12 +86,15 @@ func (m Model) Cost(promptTokens, completionTokens int) float64 {
 
 // withDefaults fills unset attributes.
 func (m Model) withDefaults() Model {
-	if m.ContextWindow <= 0 {
-		if w := compaction.DefaultWindow(m.Name); w > 0 {
-			m.ContextWindow = w
-		} else {
-			m.ContextWindow, m.WindowAssumed = DefaultContextWindow, true
+	switch {
+	case m.ContextWindow > 0:
+		if m.WindowSource == "" {
+			m.WindowSource = WindowConfigured
 		}
+	case compaction.DefaultWindow(m.Name) > 0:
+		m.ContextWindow, m.WindowSource = compaction.DefaultWindow(m.Name), WindowBuiltIn
+	default:
+		m.ContextWindow, m.WindowAssumed, m.WindowSource = DefaultContextWindow, true, WindowAssumedSource
 	}
 	if m.OutputReserve <= 0 {
 		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)

@@ -64,7 +64,7 @@ func TestOverflowRecovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			longHistory(t, a, m, s.SessionID, 14)
+			longHistory(t, a, m, s.SessionID, 8) // ~4,800 tokens accepted: under the 6,000 the refusal names
 			before := len(m.Requests())
 			m.Enqueue(c.reply, fakemodel.Reply{Text: "Summary: the task so far."}, fakemodel.Reply{Text: "Here is the answer."})
 			res, err := prompt(a, s.SessionID, "And now the last question.")
@@ -108,7 +108,7 @@ func TestOverflowRetriesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	longHistory(t, a, m, s.SessionID, 14)
+	longHistory(t, a, m, s.SessionID, 8) // ~4,800 tokens accepted: under the 6,000 the refusal names
 	before := len(m.Requests())
 	refused := overflowReplies[2].reply
 	m.Enqueue(refused, fakemodel.Reply{Text: "Summary."}, refused, refused, refused)
@@ -165,9 +165,11 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	longHistory(t, a, m, s.SessionID, 14) // ~8,000 tokens
+	// ~3,000 tokens, all kept (under num_ctx), then a long prompt takes the
+	// request to ~8,000, of which Ollama keeps 4096.
+	longHistory(t, a, m, s.SessionID, 5)
 	m.Enqueue(fakemodel.Reply{Text: "Partial view.", Usage: &fakemodel.Usage{PromptTokens: 4096, CompletionTokens: 4, TotalTokens: 4100}})
-	if _, err := prompt(a, s.SessionID, "What did I ask first?"); err != nil {
+	if _, err := prompt(a, s.SessionID, "What did I ask first? "+prose(7, 4000)); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(rec.agentText(), "kept only 4096"); n != 1 {

@@ -242,6 +242,9 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	if !a.detectTruncation(ctx, s, model, req, res) {
 		a.observeUsage(s.ID, res)
 	}
+	if streamErr == nil {
+		a.noteAccepted(model, res)
+	}
 	msg := reply.final(res)
 	switch {
 	case reply.err != nil:
@@ -404,25 +407,50 @@ func modelError(err error, st retryState) error {
 	data := map[string]any{"retryable": retryable(err)}
 	var msg string
 	var api *streaming.APIError
-	if errors.As(err, &api) {
+	var timeout *streaming.TimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		msg = timeoutText(timeout, tries)
+	case errors.As(err, &api):
 		data["httpStatus"] = api.StatusCode
 		msg = fmt.Sprintf("The model endpoint answered %d%s: %s", api.StatusCode, tries, detail(api.Message))
-	} else {
+	default:
 		msg = fmt.Sprintf("The model request failed%s: %s%s", tries, detail(err.Error()), limitHint(err))
 	}
-	if ov := streaming.OverflowOf(err); ov != nil {
+	advice := modelAdvice(api, retryable(err))
+	ov := streaming.OverflowOf(err)
+	switch {
+	case ov != nil:
 		data["reason"] = "context_window_exceeded"
 		if ov.Window > 0 {
 			data["window"] = ov.Window
 		}
+		advice = "the request does not fit the model's context window: run /compact or start a new session, or give the model server a larger context"
+	case serverParserFailed(err):
+		data["reason"] = "server_parser_failed"
+		advice = parserAdvice
+	case timeout != nil:
+		advice = ""
 	}
 	if st.forwarded {
 		data["partial"] = true
 		msg += " (the partial reply is kept in the session)"
 	}
-	e := acp.InternalError("%s", sentence(msg+"; "+modelAdvice(api, retryable(err))))
+	if advice != "" {
+		msg += "; " + advice
+	}
+	e := acp.InternalError("%s", sentence(msg))
 	e.Data = data
 	return e
+}
+
+// timeoutText says in plain words which of the client's timeouts stopped
+// a model request, its value and the setting that raises it.
+func timeoutText(t *streaming.TimeoutError, tries string) string {
+	if t.Idle {
+		return fmt.Sprintf("The model endpoint sent nothing for %s%s, the idle timeout (setting requests.idle_timeout, env CROW_MODEL_IDLE_TIMEOUT): a local server may still be reading a long prompt; raise the setting, or try again", t.After, tries)
+	}
+	return fmt.Sprintf("The model's reply took longer than the request timeout of %s%s (setting requests.timeout, env CROW_MODEL_TIMEOUT): raise the setting for a slow or local model, or try again", t.After, tries)
 }
 
 // limitHint names the setting behind a limit a model request went past.
@@ -437,8 +465,6 @@ func limitHint(err error) string {
 		return " (a fixed bound: models make a few calls at a time; none of them was run)"
 	case errors.As(err, &limit):
 		return " (setting limits.event_bytes, env CROW_MAX_EVENT_BYTES)"
-	case errors.Is(err, context.DeadlineExceeded):
-		return " (setting requests.timeout, env CROW_MODEL_TIMEOUT)"
 	}
 	return ""
 }

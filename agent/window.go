@@ -12,13 +12,23 @@ import (
 )
 
 // learnedPrefix starts the source of a window learned from what the
-// endpoint did (a refusal, a truncation): such a window beats even a
-// configured one, in this process and, from the cache, in the next.
+// endpoint did (a refusal, a truncation). In the process that saw it, such
+// a window beats every other, a configured one included (the request could
+// not be sent otherwise); from the cache, a later process takes it over a
+// built-in or assumed window, never over a configured one.
 const learnedPrefix = "learned from "
 
-// learnedWindow is a context window the endpoint showed us, which beats
-// the configured (or assumed) one: the endpoint refused a request with its
-// real window, or silently truncated a prompt to it.
+// MinLearnedWindow is the smallest context window crow-acp believes an
+// endpoint: a smaller one, discovered or learned, is ignored (and logged).
+// No model server runs a chat model in less (llama.cpp's -c 512 is the
+// smallest seen), while one lying error or usage report ("maximum context
+// length is 300 tokens", prompt_tokens 1, n_ctx 1) would otherwise make
+// every later prompt refused.
+const MinLearnedWindow = 512
+
+// learnedWindow is a context window the endpoint told or showed us, which
+// beats the built-in or assumed one: found by asking it (discovery), or
+// shown by a refusal or a silent truncation.
 type learnedWindow struct {
 	tokens int
 	source string // for the user and `doctor`: where it was learned
@@ -32,7 +42,7 @@ func (a *Agent) withLearnedWindow(m Model) Model {
 	if !ok || w.tokens <= 0 {
 		return m
 	}
-	m.ContextWindow, m.WindowAssumed = w.tokens, false
+	m.ContextWindow, m.WindowAssumed, m.WindowSource = w.tokens, false, w.source
 	if m.OutputReserve >= w.tokens/2 {
 		m.OutputReserve = min(DefaultOutputReserve, w.tokens/4)
 	}
@@ -40,6 +50,7 @@ func (a *Agent) withLearnedWindow(m Model) Model {
 }
 
 // learnWindow records model's real window; it reports whether it changed.
+// The caller checked it against windowFloor.
 func (a *Agent) learnWindow(model string, tokens int, source string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -48,6 +59,54 @@ func (a *Agent) learnWindow(model string, tokens int, source string) bool {
 	}
 	a.windows[model] = learnedWindow{tokens: tokens, source: source}
 	return true
+}
+
+// acceptedKey names an endpoint and model in Agent.accepted.
+func (a *Agent) acceptedKey(m Model) string { return a.providerOf(m).Endpoint + "\x00" + m.Name }
+
+// noteAccepted records the size of a prompt m's endpoint accepted, by its
+// own count: a window it tells later is never believed below it.
+func (a *Agent) noteAccepted(m Model, res *streaming.Result) {
+	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
+		return
+	}
+	key := a.acceptedKey(m)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.accepted == nil {
+		a.accepted = make(map[string]int)
+	}
+	a.accepted[key] = max(a.accepted[key], res.Usage.PromptTokens)
+}
+
+// windowFloor is the smallest window m's endpoint may claim: MinLearnedWindow,
+// or the largest prompt it accepted in this process. why names it.
+func (a *Agent) windowFloor(m Model) (floor int, why string) {
+	if accepted := a.acceptedFor(m); accepted > MinLearnedWindow {
+		return accepted, fmt.Sprintf("the %d-token prompt this endpoint already accepted", accepted)
+	}
+	return MinLearnedWindow, fmt.Sprintf("the %d tokens crow-acp takes as the smallest real window", MinLearnedWindow)
+}
+
+// acceptedFor is the largest prompt m's endpoint accepted in this process
+// (0: none reported).
+func (a *Agent) acceptedFor(m Model) int {
+	key := a.acceptedKey(m)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.accepted[key]
+}
+
+// believable reports whether a window the endpoint claims for m is at or
+// over its floor; one under it is logged and ignored.
+func (a *Agent) believable(m Model, tokens int, source string) bool {
+	floor, why := a.windowFloor(m)
+	if tokens >= floor {
+		return true
+	}
+	a.log.Warn("ignoring a context window the endpoint claims: it is under "+why,
+		zap.String("model", m.Name), zap.Int("window", tokens), zap.Int("floor", floor), zap.String("source", source))
+	return false
 }
 
 // overflowRefusal is a model request the endpoint refused because its
@@ -83,11 +142,14 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 		if m.st.Window > 0 && !m.model.WindowAssumed {
 			window = min(window, m.st.Window*9/10)
 		}
+		// The real window lies between what the endpoint took (by its
+		// count) and what it refused.
+		window = max(window, a.acceptedFor(m.model))
 	}
-	if window < 256 {
+	if !a.believable(m.model, window, source) {
 		return o.err
 	}
-	old := m.model.ContextWindow
+	old, oldSource := m.model.ContextWindow, m.model.WindowSource
 	if a.learnWindow(m.model.Name, window, source) {
 		a.cacheWindow(ctx, m.model, window, source)
 	}
@@ -96,6 +158,9 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 		zap.Int("promptTokens", ov.Prompt), zap.Int("estimated", sent), zap.String("shape", ov.Shape))
 	text := fmt.Sprintf("The model endpoint refused the request: it does not fit %s's context window of %d tokens (%s; %d was assumed).",
 		m.model.Name, window, source, old)
+	if oldSource == WindowConfigured {
+		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, window)
+	}
 	if !a.compact.Auto {
 		a.say(ctx, s.ID, text+" Automatic compaction is off: run /compact or start a new session.")
 		return o.err
@@ -117,7 +182,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 	}
 	fixed := a.fixedTokens(s, m.counter)
 	if int(float64(fixed)*ratio) > m.st.Budget() {
-		return m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens", fixed))
+		return m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
 	}
 	// This is the turn's automatic compaction: no second one follows it.
 	a.mu.Lock()
@@ -166,6 +231,9 @@ func (a *Agent) detectTruncation(ctx context.Context, s *persistence.Session, mo
 	reported := res.Usage.PromptTokens
 	if sent < minTruncationCheck || float64(reported) >= truncationRatio*float64(sent) {
 		return false
+	}
+	if !a.believable(model, reported, "the endpoint's usage report") {
+		return true // its usage says nothing we can use
 	}
 	a.mu.Lock()
 	_, known := a.windows[model.Name]

@@ -25,4 +25,7 @@ type WindowCache interface {
 	// SetModelWindow inserts or replaces the window of (Endpoint, Model);
 	// UpdatedAt is set when zero.
 	SetModelWindow(ctx context.Context, w *ModelWindow) error
+	// DeleteModelWindows forgets the cached windows of endpoint and model
+	// ("" matches any) and reports how many there were.
+	DeleteModelWindows(ctx context.Context, endpoint, model string) (int, error)
 }

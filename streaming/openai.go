@@ -345,9 +345,9 @@ func (c *OpenAIClient) streamError(ctx, sctx context.Context, w *watch, chunks i
 	if sctx.Err() != nil {
 		switch cause := context.Cause(sctx).(type) {
 		case errIdle:
-			return fmt.Errorf("streaming: %w: no bytes for %s", ErrIdleTimeout, cause.d)
+			return &TimeoutError{Idle: true, After: cause.d}
 		case errTimeout:
-			return fmt.Errorf("streaming: request took longer than the %s timeout: %w", cause.d, context.DeadlineExceeded)
+			return &TimeoutError{After: cause.d}
 		}
 	}
 	var apiErr *APIError
@@ -425,6 +425,27 @@ func configSecrets(cfg OpenAIConfig, base string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TimeoutError is a model request the client stopped at one of its own
+// timeouts. It matches ErrIdleTimeout (Idle) or context.DeadlineExceeded.
+type TimeoutError struct {
+	Idle  bool          // the endpoint sent no bytes for After; else the request took longer than After
+	After time.Duration // the timeout
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Idle {
+		return fmt.Sprintf("streaming: %v: no bytes for %s", ErrIdleTimeout, e.After)
+	}
+	return fmt.Sprintf("streaming: request took longer than the %s timeout", e.After)
+}
+
+func (e *TimeoutError) Is(target error) bool {
+	if e.Idle {
+		return target == ErrIdleTimeout
+	}
+	return target == context.DeadlineExceeded
 }
 
 type errIdle struct{ d time.Duration }

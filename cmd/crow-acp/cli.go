@@ -33,7 +33,7 @@ func commands() []command {
 		{"sessions", "list, show, export, delete, verify or rebuild stored sessions", runSessions},
 		{"login", "save the model endpoint's API key (what an editor's sign-in runs)", runLogin},
 		{"doctor", "check the configuration, database and model endpoint", runDoctor},
-		{"config", "show the effective configuration and where each value came from", runConfig},
+		{"config", "show the effective configuration and where each value came from; forget cached windows", runConfig},
 		{"migrate", "copy every session from one store to another (SQLite, PostgreSQL) and verify it", runMigrate},
 		{"version", "print the version", runVersion},
 	}

@@ -8,25 +8,37 @@ import (
 	"text/tabwriter"
 
 	"github.com/crow-acp/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/internal/transcript"
 )
 
 const configUsage = `Usage: crow-acp config show [--json] [flags]
+       crow-acp config forget-window [--model M] [--all] [flags]
 
-Prints the effective configuration: each setting, its value and where the
-value came from (flag, env, file:line or default). Precedence: flags >
-environment > configuration file > defaults. Secrets are masked.
+show prints the effective configuration: each setting, its value and where
+the value came from (flag, env, file:line, database or default).
+Precedence: flags > environment > configuration file > defaults. Secrets
+are masked. context_window is the window a new process uses for the
+selected model and its source: configured, cached from the endpoint
+(discovered, or learned from a refusal or a truncation), built in, or
+asked from the endpoint at start.
+
+forget-window deletes the context window crow-acp cached for the selected
+model (--model) on its endpoint, or every cached window with --all: the
+next process asks the endpoint again. A running agent keeps what it
+learned until it exits.
 `
 
 func runConfig(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet("config", configUsage)
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	asJSON := fs.Bool("json", false, "show: print JSON instead of a table")
+	all := fs.Bool("all", false, "forget-window: forget every cached window, of every endpoint and model")
 	cf := config.AddFlags(fs, config.FlagsAll)
 	pos, err := parseArgs(fs, args, e)
 	if err == nil {
-		err = wantArgs(fs, pos, 1, 1, `subcommand ("show")`)
+		err = wantArgs(fs, pos, 1, 1, `subcommand ("show" or "forget-window")`)
 	}
-	if err == nil && pos[0] != "show" {
-		err = usagef("config: unknown subcommand %q: use \"show\" (see crow-acp config --help)", pos[0])
+	if err == nil && pos[0] != "show" && pos[0] != "forget-window" {
+		err = usagef("config: unknown subcommand %q: use \"show\" or \"forget-window\" (see crow-acp config --help)", pos[0])
 	}
 	if err != nil {
 		return e.fail(err)
@@ -34,6 +46,9 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 	cfg, err := config.Load(cf, e.getenv)
 	if err != nil {
 		return e.fail(err)
+	}
+	if pos[0] == "forget-window" {
+		return forgetWindow(ctx, e, cfg, *all)
 	}
 	rows := cfg.WithCachedWindow(ctx, cfg.Rows())
 	if *asJSON {
@@ -113,4 +128,26 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// forgetWindow deletes cached context windows and says what was deleted.
+func forgetWindow(ctx context.Context, e *env, cfg *config.Settings, all bool) int {
+	what := fmt.Sprintf("%s on %s", cfg.Model.V, cfg.BaseURL.V)
+	var before string
+	if w, ok := cfg.CachedWindow(ctx); ok && !all {
+		before = fmt.Sprintf(": %d tokens (%s)", w.Tokens, w.Source)
+	}
+	n, err := cfg.ForgetWindows(ctx, all)
+	if err != nil {
+		return e.fail(err)
+	}
+	switch {
+	case all:
+		fmt.Fprintf(e.std.out, "forgot %s\n", transcript.Plural(n, "cached context window"))
+	case n == 0:
+		fmt.Fprintf(e.std.out, "no context window is cached for %s\n", what)
+	default:
+		fmt.Fprintf(e.std.out, "forgot the cached context window of %s%s\n", what, before)
+	}
+	return exitOK
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/internal/transcript"
@@ -289,26 +290,82 @@ func writableDir(dir string) error {
 }
 
 // checkWindow reports the selected model's context window and where it
-// comes from: the configuration, crow-acp's table of known models, or the
-// endpoint itself (asked the way the agent asks it, see
-// streaming.DiscoverWindow).
+// comes from, by the rule a new agent process applies: the configuration,
+// the window the agent cached from the endpoint, crow-acp's table of known
+// models, or the endpoint itself (asked the way the agent asks it, see
+// streaming.DiscoverWindow). It then checks that the part every request
+// carries (system prompt and tool schemas, counted as the agent counts
+// them) leaves room for a conversation in that window.
 func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 	c := Check{Name: "window", Status: "ok"}
 	model := cfg.Model.V
-	if w := cfg.ContextWindow.V; w > 0 {
-		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", w, model, cfg.ContextWindow.From)
-		return c
+	var cached *persistence.ModelWindow
+	if w, ok := cfg.CachedWindow(ctx); ok {
+		cached = &w
 	}
-	if w := compaction.DefaultWindow(model); w > 0 {
-		c.Detail = fmt.Sprintf("%d tokens for %s (built in: crow-acp knows this model)", w, model)
-		return c
+	configured, from := cfg.ConfiguredWindow()
+	window, source := agent.EffectiveWindow(model, configured, cached)
+	switch {
+	case source == agent.WindowConfigured:
+		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", window, model, from)
+	case cached != nil && source == cached.Source:
+		c.Detail = fmt.Sprintf("%d tokens for %s (%s; cached in the session database, crow-acp config forget-window clears it)", window, model, source)
+	case source == agent.WindowBuiltIn:
+		c.Detail = fmt.Sprintf("%d tokens for %s (built in: crow-acp knows this model)", window, model)
+	default:
+		w, err := streaming.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model)
+		switch {
+		case err != nil:
+			c.Status = "warn"
+			c.Detail = "no context window configured for " + model + " and the endpoint does not tell it: compaction cannot know when the context is full"
+			c.Fix = "add a [[models]] entry with context_window, or set CROW_CONTEXT_WINDOW"
+			return c
+		case w.Tokens < agent.MinLearnedWindow:
+			c.Status = "warn"
+			c.Detail = fmt.Sprintf("the endpoint claims a %d-token window for %s (%s), under the %d-token floor: crow-acp ignores it", w.Tokens, model, w.Source, agent.MinLearnedWindow)
+			c.Fix = "check the model server's context setting, or set CROW_CONTEXT_WINDOW"
+			return c
+		}
+		window, source = w.Tokens, "discovered: "+w.Source
+		c.Detail = fmt.Sprintf("%d tokens for %s (%s)", window, model, source)
 	}
-	if w, err := streaming.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model); err == nil {
-		c.Detail = fmt.Sprintf("%d tokens for %s (discovered: %s)", w.Tokens, model, w.Source)
-		return c
+	return fitPrefix(c, cfg, window, source)
+}
+
+// fitPrefix fails the window check when the fixed part of every request
+// does not fit the window, and warns when it leaves under a quarter of it
+// for the conversation.
+func fitPrefix(c Check, cfg *config.Settings, window int, source string) Check {
+	cwd, _ := os.Getwd()
+	ac := cfg.Agent("doctor")
+	room := agent.MeasurePrefix(ac, cwd, window)
+	left := room.Budget - room.Fixed
+	if left >= window/4 {
+		return c // the count is left out: it changes with every prompt or tool edit
 	}
 	c.Status = "warn"
-	c.Detail = "no context window configured for " + model + " and the endpoint does not tell it: compaction cannot know when the context is full"
-	c.Fix = "add a [[models]] entry with context_window, or set CROW_CONTEXT_WINDOW"
+	if left <= 0 {
+		c.Status = "FAIL"
+	}
+	c.Detail += fmt.Sprintf("; the system prompt and tool schemas alone take %d tokens, leaving %d for the conversation after %d reserved for the reply",
+		room.Fixed, max(left, 0), room.Reserve)
+	need := 8192
+	for need < 4*room.Fixed+room.Reserve {
+		need *= 2
+	}
+	tools := ""
+	if !ac.NoTools {
+		tools = `, or turn the tools off (CROW_TOOLS=off, or tools = "off" in the configuration file)`
+	}
+	switch {
+	case strings.HasPrefix(source, "discovered") || strings.HasPrefix(source, "learned from"):
+		server := "restart the model server with a larger context"
+		if strings.Contains(source, "llama.cpp") {
+			server = fmt.Sprintf("restart llama-server with a larger context (-c %d)", need)
+		}
+		c.Fix = fmt.Sprintf("the window is the server's own, so raising CROW_CONTEXT_WINDOW would only earn its refusal: %s and then run crow-acp config forget-window%s", server, tools)
+	default:
+		c.Fix = fmt.Sprintf("set a larger context_window (CROW_CONTEXT_WINDOW), %d or more, if the model's server takes it%s", need, tools)
+	}
 	return c
 }

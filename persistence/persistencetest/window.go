@@ -34,4 +34,24 @@ func testWindowCache(t *testing.T, s persistence.Store) {
 	if err := wc.SetModelWindow(ctx, &persistence.ModelWindow{Endpoint: "http://a/v1", Model: "m"}); err == nil {
 		t.Fatal("a window of 0 tokens was stored")
 	}
+	if err := wc.SetModelWindow(ctx, &persistence.ModelWindow{Endpoint: "http://a/v1", Model: "n", Tokens: 300, Source: "learned"}); err != nil {
+		t.Fatal(err)
+	}
+	// Forgetting one model of one endpoint leaves the others.
+	if n, err := wc.DeleteModelWindows(ctx, "http://a/v1", "m"); err != nil || n != 1 {
+		t.Fatalf("DeleteModelWindows(a, m) = %d, %v; want 1", n, err)
+	}
+	if _, err := wc.ModelWindow(ctx, "http://a/v1", "m"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("a forgotten window is still there: %v", err)
+	}
+	if got, err := wc.ModelWindow(ctx, "http://b/v1", "m"); err != nil || got.Tokens != 32768 {
+		t.Fatalf("another endpoint's window went too: %+v, %v", got, err)
+	}
+	// "" matches any endpoint and model.
+	if n, err := wc.DeleteModelWindows(ctx, "", ""); err != nil || n != 2 {
+		t.Fatalf("DeleteModelWindows(all) = %d, %v; want 2", n, err)
+	}
+	if n, err := wc.DeleteModelWindows(ctx, "", ""); err != nil || n != 0 {
+		t.Fatalf("DeleteModelWindows of an empty cache = %d, %v", n, err)
+	}
 }

@@ -85,3 +85,19 @@ func (s *Store) SetModelWindow(ctx context.Context, w *persistence.ModelWindow) 
 	w.UpdatedAt = at
 	return nil
 }
+
+// DeleteModelWindows forgets the cached windows of endpoint and model; ""
+// matches any.
+func (s *Store) DeleteModelWindows(ctx context.Context, endpoint, model string) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx conn) error {
+		var err error
+		n, err = tx.Exec(ctx, `DELETE FROM model_windows WHERE (? = '' OR endpoint = ?) AND (? = '' OR model = ?)`,
+			s.d.Text(endpoint), s.d.Text(endpoint), s.d.Text(model), s.d.Text(model))
+		return err
+	})
+	if err != nil {
+		return 0, s.errorf("forget model windows", err)
+	}
+	return int(n), nil
+}
