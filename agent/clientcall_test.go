@@ -48,3 +48,58 @@ func TestClientThatNeverAnswersTerminalCreate(t *testing.T) {
 		t.Fatalf("%d model requests; the tool result the model got should name terminal/create: %s", len(reqs), reqs[len(reqs)-1])
 	}
 }
+
+// mutedTerminalClient creates terminals, then never answers anything about
+// them: not wait_for_exit, kill, output or release.
+type mutedTerminalClient struct{ recorder }
+
+func (c *mutedTerminalClient) CreateTerminal(context.Context, *acp.CreateTerminalRequest) (*acp.CreateTerminalResponse, error) {
+	return &acp.CreateTerminalResponse{TerminalID: "term_1"}, nil
+}
+
+func (c *mutedTerminalClient) block(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
+func (c *mutedTerminalClient) WaitForTerminalExit(ctx context.Context, _ *acp.TerminalRequest) (*acp.WaitForTerminalExitResponse, error) {
+	return nil, c.block(ctx)
+}
+func (c *mutedTerminalClient) TerminalOutput(ctx context.Context, _ *acp.TerminalRequest) (*acp.TerminalOutputResponse, error) {
+	return nil, c.block(ctx)
+}
+func (c *mutedTerminalClient) KillTerminal(ctx context.Context, _ *acp.TerminalRequest) error {
+	return c.block(ctx)
+}
+func (c *mutedTerminalClient) ReleaseTerminal(ctx context.Context, _ *acp.TerminalRequest) error {
+	return c.block(ctx)
+}
+
+// TestClientThatGoesSilentAfterTerminalCreate: wait_for_exit is bounded by
+// the command's timeout, and the kill, output and release after it by the
+// client-call bound: the tool reports the timeout and the turn ends.
+func TestClientThatGoesSilentAfterTerminalCreate(t *testing.T) {
+	ctx := context.Background()
+	a, _, m := newTestAgent(t, Config{Model: "m", DefaultMode: ModeBypass, ClientCallTimeout: 200 * time.Millisecond},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "run_command", Arguments: `{"command":"sleep 100","timeout":1}`}}},
+		fakemodel.Reply{Text: "it timed out"})
+	a.client = &mutedTerminalClient{}
+	if _, err := a.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1, ClientCapabilities: acp.ClientCapabilities{Terminal: true}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := prompt(a, s.SessionID, "run it")
+	if err != nil || res.StopReason != acp.StopEndTurn {
+		t.Fatalf("turn with a muted client: %v %v", res, err)
+	}
+	// 1 s of command timeout, then kill and output at 0.2 s each (5 s each
+	// without the bound).
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("the turn took %s", d)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1]), "timed out after 1s") {
+		t.Fatalf("%d model requests; the tool result should report the timeout: %s", len(reqs), reqs[len(reqs)-1])
+	}
+}
