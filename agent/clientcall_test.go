@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +105,85 @@ func TestClientThatGoesSilentAfterTerminalCreate(t *testing.T) {
 	reqs := m.Requests()
 	if len(reqs) != 2 || !strings.Contains(string(reqs[1]), "timed out after 1s") {
 		t.Fatalf("%d model requests; the tool result should report the timeout: %s", len(reqs), reqs[len(reqs)-1])
+	}
+}
+
+// TestTerminalCreateUnansweredOnTheWire: the same over a real connection.
+// The client reads terminal/create and never answers it: after the bound
+// the agent withdraws the request ($/cancel_request with its id), fails the
+// tool call saying which method went unanswered, and ends the turn.
+func TestTerminalCreateUnansweredOnTheWire(t *testing.T) {
+	m := fakemodel.Start()
+	t.Cleanup(m.Close)
+	m.Enqueue(fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "run_command", Arguments: `{"command":"echo hi"}`}}},
+		fakemodel.Reply{Text: "no terminal"})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := acp.NewConn(inR, outW, acp.Options{})
+	a := New(conn, newTestStore(t), newTestModel(m), Config{Model: "m", DefaultMode: ModeBypass, ClientCallTimeout: 200 * time.Millisecond}, nil)
+	served := make(chan struct{})
+	go func() { _ = conn.Serve(context.Background(), a); a.Close(); outW.Close(); close(served) }()
+	t.Cleanup(func() { inW.Close(); <-served })
+	frames := make(chan map[string]json.RawMessage, 64)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var f map[string]json.RawMessage
+			if json.Unmarshal(sc.Bytes(), &f) == nil {
+				frames <- f
+			}
+		}
+		close(frames)
+	}()
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next returns the next frame that matches, failing after 10 s.
+	next := func(what string, match func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case f, ok := <-frames:
+				if !ok {
+					t.Fatalf("the agent closed its output waiting for %s", what)
+				}
+				if match(f) {
+					return f
+				}
+			case <-deadline:
+				t.Fatalf("no %s within 10s", what)
+			}
+		}
+	}
+	response := func(id string) func(map[string]json.RawMessage) bool {
+		return func(f map[string]json.RawMessage) bool { return f["method"] == nil && string(f["id"]) == id }
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"terminal":true}}}`)
+	next("initialize", response("0"))
+	send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":` + strconv.Quote(t.TempDir()) + `,"mcpServers":[]}}`)
+	var created struct {
+		Result struct{ SessionID string } `json:"result"`
+	}
+	if b, _ := json.Marshal(next("session/new", response("1"))); json.Unmarshal(b, &created) != nil || created.Result.SessionID == "" {
+		t.Fatal("session/new answered without a session id")
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + created.Result.SessionID + `","prompt":[{"type":"text","text":"run it"}]}}`)
+	create := next("terminal/create", func(f map[string]json.RawMessage) bool { return string(f["method"]) == `"terminal/create"` })
+	withdrawn := next("$/cancel_request", func(f map[string]json.RawMessage) bool { return string(f["method"]) == `"$/cancel_request"` })
+	if !strings.Contains(string(withdrawn["params"]), `"requestId":`+string(create["id"])) {
+		t.Fatalf("$/cancel_request %s does not name terminal/create's id %s", withdrawn["params"], create["id"])
+	}
+	failed := next("the failed tool call", func(f map[string]json.RawMessage) bool {
+		return string(f["method"]) == `"session/update"` && strings.Contains(string(f["params"]), `"status":"failed"`)
+	})
+	if !strings.Contains(string(failed["params"]), "did not answer terminal/create within 200ms") {
+		t.Fatalf("the failed tool call does not name terminal/create: %s", failed["params"])
+	}
+	if end := next("the prompt's answer", response("2")); !strings.Contains(string(end["result"]), `"end_turn"`) {
+		t.Fatalf("prompt answered %s; want end_turn", end["result"])
 	}
 }
