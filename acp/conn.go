@@ -168,6 +168,12 @@ func (c *Conn) Serve(ctx context.Context, agent Agent) error {
 // agent's own requests and $/cancel_request while a request runs. The
 // dispatcher (dispatch) handles the queue strictly in arrival order.
 func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	// jsonrpc2's read loop is not ours to end: a bug here is logged.
+	_ = Safely(c.log, "reading "+req.Method, func() error { c.enqueue(rpc, req); return nil })
+}
+
+// enqueue is Handle's work.
+func (c *Conn) enqueue(rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c.rpc.Store(rpc)
 	var params json.RawMessage
 	if req.Params != nil {
