@@ -92,6 +92,11 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 	for _, n := range opts.Trusted {
 		s.trusted[n] = true
 	}
+	if opts.Log != nil {
+		stdioServers.mu.Lock()
+		stdioServers.log = opts.Log
+		stdioServers.mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	for _, srv := range servers {
 		wg.Add(1)
