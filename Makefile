@@ -23,7 +23,7 @@ FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./
 	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \
 	./persistence:FuzzFrames ./persistence:FuzzFramesAgainstRecord ./journal:FuzzLoadRecord \
 	./streaming:FuzzEventBound ./persistence:FuzzTextRecord ./persistence:FuzzBodyDict \
-	./internal/termsafe:FuzzText
+	./internal/termsafe:FuzzText ./agent:FuzzCompactOnLoad
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -171,7 +171,11 @@ func (c *ClientConn) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		res, err := c.serve(hctx, req.Method, params)
+		var res any
+		err := Safely(c.log, req.Method, func() (err error) {
+			res, err = c.serve(hctx, req.Method, params)
+			return err
+		})
 		c.mu.Lock()
 		delete(c.flight, compactJSON(id))
 		c.mu.Unlock()

@@ -168,6 +168,12 @@ func (c *Conn) Serve(ctx context.Context, agent Agent) error {
 // agent's own requests and $/cancel_request while a request runs. The
 // dispatcher (dispatch) handles the queue strictly in arrival order.
 func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	// jsonrpc2's read loop is not ours to end: a bug here is logged.
+	_ = Safely(c.log, "reading "+req.Method, func() error { c.enqueue(rpc, req); return nil })
+}
+
+// enqueue is Handle's work.
+func (c *Conn) enqueue(rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c.rpc.Store(rpc)
 	var params json.RawMessage
 	if req.Params != nil {
@@ -204,7 +210,7 @@ func (c *Conn) Handle(_ context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Reque
 func (c *Conn) dispatch() {
 	for q := range c.queue {
 		if q.notif {
-			c.handleNotification(q.method, q.params)
+			_ = Safely(c.log, q.method, func() error { c.handleNotification(q.method, q.params); return nil })
 			continue
 		}
 		m, ok := methods[q.method]
@@ -235,7 +241,11 @@ func (c *Conn) run(q queued, m method) {
 	if q.method == "initialize" {
 		c.noteInitialize(q.params)
 	}
-	res, err := m.call(context.WithValue(q.ctx, afterKey{}, hooks), c.agent, q.params)
+	var res any
+	err := Safely(c.log, q.method, func() (err error) {
+		res, err = m.call(context.WithValue(q.ctx, afterKey{}, hooks), c.agent, q.params)
+		return err
+	})
 	c.finish(q, res, err, hooks)
 }
 
@@ -250,7 +260,7 @@ func (c *Conn) finish(q queued, res any, err error, hooks *afterHooks) {
 	}
 	if hooks != nil {
 		for _, fn := range hooks.take() {
-			fn()
+			_ = Safely(c.log, "the work after "+q.method, func() error { fn(); return nil })
 		}
 	}
 }

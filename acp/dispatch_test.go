@@ -38,9 +38,15 @@ func (a *slowAgent) LoadSession(ctx context.Context, _ *LoadSessionRequest) (*Lo
 // startWith serves the agent made by mk over pipes.
 func startWith(t *testing.T, mk func(*Conn) Agent) (*pipeClient, Agent) {
 	t.Helper()
+	return startWithOptions(t, Options{}, mk)
+}
+
+// startWithOptions is startWith with connection options.
+func startWithOptions(t *testing.T, opts Options, mk func(*Conn) Agent) (*pipeClient, Agent) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	conn := NewConn(inR, outW, Options{})
+	conn := NewConn(inR, outW, opts)
 	agent := mk(conn)
 	done := make(chan error, 1)
 	go func() { done <- conn.Serve(context.Background(), agent); outW.Close() }()

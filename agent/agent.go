@@ -110,6 +110,10 @@ type Config struct {
 	MCPConnectTimeout time.Duration
 	// MCPCallTimeout bounds one MCP tool call. 0 = tool.DefaultMCPCallTimeout.
 	MCPCallTimeout time.Duration
+	// ClientCallTimeout bounds each call to the client a tool waits on
+	// (terminal/create, fs/*; see tool.BoundClient).
+	// 0 = tool.DefaultClientCallTimeout.
+	ClientCallTimeout time.Duration
 	// CancelGrace is how long a cancelled turn may take to stop before its
 	// prompt is answered "cancelled" anyway. 0 = DefaultCancelGrace.
 	CancelGrace time.Duration

@@ -384,8 +384,10 @@ func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m 
 			u.Status, u.Error = acp.CompactionFailed, &msg
 		} else {
 			summary := text
-			if p := res.Plans[len(res.Plans)-1]; p.Summary != "" {
-				summary += "\n\n" + p.Summary
+			// No plans and no error: over the threshold, but it fits and
+			// nothing could be cut (one long turn in a small window).
+			if n := len(res.Plans); n > 0 && res.Plans[n-1].Summary != "" {
+				summary += "\n\n" + res.Plans[n-1].Summary
 			}
 			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
 		}

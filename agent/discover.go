@@ -44,11 +44,11 @@ func (a *Agent) startDiscovery() {
 		done := make(chan struct{})
 		a.discovery.pending[m.Name] = done
 		a.discovery.wg.Add(1)
-		go func() {
+		goSafe(a.log, "discovering the context window of "+m.Name, func() {
 			defer a.discovery.wg.Done()
 			defer close(done)
 			a.discoverWindow(ctx, p, m)
-		}()
+		})
 	}
 }
 

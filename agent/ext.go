@@ -200,7 +200,10 @@ func (a *Agent) extCompaction(ctx context.Context, raw json.RawMessage) (*compac
 	return p, c, nil
 }
 
-// changeCompaction runs one undo operation when no turn is running.
+// changeCompaction runs one undo operation when no turn is running, in
+// this process or another: it takes the session's lease like a turn, so
+// its write is fenced and never lands in the middle of another process's
+// turn.
 func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID string, id int64) error) extHandler {
 	return func(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
 		p, c, err := a.extCompaction(ctx, raw)
@@ -216,7 +219,19 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		if a.runningTurn(p.SessionID) != nil {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
-		if err := fn(a.store, ctx, p.SessionID, p.CompactionID); err != nil {
+		fenced, err := a.leases.hold(ctx, p.SessionID, nil)
+		if errors.Is(err, errHeldHere) {
+			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
+		}
+		var leased *leasedError
+		if errors.As(err, &leased) {
+			return nil, acp.InvalidRequest("Cannot %s compaction %d now. %s", op, p.CompactionID, leased.err.Message)
+		}
+		if err != nil {
+			return nil, storeError(op+" compaction", err)
+		}
+		defer a.leases.release(ctx, p.SessionID)
+		if err := fn(a.store, fenced, p.SessionID, p.CompactionID); err != nil {
 			if errors.Is(err, persistence.ErrConflict) {
 				return nil, acp.InvalidRequest("Cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first.", op, p.CompactionID)
 			}

@@ -91,7 +91,7 @@ func (l *leases) hold(ctx context.Context, sessionID string, lost func(error)) (
 	if errors.As(err, &held) {
 		h := held.Holder
 		return nil, &leasedError{acp.InvalidRequest("A turn is running in session %s in another crow-acp process (pid %d on %s, last heartbeat %s ago): "+
-			"wait for it to end and prompt again; if that process is gone, its lock expires at %s.",
+			"wait for it to end and try again; if that process is gone, its lock expires at %s.",
 			sessionID, h.PID, h.Host, time.Since(h.HeartbeatAt).Round(time.Second), h.ExpiresAt.Local().Format(time.RFC3339))}
 	}
 	if err != nil {
@@ -176,7 +176,9 @@ func (l *leases) heartbeat() {
 			return
 		case <-t.C:
 		}
-		l.renew()
+		// A bug in one renewal must not stop the heartbeats that keep
+		// every other lease.
+		_ = acp.Safely(l.log, "the lease heartbeat", func() error { l.renew(); return nil })
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -307,5 +308,73 @@ func TestLeaseKeptByTurnAfterClose(t *testing.T) {
 	}
 	if l, err := a.store.GetLease(ctx, sid); err != nil || l.Owner != "" {
 		t.Errorf("lease after the turn ended: %+v, %v; want it released", l, err)
+	}
+}
+
+// Issue 29 finding 6: _crow/compaction/delete (and expand, collapse) from
+// a second process while the first runs a turn on the session is refused
+// with a clear error naming the other process, and changes nothing; once
+// the turn ends it succeeds.
+func TestLeaseCompactionEditsWaitForOtherProcessTurn(t *testing.T) {
+	ctx := context.Background()
+	a, b, m := twoProcs(t)
+	sess, err := a.a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := sess.SessionID
+	for i := range 8 { // more than /compact keeps (10 messages) and 3
+		m.Enqueue(fakemodel.Reply{Text: prose(i, 30)})
+		a.prompt(t, sid, prose(i+10, 30))
+	}
+	m.Enqueue(fakemodel.Reply{Text: "Task: the steps. Next: none."})
+	a.prompt(t, sid, "/compact")
+	list, err := a.store.Compactions(ctx, sid)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("compactions %+v (%v): want one", list, err)
+	}
+	if _, err := b.a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: sid, Cwd: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+
+	m.Enqueue(fakemodel.Reply{Text: "a long answer", StallAfter: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.a.Prompt(ctx, textPrompt(sid, "go on"))
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got := contents(t, a.store, sid); strings.HasSuffix(got[len(got)-1], "[streaming]") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the turn in the first process never started streaming")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	params, _ := json.Marshal(map[string]any{"sessionId": sid, "compactionId": list[0].ID})
+	for _, op := range []string{"expand", "delete"} {
+		_, err = b.a.HandleExtMethod(ctx, "_crow/compaction/"+op, params)
+		var e *acp.Error
+		if !errors.As(err, &e) || e.Code != acp.CodeInvalidRequest || !strings.Contains(e.Message, "another crow-acp process") ||
+			!strings.Contains(e.Message, "Cannot "+op+" compaction") {
+			t.Fatalf("%s while another process runs a turn: %v; want a clear -32600 naming the other process", op, err)
+		}
+	}
+	if now, err := a.store.Compactions(ctx, sid); err != nil || len(now) != 1 || now[0].Expanded {
+		t.Fatalf("compactions after the refused edits: %+v (%v); want the one, unchanged", now, err)
+	}
+	if err := a.a.Cancel(ctx, &acp.CancelNotification{SessionID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("cancelled turn: %v", err)
+	}
+	if _, err := b.a.HandleExtMethod(ctx, "_crow/compaction/delete", params); err != nil {
+		t.Fatalf("delete once the turn ended: %v", err)
+	}
+	if now, err := a.store.Compactions(ctx, sid); err != nil || len(now) != 0 {
+		t.Fatalf("compactions after the delete: %+v (%v); want none", now, err)
 	}
 }

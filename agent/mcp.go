@@ -11,7 +11,7 @@ func (a *Agent) connectMCP(sessionID string, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
 		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
-			CallTimeout: a.cfg.MCPCallTimeout, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers})
+			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers})
 	}
 	a.mu.Lock()
 	st := a.stateLocked(sessionID)
@@ -22,10 +22,10 @@ func (a *Agent) connectMCP(sessionID string, servers []acp.McpServer) {
 	}
 	a.mu.Unlock()
 	if old != nil {
-		go func() {
+		goSafe(a.log, "closing MCP servers", func() {
 			defer st.closing.Done()
 			old.Close()
-		}()
+		})
 	}
 }
 

@@ -121,10 +121,10 @@ func (a *Agent) dropAll() {
 	var wg sync.WaitGroup
 	for st, set := range sets {
 		wg.Add(1)
-		go func() {
+		goSafe(a.log, "closing MCP servers", func() {
 			defer wg.Done()
 			st.release(set)
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -87,13 +87,17 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 	a.mu.Lock()
 	caps := a.clientCaps
 	a.mu.Unlock()
+	var client acp.Client
+	if a.client != nil {
+		client = tool.BoundClient(a.client, a.cfg.ClientCallTimeout)
+	}
 	return &tool.Env{
 		SessionID:        s.ID,
 		Roots:            tool.ResolveRoots(workspaceRoots(s)),
 		ClientRoots:      tool.ClientRoots(workspaceRoots(s)),
 		Protected:        tool.ResolveRoots(a.cfg.ProtectedFiles),
 		ChildEnv:         a.cfg.ChildEnv,
-		Client:           a.client,
+		Client:           client,
 		ClientRead:       caps.FS.ReadTextFile,
 		ClientWrite:      caps.FS.WriteTextFile,
 		ClientTerminal:   caps.Terminal,

@@ -54,8 +54,12 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	}
 	ended := make(chan answer, 1)
 	go func() {
-		res, err := a.runPrompt(ctx, turnCtx, s, req, parts)
-		ended <- answer{res, err}
+		var ans answer
+		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
+			ans.res, err = a.runPrompt(ctx, turnCtx, s, req, parts)
+			return err
+		})
+		ended <- ans
 	}()
 	// The turn counts as running until its answer is written and its work
 	// has ended, so that session/close, session/delete and the next prompt
@@ -74,10 +78,10 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 			res, err := cancelledResponse(ctx)
 			a.markAnswered(s.ID)
 			acp.AfterResponse(ctx, func() {
-				go func() {
+				goSafe(a.log, "ending a cancelled turn", func() {
 					<-ended
 					a.endTurn(s.ID)
-				}()
+				})
 			})
 			return res, err
 		}

@@ -48,7 +48,7 @@ func (a *Agent) finishLater(m *persistence.Message) {
 	u.replies[m.ID] = m
 	if !u.running {
 		u.running = true
-		go a.retryUnfinished()
+		goSafe(a.log, "retrying unfinished replies", a.retryUnfinished)
 	}
 }
 

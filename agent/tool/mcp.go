@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/origin"
@@ -70,6 +71,8 @@ type MCPOptions struct {
 	// any other server are untrusted hints (as the MCP spec says) and
 	// change nothing.
 	Trusted []string
+	// Log gets the stack of a bug hit while connecting (nil: not logged).
+	Log *zap.Logger
 }
 
 // ConnectMCP starts connecting to servers and returns at once.
@@ -89,16 +92,26 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 	for _, n := range opts.Trusted {
 		s.trusted[n] = true
 	}
+	if opts.Log != nil {
+		stdioServers.mu.Lock()
+		stdioServers.log = opts.Log
+		stdioServers.mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	for _, srv := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := connectOne(ctx, srv, version, timeout, childEnv)
+			var c *mcpConn
 			var dropped []string
-			if err == nil {
-				dropped = c.boundTools() // outside the lock: it encodes every schema
-			}
+			// A server's bytes reach the MCP SDK here: a bug they trip fails
+			// this server only, not the process.
+			err := acp.Safely(opts.Log, "connecting to MCP server "+srv.Name, func() (err error) {
+				if c, err = connectOne(ctx, srv, version, timeout, childEnv); err == nil {
+					dropped = c.boundTools() // outside the lock: it encodes every schema
+				}
+				return err
+			})
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			switch {

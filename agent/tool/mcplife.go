@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
 )
 
 // Stdio MCP servers are processes: each holds memory and file descriptors
@@ -62,6 +65,9 @@ type serverPool struct {
 	limits   MCPLimits
 	live     []*stdioServer
 	starting int // servers starting now: they count against MaxLive
+	// log gets the stack of a bug hit while stopping an idle server (the
+	// agent's logger, from MCPOptions.Log; nil: not logged).
+	log *zap.Logger
 }
 
 // stdioServer is one stdio MCP server that can be stopped and started
@@ -153,7 +159,10 @@ func (s *stdioServer) release() {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	s.idle = time.AfterFunc(p.limits.IdleTimeout, s.stopIfIdle)
+	log := p.log
+	s.idle = time.AfterFunc(p.limits.IdleTimeout, func() {
+		_ = acp.Safely(log, "stopping idle MCP server "+s.name, func() error { s.stopIfIdle(); return nil })
+	})
 }
 
 // stopIfIdle stops the server if nothing used it for IdleTimeout.

@@ -116,6 +116,7 @@ Exit codes:
   2    bad command line or configuration
   3    the session named does not exist
   4    exec: the turn stopped early (max tokens, max model calls, refusal)
+  70   internal error (a bug; the stack is on stderr)
   130  exec: interrupted (Ctrl-C)
 `)
 	return b.String()

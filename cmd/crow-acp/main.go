@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -40,10 +42,23 @@ const (
 	exitUsage       = 2   // bad command line or configuration
 	exitNotFound    = 3   // the session named does not exist
 	exitIncomplete  = 4   // exec: the turn stopped early (max tokens, max model calls, refusal)
+	exitInternal    = 70  // an internal error (a bug); the stack is on stderr (sysexits' EX_SOFTWARE)
 	exitInterrupted = 130 // exec: cancelled with Ctrl-C (128 + SIGINT)
 )
 
 // run is the whole program behind main, reusable in-process by tests.
-func run(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
+func run(ctx context.Context, args []string, std stdio, getenv func(string) string) (code int) {
+	defer recoverMain(std.err, &code)
 	return dispatch(ctx, &env{std: std, getenv: getenv}, args)
+}
+
+// recoverMain turns a panic that reached the top of the program (a bug
+// outside the request handlers and the agent's goroutines, which recover on
+// their own) into exit code 70 and its stack on stderr: not Go's 2, which
+// here means "bad command line".
+func recoverMain(stderr io.Writer, code *int) {
+	if p := recover(); p != nil {
+		fmt.Fprintf(stderr, "crow-acp: internal error (a bug; please report it with this message): %v\n\n%s", p, debug.Stack())
+		*code = exitInternal
+	}
 }
