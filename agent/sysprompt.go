@@ -62,7 +62,8 @@ type promptFacts struct {
 
 // facts returns the session's environment and instruction files for the
 // tier, gathering them the first time. fresh lists the files just read
-// (nil when they were already known).
+// (nil when they were already known), nested ones of an earlier process
+// included.
 func (a *Agent) facts(ctx context.Context, s *persistence.Session, tier sysprompt.Tier) (env sysprompt.Env, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
 	f := &a.state(s.ID).prompt
 	f.mu.Lock()
@@ -76,7 +77,7 @@ func (a *Agent) facts(ctx context.Context, s *persistence.Session, tier syspromp
 		f.loader = sysprompt.NewLoader(s.Cwd, tier.InstructionBytes())
 		f.initial = f.loader.Initial()
 		f.nested = f.loader.Reload(decodeMeta(s.Metadata).Instructions)
-		fresh = f.initial
+		fresh = append(f.initial[:len(f.initial):len(f.initial)], f.nested...)
 	}
 	return f.env, append(f.initial[:len(f.initial):len(f.initial)], f.nested...), fresh
 }
