@@ -182,7 +182,7 @@ func (a *Agent) tellInstructions(ctx context.Context, sessionID string, ins []sy
 	}
 	names := make([]string, len(ins))
 	for i, in := range ins {
-		names[i] = in.Path
+		names[i] = sysprompt.Printable(in.Path)
 		switch {
 		case in.Omitted:
 			names[i] += " (not loaded: size limit reached)"

@@ -95,6 +95,7 @@ func TestSystemPromptTiersAndFacts(t *testing.T) {
 		tier      string
 		has, lack string
 	}{
+		{2048, "minimal", "Read before you change; quote exact text", "How to work"},
 		{6000, "compact", "How to work:", "# How to work"},
 		{200000, "full", "# How to work", "How to work:"},
 	} {
@@ -110,7 +111,7 @@ func TestSystemPromptTiersAndFacts(t *testing.T) {
 				t.Fatal(err)
 			}
 			sys := systemOf(t, lastRequest(m))
-			mustContain(t, c.tier+" prompt", sys, c.has, "quote", "path:line", "Never undo",
+			mustContain(t, c.tier+" prompt", sys, c.has, "quote", "path:line", "ever undo",
 				"- Date: ", "- OS: "+runtime.GOOS, "shell: sh", "- Project root: "+cwd, "- Git: not a git repository",
 				"- Model: local-coder", "- Mode: Ask before edits (default)")
 			mustNotContain(t, c.tier+" prompt", sys, c.lack)
@@ -468,7 +469,7 @@ func BenchmarkFixedPrefix(b *testing.B) {
 	for _, x := range tool.Builtins() {
 		defs = append(defs, x.Definition())
 	}
-	for _, tier := range []sysprompt.Tier{sysprompt.Compact, sysprompt.Full} {
+	for _, tier := range []sysprompt.Tier{sysprompt.Minimal, sysprompt.Compact, sysprompt.Full} {
 		env := sysprompt.Env{Date: "Monday 2026-01-05", OS: "linux/amd64", Shell: "sh (commands run as sh -c)",
 			Root: "/home/someone/src/github.com/example/a-fairly-long-project-name"}
 		p := sysprompt.Session{Tier: tier, Model: "some-model-name", Mode: modeForModel(ModeDefault), Env: env}

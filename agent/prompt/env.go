@@ -105,7 +105,7 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	if len(lines) > 0 && strings.HasPrefix(lines[0], "## ") {
-		g.Branch = clean(strings.TrimPrefix(lines[0], "## "))
+		g.Branch = Printable(strings.TrimPrefix(lines[0], "## "))
 		lines = lines[1:]
 	}
 	if out.cut && len(lines) > 0 {
@@ -120,12 +120,13 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 			g.More++
 			continue
 		}
-		g.Status = append(g.Status, clean(l))
+		g.Status = append(g.Status, Printable(l))
 	}
 }
 
-// clean drops control characters: file names come from the workspace.
-func clean(s string) string {
+// Printable drops control characters (and invalid UTF-8): file names come
+// from the workspace, and the user's client shows some of them.
+func Printable(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == unicode.ReplacementChar {
 			return -1

@@ -223,7 +223,7 @@ func (l *Loader) read(name string) (Instruction, bool) {
 	if int64(len(data)) < in.Size {
 		in.Truncated = true
 	}
-	in.Text = strings.ToValidUTF8(string(data), "\uFFFD")
+	in.Text = strings.ToValidUTF8(string(data), "?") // no longer than data
 	l.budget -= len(data)
 	return in, true
 }

@@ -20,6 +20,9 @@ var compactText string
 //go:embed full.md
 var fullText string
 
+//go:embed minimal.md
+var minimalText string
+
 // Tier is the size class of the prompt, chosen by the model's window.
 type Tier int
 
@@ -30,7 +33,14 @@ const (
 	Compact Tier = iota
 	// Full teaches the workflow in detail and adds the git status.
 	Full
+	// Minimal is the compact tier cut to one paragraph for windows below
+	// CompactFrom, where the compact text alone would take a tenth of the
+	// window.
+	Minimal
 )
+
+// CompactFrom is the smallest window (tokens) given the whole compact text.
+const CompactFrom = 4 << 10
 
 // FullFrom is the smallest window (tokens) given the full tier. The full
 // prompt is about 1.5k tokens, under 5% of 32k, so windows from 32k up can
@@ -39,23 +49,32 @@ const FullFrom = 32 << 10
 
 // TierFor is the tier of a model with this context window (tokens).
 func TierFor(window int) Tier {
-	if window > 0 && window < FullFrom {
+	switch {
+	case window > 0 && window < CompactFrom:
+		return Minimal
+	case window > 0 && window < FullFrom:
 		return Compact
 	}
 	return Full
 }
 
 func (t Tier) String() string {
-	if t == Compact {
+	switch t {
+	case Compact:
 		return "compact"
+	case Minimal:
+		return "minimal"
 	}
 	return "full"
 }
 
 // Text is the tier's built-in workflow prompt.
 func (t Tier) Text() string {
-	if t == Compact {
+	switch t {
+	case Compact:
 		return strings.TrimSpace(compactText)
+	case Minimal:
+		return strings.TrimSpace(minimalText)
 	}
 	return strings.TrimSpace(fullText)
 }
@@ -63,8 +82,11 @@ func (t Tier) Text() string {
 // InstructionBytes caps the project instruction files of one session
 // together (the ones read at the start and those loaded later).
 func (t Tier) InstructionBytes() int {
-	if t == Compact {
+	switch t {
+	case Compact:
 		return 2 << 10
+	case Minimal:
+		return 1 << 10
 	}
 	return 16 << 10
 }
