@@ -481,3 +481,33 @@ func BenchmarkFixedPrefix(b *testing.B) {
 		b.ReportMetric(float64(compaction.FixedTokens(c, s, defs)), tier.String()+"-prefix-tokens")
 	}
 }
+
+// A client that takes notices is told about loaded instruction files with
+// one, outside the conversation.
+func TestInstructionsNotice(t *testing.T) {
+	cwd := t.TempDir()
+	writeFile(t, filepath.Join(cwd, "AGENTS.md"), "rules")
+	a, rec, _ := newTestAgent(t, Config{Model: "m"})
+	raw := json.RawMessage(`{}`)
+	if _, err := a.Initialize(context.Background(), &acp.InitializeRequest{ProtocolVersion: 1,
+		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Notices: &raw}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var notices []string
+	for _, u := range rec.updates {
+		if u.ToolCall != nil {
+			t.Errorf("a tool-call card for a client that takes notices: %+v", u.ToolCall)
+		}
+		if b, _ := json.Marshal(u); strings.Contains(string(b), `"notice"`) {
+			notices = append(notices, string(b))
+		}
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], `"title":"Project instructions loaded","description":"AGENTS.md"`) {
+		t.Fatalf("notices: %q", notices)
+	}
+}
