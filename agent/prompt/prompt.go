@@ -43,8 +43,9 @@ const (
 const CompactFrom = 4 << 10
 
 // FullFrom is the smallest window (tokens) given the full tier. The full
-// prompt is about 1.5k tokens, under 5% of 32k, so windows from 32k up can
-// afford it; below, every token of the prefix is felt.
+// prompt is about 1.2k tokens with its facts (the compact one 0.4k), under
+// 4% of 32k, so windows from 32k up can afford it; below, every token of
+// the prefix is felt.
 const FullFrom = 32 << 10
 
 // TierFor is the tier of a model with this context window (tokens).
