@@ -11,19 +11,41 @@ BIN := bin
 RACE_PKGS := ./acp/... ./agent/... ./streaming/... ./journal/... \
 	./persistence/... ./internal/fixture/
 
-# Fuzz targets as package:Target. Budgets are execution counts, not durations:
-# a -fuzztime duration can fail spuriously with "context deadline exceeded"
-# when it expires mid-run (golang/go#75804, unfixed in Go 1.26).
-FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./acp:FuzzUpdateFrame ./streaming:FuzzParser \
-	./streaming:FuzzStream ./agent:FuzzContextMessages ./agent:FuzzAgent \
-	./agent/tool:FuzzResolve ./streaming:FuzzThinkSplit ./compaction:FuzzEstimator \
-	./agent/tool:FuzzCommandRule \
-	./persistence/postgres:FuzzKeywordDSN \
-	./streaming:FuzzParseOverflow ./streaming:FuzzWindowResponses ./streaming:FuzzResponsesEvents \
-	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \
-	./persistence:FuzzFrames ./persistence:FuzzFramesAgainstRecord ./journal:FuzzLoadRecord \
-	./streaming:FuzzEventBound ./persistence:FuzzTextRecord ./persistence:FuzzBodyDict \
-	./internal/termsafe:FuzzText ./agent:FuzzCompactOnLoad
+# Fuzz targets as package:Target, one a line so that additions merge cleanly.
+# Budgets are execution counts, not durations: a -fuzztime duration can fail
+# spuriously with "context deadline exceeded" when it expires mid-run
+# (golang/go#75804, unfixed in Go 1.26).
+# A target whose runs are slow carries its own short budget as a third field
+# (package:Target:budget), used in place of FUZZ_SHORT by make test.
+FUZZ_TARGETS :=
+FUZZ_TARGETS += ./acp:FuzzLineStream
+FUZZ_TARGETS += ./acp:FuzzDispatch
+FUZZ_TARGETS += ./acp:FuzzTextChunkOf
+FUZZ_TARGETS += ./acp:FuzzUpdateFrame
+FUZZ_TARGETS += ./streaming:FuzzParser
+FUZZ_TARGETS += ./streaming:FuzzStream
+FUZZ_TARGETS += ./agent:FuzzContextMessages
+FUZZ_TARGETS += ./agent:FuzzAgent
+FUZZ_TARGETS += ./agent/tool:FuzzResolve
+FUZZ_TARGETS += ./streaming:FuzzThinkSplit
+FUZZ_TARGETS += ./compaction:FuzzEstimator
+FUZZ_TARGETS += ./agent/tool:FuzzCommandRule
+FUZZ_TARGETS += ./persistence/postgres:FuzzKeywordDSN
+FUZZ_TARGETS += ./streaming:FuzzParseOverflow
+FUZZ_TARGETS += ./streaming:FuzzWindowResponses
+FUZZ_TARGETS += ./streaming:FuzzResponsesEvents
+FUZZ_TARGETS += ./agent:FuzzErrorDetail
+FUZZ_TARGETS += ./persistence:FuzzEventRecord
+FUZZ_TARGETS += ./persistence/internal/jsoncol:FuzzDecodeObjects
+FUZZ_TARGETS += ./persistence:FuzzFrames
+FUZZ_TARGETS += ./persistence:FuzzFramesAgainstRecord
+FUZZ_TARGETS += ./journal:FuzzLoadRecord
+FUZZ_TARGETS += ./streaming:FuzzEventBound
+FUZZ_TARGETS += ./persistence:FuzzTextRecord
+FUZZ_TARGETS += ./persistence:FuzzBodyDict
+FUZZ_TARGETS += ./internal/termsafe:FuzzText
+FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:1000x
+FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 
@@ -60,9 +82,10 @@ fuzz:
 
 fuzz-run:
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "fuzz $$fn ($$pkg, $(FUZZ_BUDGET))"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZ_BUDGET) $$pkg; \
+		pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; budget=$(FUZZ_BUDGET); \
+		if [ "$$rest" != "$$fn" ] && [ "$(FUZZ_BUDGET)" = "$(FUZZ_SHORT)" ]; then budget=$${rest#*:}; fi; \
+		echo "fuzz $$fn ($$pkg, $$budget)"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$$budget $$pkg; \
 	done
 
 race:

@@ -113,7 +113,9 @@ type SessionCapabilities struct {
 	AdditionalDirectories *Marker `json:"additionalDirectories,omitempty"`
 	Resume                *Marker `json:"resume,omitempty"`
 	Close                 *Marker `json:"close,omitempty"`
-	Meta                  Meta    `json:"_meta,omitempty"`
+	// SystemPrompt (unstable, SDK 2.4): systemPrompt on new, load, resume.
+	SystemPrompt *SessionSystemPromptCapabilities `json:"systemPrompt,omitempty"`
+	Meta         Meta                             `json:"_meta,omitempty"`
 }
 
 // AuthMethod is one way to sign in. Without Type it is an "agent" method:
@@ -172,14 +174,18 @@ type McpServer struct {
 }
 
 type NewSessionRequest struct {
-	Cwd                   string      `json:"cwd"`
-	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
-	McpServers            []McpServer `json:"mcpServers"`
-	Meta                  Meta        `json:"_meta,omitempty"`
+	Cwd                   string        `json:"cwd"`
+	AdditionalDirectories []string      `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer   `json:"mcpServers"`
+	SystemPrompt          *SystemPrompt `json:"systemPrompt,omitempty"`
+	Meta                  Meta          `json:"_meta,omitempty"`
 }
 
 func (r *NewSessionRequest) Validate() error {
 	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	if err := r.SystemPrompt.Validate(); err != nil {
 		return err
 	}
 	return validateDirs(r.AdditionalDirectories)
@@ -226,11 +232,12 @@ type NewSessionResponse struct {
 }
 
 type LoadSessionRequest struct {
-	SessionID             string      `json:"sessionId"`
-	Cwd                   string      `json:"cwd"`
-	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
-	McpServers            []McpServer `json:"mcpServers"`
-	Meta                  Meta        `json:"_meta,omitempty"`
+	SessionID             string        `json:"sessionId"`
+	Cwd                   string        `json:"cwd"`
+	AdditionalDirectories []string      `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer   `json:"mcpServers"`
+	SystemPrompt          *SystemPrompt `json:"systemPrompt,omitempty"`
+	Meta                  Meta          `json:"_meta,omitempty"`
 }
 
 func (r *LoadSessionRequest) Validate() error {
@@ -238,6 +245,9 @@ func (r *LoadSessionRequest) Validate() error {
 		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
 	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	if err := r.SystemPrompt.Validate(); err != nil {
 		return err
 	}
 	return validateDirs(r.AdditionalDirectories)

@@ -42,11 +42,12 @@ type ListSessionsResponse struct {
 // --- session/resume ---
 
 type ResumeSessionRequest struct {
-	SessionID             string      `json:"sessionId"`
-	Cwd                   string      `json:"cwd"`
-	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
-	McpServers            []McpServer `json:"mcpServers,omitempty"`
-	Meta                  Meta        `json:"_meta,omitempty"`
+	SessionID             string        `json:"sessionId"`
+	Cwd                   string        `json:"cwd"`
+	AdditionalDirectories []string      `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer   `json:"mcpServers,omitempty"`
+	SystemPrompt          *SystemPrompt `json:"systemPrompt,omitempty"`
+	Meta                  Meta          `json:"_meta,omitempty"`
 }
 
 func (r *ResumeSessionRequest) Validate() error {
@@ -54,6 +55,9 @@ func (r *ResumeSessionRequest) Validate() error {
 		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
 	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	if err := r.SystemPrompt.Validate(); err != nil {
 		return err
 	}
 	return validateDirs(r.AdditionalDirectories)

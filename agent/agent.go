@@ -31,9 +31,14 @@ type Config struct {
 	Providers map[string]Provider
 	// Model names the default model for new sessions; "" = the first of
 	// Models. A name missing from Models is added with default attributes.
-	Model        string
-	Version      string // reported as agentInfo.version
-	SystemPrompt string // "" = DefaultSystemPrompt
+	Model   string
+	Version string // reported as agentInfo.version
+	// SystemPrompt replaces the built-in workflow prompt ("" = the built-in
+	// one of the model's tier, agent/prompt); SystemPromptAppend is added
+	// after it. A model's own settings and a client's systemPrompt apply
+	// on top (sysprompt.go).
+	SystemPrompt       string
+	SystemPromptAppend string
 	// MaxModelCalls caps model requests within one prompt turn; the turn
 	// then ends with stopReason "max_turn_requests". 0 = DefaultMaxModelCalls.
 	MaxModelCalls int
@@ -182,9 +187,6 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 	if cfg.ToolOutputLimit <= 0 {
 		cfg.ToolOutputLimit = DefaultToolOutputLimit
 	}
-	if cfg.SystemPrompt == "" {
-		cfg.SystemPrompt = DefaultSystemPrompt
-	}
 	if cfg.MaxPromptBytes <= 0 {
 		cfg.MaxPromptBytes = DefaultMaxPromptBytes
 	}
@@ -269,6 +271,8 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				Resume:                &acp.Marker{},
 				Close:                 &acp.Marker{},
 				AdditionalDirectories: &acp.Marker{},
+				SystemPrompt: &acp.SessionSystemPromptCapabilities{
+					Mode: &acp.SessionSystemPromptModeCapabilities{Override: &acp.Marker{}}},
 			},
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},

@@ -8,14 +8,7 @@ import (
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
-// DefaultSystemPrompt is deliberately short: it is part of every request and
-// counts against small context windows.
-const DefaultSystemPrompt = `You are crow, a coding agent working in the user's project through their editor.
-Be concise and precise. Prefer small, verifiable steps. When you are unsure, say so.`
-
-func (a *Agent) systemPrompt(s *persistence.Session) string {
-	return a.cfg.SystemPrompt + "\n\nThe project's root directory is " + s.Cwd + "."
-}
+// The system prompt is written in sysprompt.go (agent/prompt).
 
 // contextEntry is one message of a model request with its token count and
 // the stored message it comes from (0: the system prompt or a synthetic

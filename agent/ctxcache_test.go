@@ -205,7 +205,7 @@ type promptCounter struct {
 
 func (c promptCounter) Name() string { return compaction.EncodingEstimate }
 func (c promptCounter) Count(text string) int {
-	if strings.HasPrefix(text, DefaultSystemPrompt) {
+	if strings.HasPrefix(text, "You are crow") {
 		c.mu.Lock()
 		*c.n++
 		c.mu.Unlock()

@@ -42,6 +42,10 @@ type Model struct {
 	// block its chat template opened in the prompt ("": by its name; see
 	// streaming.InlineThink).
 	InlineThink streaming.InlineThink
+	// SystemPrompt replaces the agent's system prompt for this model and
+	// SystemPromptAppend is added to it ("": none; see sysprompt.go).
+	SystemPrompt       string
+	SystemPromptAppend string
 	// WindowAssumed is set when no window was configured and the model is
 	// not in compaction's table: ContextWindow is then DefaultContextWindow,
 	// good for a context meter but not for compaction, which stays off for

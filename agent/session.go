@@ -27,6 +27,11 @@ type sessionMeta struct {
 	Used int `json:"used,omitempty"`
 	// Mode is the session mode (see mode.go); "" = ModeDefault.
 	Mode string `json:"mode,omitempty"`
+	// SystemPrompt is the client's systemPrompt (sysprompt.go); nil: none.
+	SystemPrompt *clientPrompt `json:"systemPrompt,omitempty"`
+	// Instructions are the nested instruction files already loaded into
+	// the session (paths relative to the repository root).
+	Instructions []string `json:"instructions,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {
@@ -79,11 +84,16 @@ func (a *Agent) updateMeta(ctx context.Context, id string, fn func(s *persistenc
 
 // NewSession creates a session, persisted before it is announced.
 func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*acp.NewSessionResponse, error) {
+	sp, err := parseClientPrompt(req.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
 	meta := sessionMeta{
 		McpServers:            maskServers(req.McpServers),
 		AdditionalDirectories: req.AdditionalDirectories,
 		Model:                 a.cfg.Model,
 		Mode:                  ModeFromConfig(a.cfg.DefaultMode),
+		SystemPrompt:          sp,
 	}
 	s := &persistence.Session{ID: newID("sess_"), Cwd: req.Cwd, Metadata: encodeMeta(meta)}
 	if err := a.store.CreateSession(ctx, s); err != nil {
@@ -99,7 +109,11 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 // LoadSession replays the whole stored conversation as session/update
 // notifications and only then answers, as the protocol requires.
 func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*acp.LoadSessionResponse, error) {
-	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories)
+	sp, err := parseClientPrompt(req.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +146,15 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 }
 
 // reopen finds a stored session for load or resume and records the root
-// directories and MCP servers the client names afresh.
+// directories and MCP servers the client names afresh, and its
+// systemPrompt when it sends one (none: the stored one stays).
 //
 // It first repairs what a dead writer left, under the session's lease for
 // a moment; if a turn of another live process holds it, that turn is
 // writing and nothing needs repair. If the database cannot be written, the
 // session still opens: replaying only reads, and a prompt will say why it
 // cannot run.
-func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string) (*persistence.Session, error) {
+func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*persistence.Session, error) {
 	notFound := func() error { return unknownSession(id) }
 	if err := a.repairIfAbandoned(ctx, id); err != nil {
 		switch {
@@ -155,6 +170,9 @@ func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer,
 		s.Cwd = cwd
 		m.McpServers = maskServers(mcp)
 		m.AdditionalDirectories = dirs
+		if sp != nil {
+			m.SystemPrompt = sp
+		}
 	})
 	if storageFault(err) {
 		a.log.Warn("open session: cannot save its new cwd", zap.String("session", id), zap.Error(err))
@@ -202,6 +220,7 @@ func (a *Agent) afterOpen(ctx context.Context, s *persistence.Session) {
 	cmds := a.availableCommands()
 	usage := a.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
+		a.announceInstructions(ctx, s)
 		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})

@@ -52,7 +52,11 @@ func isoTime(t time.Time) string {
 // ResumeSession reopens a stored session without replaying its history: the
 // client still shows it; the model context comes from the store as always.
 func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest) (*acp.ResumeSessionResponse, error) {
-	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories)
+	sp, err := parseClientPrompt(req.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ type sessionState struct {
 	// cache is the session's active context kept between model requests
 	// (ctxcache.go).
 	cache contextCache
+	// prompt holds the environment and instruction files the system
+	// prompt is built from (sysprompt.go; its own lock).
+	prompt promptFacts
 }
 
 // stateLocked returns the session's state, creating it. a.mu must be held.

@@ -231,6 +231,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 	if ctx.Err() != nil && res.Failed {
 		status = persistence.StatusCancelled
 	}
+	res.Output += a.nestedInstructions(persistCtx, s, call.Locations)
 	return finish(res, status)
 }
 

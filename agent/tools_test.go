@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
 	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -23,7 +24,7 @@ func TestFixedPrefixBudget(t *testing.T) {
 	for _, x := range tool.Builtins() {
 		defs = append(defs, x.Definition())
 	}
-	system := DefaultSystemPrompt + "\n\nThe project's root directory is /home/someone/src/some-project."
+	system := sysprompt.Build(sysprompt.Session{Tier: sysprompt.Compact, Env: sysprompt.Env{Root: "/home/someone/src/some-project"}})
 	n := compaction.FixedTokens(c, system, defs)
 	t.Logf("system prompt + %d tool schemas: %d tokens", len(defs), n)
 	if n > budget {

@@ -273,23 +273,28 @@ const (
 // never be separated in an API sense) within budget tokens, dropping the
 // oldest lines first; earlier summaries are always kept.
 func renderTranscript(c Counter, msgs []persistence.Message, budget int) string {
+	// One entry takes at most half the room: the room is measured with a
+	// calibration ratio learned on other text (the system prompt), and a
+	// single entry filling all of it leaves no margin for that ratio's
+	// error on prose.
+	msgCap, toolCap := min(transcriptMessageTokens, budget/2), min(transcriptToolTokens, budget/2)
 	var summaries, lines []string
 	for _, m := range msgs {
 		switch m.Role {
 		case persistence.RoleSummary:
-			summaries = append(summaries, "[earlier summary]\n"+truncate(c, m.Content, transcriptMessageTokens))
+			summaries = append(summaries, "[earlier summary]\n"+truncate(c, m.Content, msgCap))
 		case persistence.RoleUser:
-			lines = append(lines, "[user]\n"+truncate(c, m.Content, transcriptMessageTokens))
+			lines = append(lines, "[user]\n"+truncate(c, m.Content, msgCap))
 		case persistence.RoleAssistant:
 			var b strings.Builder
 			if m.Content != "" {
-				b.WriteString("[assistant]\n" + truncate(c, m.Content, transcriptMessageTokens))
+				b.WriteString("[assistant]\n" + truncate(c, m.Content, msgCap))
 			}
 			for _, tc := range m.ToolCalls {
 				if b.Len() > 0 {
 					b.WriteString("\n")
 				}
-				fmt.Fprintf(&b, "[assistant called %s %s]", tc.Name, truncate(c, tc.Arguments, transcriptToolTokens))
+				fmt.Fprintf(&b, "[assistant called %s %s]", tc.Name, truncate(c, tc.Arguments, toolCap))
 			}
 			if b.Len() > 0 {
 				lines = append(lines, b.String())
@@ -299,7 +304,7 @@ func renderTranscript(c Counter, msgs []persistence.Message, budget int) string 
 			if m.Status == persistence.StatusFailed {
 				status = " (failed)"
 			}
-			lines = append(lines, fmt.Sprintf("[tool result%s]\n%s", status, truncate(c, m.Content, transcriptToolTokens)))
+			lines = append(lines, fmt.Sprintf("[tool result%s]\n%s", status, truncate(c, m.Content, toolCap)))
 		}
 	}
 	used := 0

@@ -104,6 +104,9 @@ names each one's variable):
   CROW_COMMAND_TIMEOUT    default timeout of run_command (2m0s)
   CROW_TOOL_OUTPUT_LIMIT  bytes of one tool result the model sees (8192)
   CROW_TOOLS              on | off (off: the model gets no tools)
+  CROW_SYSTEM_PROMPT      replaces the built-in system prompt
+  CROW_SYSTEM_PROMPT_APPEND
+                          text added to the system prompt
   CROW_CONTEXT_WINDOW     the model's context window, in tokens
   CROW_OUTPUT_RESERVE     tokens of the window kept free for the reply
   CROW_COMPACT_THRESHOLD  compact when the context reaches this fraction of the window minus the reserve

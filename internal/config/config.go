@@ -96,6 +96,9 @@ type Settings struct {
 	compact        compactionConfig
 	permissionMode Value[string]
 
+	systemPrompt       Value[string] // replaces the built-in system prompt; "" = built-in
+	systemPromptAppend Value[string] // added to it
+
 	limits limitsConfig // [limits] and [requests]
 	mcp    mcpConfig    // [mcp]
 
@@ -119,7 +122,11 @@ type ModelSpec struct {
 	ReasoningHistory string  `json:"reasoningHistory,omitempty"` // "" = by the model's name
 	ToolCallIDs      string  `json:"toolCallIds,omitempty"`      // "" = by the model's name
 	InlineThink      string  `json:"inlineThink,omitempty"`      // "" = by the model's name
-	Line             int     `json:"-"`                          // where it is defined in the file
+	// SystemPrompt replaces the system prompt for this model;
+	// SystemPromptAppend adds to it ("" = none).
+	SystemPrompt       string `json:"systemPrompt,omitempty"`
+	SystemPromptAppend string `json:"systemPromptAppend,omitempty"`
+	Line               int    `json:"-"` // where it is defined in the file
 }
 
 // defaultPermissionMode is the mode new sessions start in.
@@ -202,6 +209,8 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.ReasoningHistory = deref(m.ReasoningHistory, "")
 		spec.ToolCallIDs = deref(m.ToolCallIDs, "")
 		spec.InlineThink = deref(m.InlineThink, "")
+		spec.SystemPrompt = deref(m.SystemPrompt, "")
+		spec.SystemPromptAppend = deref(m.SystemPromptAppend, "")
 		cfg.Models = append(cfg.Models, spec)
 	}
 	// CROW_MODELS (see agent.ParseModels) replaces the file's list.
@@ -300,6 +309,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if err := cfg.resolveToolsAndSessions(r, fc); err != nil {
 		return nil, err
 	}
+	cfg.resolvePrompt(r, fc)
 	if cfg.limits, err = loadLimits(r, fc.Limits, fc.Requests); err != nil {
 		return nil, err
 	}
@@ -466,7 +476,8 @@ func (c *Settings) Agent(version string) agent.Config {
 	for _, m := range c.Models {
 		am := agent.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
 			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
-			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m)}
+			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
+			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}
 		// Validated when read (configfile.go, agent.ParseModels).
 		am.ReasoningHistory, _ = streaming.ParseReasoningHistory(m.ReasoningHistory)
 		am.ToolCallIDs, _ = streaming.ParseToolCallIDStyle(m.ToolCallIDs)
@@ -493,9 +504,12 @@ func (c *Settings) Agent(version string) agent.Config {
 		MaxModelCalls: c.maxModelCalls.V,
 		ListPageSize:  c.listPageSize.V,
 		ModelTitles:   c.titles.V == "model",
-		Providers:     c.agentProviders(),
-		Compaction:    c.compactionSettings(),
-		LeaseTTL:      c.leaseTTL.V,
+
+		SystemPrompt:       c.systemPrompt.V,
+		SystemPromptAppend: c.systemPromptAppend.V,
+		Providers:          c.agentProviders(),
+		Compaction:         c.compactionSettings(),
+		LeaseTTL:           c.leaseTTL.V,
 
 		NoTools:         c.tools.V == "off",
 		DefaultMode:     agent.ModeFromConfig(c.permissionMode.V),

@@ -37,6 +37,10 @@ type fileConfig struct {
 	ListPageSize    *int    `toml:"list_page_size"`    // CROW_LIST_PAGE_SIZE
 	LeaseTTL        *string `toml:"lease_ttl"`         // CROW_LEASE_TTL: a Go duration
 
+	// The system prompt (config_prompt.go).
+	SystemPrompt       *string `toml:"system_prompt"`        // CROW_SYSTEM_PROMPT: replaces the built-in one
+	SystemPromptAppend *string `toml:"system_prompt_append"` // CROW_SYSTEM_PROMPT_APPEND: added to it
+
 	Providers  map[string]providerFile `toml:"providers"`
 	Models     []modelFile             `toml:"models"`
 	Database   databaseFile            `toml:"database"`
@@ -71,6 +75,10 @@ type modelFile struct {
 	ReasoningHistory *string  `toml:"reasoning_history"`
 	ToolCallIDs      *string  `toml:"tool_call_ids"`
 	InlineThink      *string  `toml:"inline_think"`
+	// SystemPrompt replaces, SystemPromptAppend extends the system prompt
+	// for this model.
+	SystemPrompt       *string `toml:"system_prompt"`
+	SystemPromptAppend *string `toml:"system_prompt_append"`
 }
 
 type databaseFile struct {

@@ -63,6 +63,7 @@ func (c *Settings) Rows() []Row {
 	rows = append(rows, toolRows...)
 	rows = append(rows, num("max_line_bytes", c.MaxLineBytes, ""))
 	rows = append(rows, sessionRows...)
+	rows = append(rows, c.promptRows()...)
 	rows = append(rows, []Row{
 		{"database.path", backend.Describe(c.DB.V), c.DB.From}, // never a password
 		str("log.file", c.LogFile, "(stderr for serve; none for other commands)"),
