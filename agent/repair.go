@@ -113,6 +113,13 @@ func repairCall(name, args string, schemas map[string]toolSchema) (r repairedCal
 	if target != name && editorTools[name] {
 		delete(obj, "command")
 	}
+	if _, multi := obj["edits"]; multi && target == "edit_file" {
+		if _, has := schemas[target]["edits"]; !has {
+			r.Refusal = name + " with several edits is not available here: call edit_file once per edit."
+			return r, true
+		}
+	}
+	fixTimeout(name, obj, &r)
 	fixArgs(obj, schemas[target], &r)
 	b, _ := json.Marshal(obj)
 	r.Args = string(b)
@@ -261,6 +268,23 @@ func fixArgs(obj map[string]any, schema toolSchema, r *repairedCall) {
 				r.Changes = append(r.Changes, k+" is a boolean")
 			}
 		}
+	}
+}
+
+// fixTimeout turns a timeout in milliseconds into run_command's seconds:
+// timeout_ms (codex's shell), and Claude Code's Bash, whose timeout is in
+// milliseconds (a value under 1000 is taken as seconds already).
+func fixTimeout(name string, obj map[string]any, r *repairedCall) {
+	if ms, ok := obj["timeout_ms"].(float64); ok {
+		if _, has := obj["timeout"]; !has {
+			delete(obj, "timeout_ms")
+			obj["timeout"] = max(1, ms/1000)
+			r.Changes = append(r.Changes, "timeout_ms is timeout in seconds")
+		}
+	}
+	if ms, ok := obj["timeout"].(float64); ok && name == "Bash" && ms >= 1000 {
+		obj["timeout"] = ms / 1000
+		r.Changes = append(r.Changes, "timeout is in seconds here")
 	}
 }
 

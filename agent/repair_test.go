@@ -19,6 +19,11 @@ func builtinSchemas() map[string]toolSchema {
 	return out
 }
 
+func hasEdits(schemas map[string]toolSchema) bool {
+	_, ok := schemas["edit_file"]["edits"]
+	return ok
+}
+
 func TestRepairCall(t *testing.T) {
 	schemas := builtinSchemas()
 	editOld := "old_string"
@@ -52,6 +57,9 @@ func TestRepairCall(t *testing.T) {
 		{"str_replace_editor", `{"command":"undo_edit","path":"a.go"}`, "str_replace_editor", nil, true},
 		{"TodoWrite", `{"todos":[{"content":"step","status":"pending","activeForm":"Stepping","id":"1"}]}`, "update_plan",
 			map[string]any{"entries": []any{map[string]any{"content": "step", "status": "pending"}}}, false},
+		{"Bash", `{"command":"make","timeout":120000,"description":"build"}`, "run_command", map[string]any{"command": "make", "timeout": 120.0, "description": "build"}, false},
+		{"shell", `{"command":"make","timeout_ms":30000}`, "run_command", map[string]any{"command": "make", "timeout": 30.0}, false},
+		{"MultiEdit", `{"file_path":"a.go","edits":[{"old_string":"a","new_string":"b"}]}`, "edit_file", nil, !hasEdits(schemas)},
 		{"functions.read_file", `{"path":"a.go"}`, "read_file", map[string]any{"path": "a.go"}, false},
 		{"READ_FILE", `{"path":"a.go"}`, "read_file", map[string]any{"path": "a.go"}, false},
 		// Malformed arguments.
