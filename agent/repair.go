@@ -87,6 +87,9 @@ var argAliases = map[string][]string{
 	"replace_all": {"all"}, "all": {"replace_all"},
 	"file_text": {"content"}, "contents": {"content"}, "text": {"content"},
 	"todos": {"entries"}, "bash_id": {"id"}, "shell_id": {"id"},
+	// Claude Code's Grep flags, where search has the option.
+	"-i": {"case_insensitive", "ignore_case", "insensitive"}, "-C": {"context", "context_lines"},
+	"ignore_case": {"case_insensitive"}, "case_insensitive": {"ignore_case"},
 }
 
 // repairCall maps a call to a tool that exists (schemas, by name) and
