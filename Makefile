@@ -46,6 +46,8 @@ FUZZ_TARGETS += ./persistence:FuzzBodyDict
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
 FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:1000x
 FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
+FUZZ_TARGETS += ./agent:FuzzRepairArgs
+FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -40,7 +40,8 @@ type Config struct {
 	SystemPrompt       string
 	SystemPromptAppend string
 	// MaxModelCalls caps model requests within one prompt turn; the turn
-	// then ends with stopReason "max_turn_requests". 0 = DefaultMaxModelCalls.
+	// then ends with stopReason "max_turn_requests". 0 = scaled to the
+	// model's window (scaledLimits; DefaultMaxModelCalls up to 60k tokens).
 	MaxModelCalls int
 	// ListPageSize is the number of sessions per session/list page; 0 =
 	// persistence.DefaultListLimit.
@@ -99,7 +100,8 @@ type Config struct {
 	CommandOutputCap int
 	// ToolOutputLimit is how much of one tool result the model sees, in
 	// bytes; the rest is kept and readable with read_output.
-	// 0 = DefaultToolOutputLimit.
+	// 0 = scaled to the model's window (scaledLimits;
+	// DefaultToolOutputLimit up to 60k tokens).
 	ToolOutputLimit int
 	// ChildEnv is the environment of run_command and MCP stdio servers
 	// (tool.EnvPolicy); nil = tool.EnvPolicy{} applied to os.Environ().
@@ -180,12 +182,6 @@ var (
 func New(client acp.Client, store Store, model streaming.Client, cfg Config, log *zap.Logger) *Agent {
 	if log == nil {
 		log = zap.NewNop()
-	}
-	if cfg.MaxModelCalls <= 0 {
-		cfg.MaxModelCalls = DefaultMaxModelCalls
-	}
-	if cfg.ToolOutputLimit <= 0 {
-		cfg.ToolOutputLimit = DefaultToolOutputLimit
 	}
 	if cfg.MaxPromptBytes <= 0 {
 		cfg.MaxPromptBytes = DefaultMaxPromptBytes

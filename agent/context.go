@@ -31,8 +31,13 @@ func messagesOf(entries []contextEntry) []streaming.Message {
 // prompt), then the torso in compaction.Order (summaries as context, then
 // the active messages with every tool result right after its call). A call
 // whose result never reached the store is answered with a synthetic error
-// result, because model APIs reject a call without one.
+// result, because model APIs reject a call without one. Roles alternate
+// (see alternate).
 func contextMessages(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
+	return alternate(rawContextMessages(c, system, view))
+}
+
+func rawContextMessages(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
 	ordered := compaction.Order(view)
 	out := make([]contextEntry, 0, len(ordered)+1)
 	out = append(out, contextEntry{msg: streaming.Message{Role: streaming.RoleSystem, Content: system}})
@@ -78,6 +83,65 @@ func contextMessages(c compaction.Counter, system string, view []persistence.Mes
 		}
 	}
 	return out
+}
+
+// alternate merges consecutive user messages, and consecutive assistant
+// messages, into one: strict chat templates (llama.cpp's Jinja for
+// Mistral, Gemma and others) refuse two in a row with HTTP 500
+// "Conversation roles must alternate user/assistant/...", and a session
+// produces them after a summary (sent as a user message) followed by a
+// prompt, after a turn cancelled or failed before its first token, and
+// after a reply that was reasoning only (not sent back). The merged text
+// keeps each message verbatim, joined by a blank line, so the summary
+// stays first and a prompt is still the last thing the model reads.
+//
+// A merged entry counts the tokens of all it holds. A merged user entry
+// keeps the first message's id (the context cache looks for a prompt's own
+// entry and, not finding it, keeps that part open); a merged assistant
+// keeps the last one's, which made the tool calls that follow.
+func alternate(entries []contextEntry) []contextEntry {
+	merge := func(i int) bool {
+		r := entries[i].msg.Role
+		return i > 0 && r == entries[i-1].msg.Role && (r == streaming.RoleUser || r == streaming.RoleAssistant) &&
+			len(entries[i-1].msg.ToolCalls) == 0
+	}
+	n := 0
+	for i := range entries {
+		if merge(i) {
+			n++
+		}
+	}
+	if n == 0 {
+		return entries
+	}
+	out := make([]contextEntry, 0, len(entries)-n)
+	for i, e := range entries {
+		if !merge(i) {
+			out = append(out, e)
+			continue
+		}
+		last := &out[len(out)-1]
+		m := last.msg
+		m.Content = joinText(m.Content, e.msg.Content)
+		m.Reasoning = joinText(m.Reasoning, e.msg.Reasoning)
+		m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)], e.msg.Parts...)
+		m.ToolCalls, m.ReasoningItems = e.msg.ToolCalls, e.msg.ReasoningItems
+		last.msg, last.tokens = m, last.tokens+e.tokens
+		if m.Role == streaming.RoleAssistant {
+			last.messageID = e.messageID
+		}
+	}
+	return out
+}
+
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
 }
 
 // ownerOf returns the assistant message whose results end at ordered[i]

@@ -36,6 +36,7 @@ func (cc *contextCache) requestEntries(c compaction.Counter, system string, view
 	out = append(out, rest[0]) // the system prompt
 	out = append(out, memo.entries...)
 	out = append(out, rest[1:]...)
+	out = alternate(out)
 	memo.advance(c, view, out)
 	return out
 }

@@ -51,6 +51,7 @@ func FuzzContextMessages(f *testing.F) {
 	f.Add([]byte{0, 1 | 8 | 32, 2 | 8})   // call b, result b
 	f.Add([]byte{0, 1 | 8, 0, 2 | 4})     // result after a later prompt
 	f.Add([]byte{3, 0, 1 | 24 | 4, 2, 2}) // summary, empty ids
+	f.Add([]byte{3, 0, 0, 1, 1, 0})       // summary, two prompts, two replies
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) > 512 {
 			return
@@ -69,6 +70,9 @@ func checkContext(t *testing.T, msgs []streaming.Message) {
 	for i, m := range msgs {
 		if i > 0 && m.Role == streaming.RoleSystem {
 			t.Fatalf("message %d: a second system message", i)
+		}
+		if i > 1 && m.Role != streaming.RoleTool && m.Role == msgs[i-1].Role {
+			t.Fatalf("message %d: two %s messages in a row (strict chat templates refuse them)", i, m.Role)
 		}
 		if m.Role != streaming.RoleTool && len(pending) > 0 {
 			t.Fatalf("message %d (%s): calls %v were never answered", i, m.Role, pending)

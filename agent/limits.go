@@ -54,3 +54,53 @@ func (a *Agent) tooManyTurns() error {
 	e.Data = map[string]any{"limit": limit}
 	return e
 }
+
+// Per-turn limits scale with the model's context window: today's values
+// were sized for small windows (an 8 KiB result is ~2,000 tokens, a quarter
+// of an 8k window), and at 200k they cut results a model could easily
+// hold and stop long tasks early. Small or unknown windows keep them.
+const (
+	scaledWindowMedium = 64 << 10  // tokens (64k)
+	scaledWindowLarge  = 128 << 10 // tokens (128k)
+)
+
+// scaledLimits returns the tool-result limit (bytes) and the model
+// requests per turn for a context window of window tokens (0: unknown).
+func scaledLimits(window int) (outputLimit, modelCalls int) {
+	switch {
+	case window >= scaledWindowLarge-(8<<10): // 120k and up: the "128k" models
+		return 32 << 10, 200
+	case window >= scaledWindowMedium-(4<<10): // 60k and up: the "64k" models
+		return 16 << 10, 100
+	}
+	return DefaultToolOutputLimit, DefaultMaxModelCalls
+}
+
+// windowForLimits is the session model's window, 0 when it is only assumed.
+func (a *Agent) windowForLimits(s *persistence.Session) int {
+	m := a.sessionModel(s)
+	if m.WindowAssumed {
+		return 0
+	}
+	return m.ContextWindow
+}
+
+// toolOutputLimit is how much of one tool result the model sees in session
+// s: the configured value, else scaled to the window.
+func (a *Agent) toolOutputLimit(s *persistence.Session) int {
+	if a.cfg.ToolOutputLimit > 0 {
+		return a.cfg.ToolOutputLimit
+	}
+	n, _ := scaledLimits(a.windowForLimits(s))
+	return n
+}
+
+// maxModelCalls caps the model requests of one turn in session s: the
+// configured value, else scaled to the window.
+func (a *Agent) maxModelCalls(s *persistence.Session) int {
+	if a.cfg.MaxModelCalls > 0 {
+		return a.cfg.MaxModelCalls
+	}
+	_, n := scaledLimits(a.windowForLimits(s))
+	return n
+}

@@ -103,7 +103,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		ClientTerminal:   caps.Terminal,
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
-		OutputLimit:      a.cfg.ToolOutputLimit,
+		OutputLimit:      a.toolOutputLimit(s),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
@@ -133,24 +133,29 @@ func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (str
 
 // runToolCalls runs the model's tool calls one after the other and stores a
 // result for every call, so the rebuilt context never holds a call without
-// its result. Once the turn is cancelled the remaining calls are not run but
-// still answered.
-func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall) error {
+// its result. Once the turn is cancelled, or stopped by the loop guard, the
+// remaining calls are not run but still answered.
+func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall, guard *loopGuard) error {
 	env := a.toolEnv(s)
 	byName := make(map[string]tool.Tool)
+	schemas := make(map[string]toolSchema)
 	for _, t := range a.tools(s) {
-		byName[t.Definition().Name] = t
+		d := t.Definition()
+		byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
 	}
 	for _, c := range calls {
-		if ctx.Err() != nil {
-			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: persistence.StatusCancelled,
-				Content: "Error: not run: the user cancelled the turn."}
+		if ctx.Err() != nil || guard.stopped() {
+			status, why := persistence.StatusCancelled, "Error: not run: the user cancelled the turn."
+			if ctx.Err() == nil {
+				status, why = persistence.StatusComplete, "Error: not run: the turn was stopped because the same failing call kept being repeated."
+			}
+			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: status, Content: why}
 			if err := a.store.AppendMessages(persistCtx, s.ID, msg); err != nil {
 				return storeError("save tool result", err)
 			}
 			continue
 		}
-		if err := a.runToolCall(ctx, persistCtx, s, env, byName, c); err != nil {
+		if err := a.runToolCall(ctx, persistCtx, s, env, byName, schemas, c, guard); err != nil {
 			return err
 		}
 	}
@@ -159,19 +164,49 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 
 // runToolCall reports, authorizes, runs and stores one call:
 // tool_call (pending) → permission → in_progress → completed | failed.
+// The call runs as repaired (repair.go): permissions, rules and the user
+// see the tool and arguments that actually run, the stored assistant
+// message keeps what the model sent, and the result's note says what ran.
 func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Session, env *tool.Env,
-	byName map[string]tool.Tool, c streaming.ToolCall) error {
+	byName map[string]tool.Tool, schemas map[string]toolSchema, sent streaming.ToolCall, guard *loopGuard) error {
+	c := sent
+	rep, found := repairCall(sent.Name, sent.Arguments, schemas)
+	if found {
+		c.Name, c.Arguments = rep.Name, rep.Args
+		if args := strings.TrimSpace(c.Arguments); strings.HasPrefix(args, "{") && json.Valid([]byte(args)) {
+			c.ArgumentsError = ""
+		}
+	}
+	note := rep.Note(sent.Name)
 	var rawInput json.RawMessage
 	if json.Valid([]byte(c.Arguments)) {
 		rawInput = json.RawMessage(c.Arguments)
 	}
 	call := &acp.ToolCall{ToolCallID: c.ID, Title: c.Name, Kind: acp.ToolKindOther, Status: acp.ToolStatusPending, RawInput: rawInput}
+	key := guard.key(c.Name, c.Arguments)
+	save := func(res tool.Result, status persistence.MessageStatus) error {
+		if status != persistence.StatusCancelled {
+			guard.observe(key, res)
+		}
+		if res.Output != "" {
+			res.Output = note + res.Output
+		}
+		return a.saveToolResult(persistCtx, s, c, call, res, status)
+	}
 	// failEarly answers a call that cannot even be prepared; the user still
 	// sees it, already failed.
 	failEarly := func(res tool.Result) error {
 		call.Status, call.Content = acp.ToolStatusFailed, res.Content
 		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
-		return a.saveToolResult(persistCtx, s, c, call, res, persistence.StatusFailed)
+		return save(res, persistence.StatusFailed)
+	}
+	if why := guard.refuse(key); why != "" {
+		call.Status, call.Content = acp.ToolStatusFailed, []acp.ToolCallContent{acp.ToolText(why)}
+		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+		return a.saveToolResult(persistCtx, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
+	}
+	if rep.Refusal != "" {
+		return failEarly(tool.Failure("%s", rep.Refusal))
 	}
 	t := byName[c.Name]
 	if t == nil {
@@ -195,7 +230,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 			a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{Plan: res.Plan})
 		}
 		call.Status = acp.ToolStatusCompleted
-		return a.saveToolResult(persistCtx, s, c, call, res, persistence.StatusComplete)
+		return save(res, persistence.StatusComplete)
 	}
 
 	a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
@@ -209,7 +244,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 		if res.Release != nil {
 			res.Release()
 		}
-		return a.saveToolResult(persistCtx, s, c, call, res, status)
+		return save(res, status)
 	}
 
 	verdict, why, err := a.authorize(ctx, s, call, act)

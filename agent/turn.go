@@ -168,7 +168,8 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session) (acp.StopReason, error) {
 	a.awaitMCP(ctx, s)
 	recovered := false // one overflow recovery per turn, never a loop
-	for call := 0; call < a.cfg.MaxModelCalls; call++ {
+	guard := newLoopGuard()
+	for call := 0; call < a.maxModelCalls(s); call++ {
 		res, err := a.streamReply(ctx, persistCtx, s)
 		var refused *overflowRefusal
 		if errors.As(err, &refused) && !recovered {
@@ -186,11 +187,15 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 		if len(res.ToolCalls) == 0 {
 			return stopReason(res.FinishReason), nil
 		}
-		if err := a.runToolCalls(ctx, persistCtx, s, res.ToolCalls); err != nil {
+		if err := a.runToolCalls(ctx, persistCtx, s, res.ToolCalls, guard); err != nil {
 			return "", err
 		}
 		if ctx.Err() != nil {
 			return acp.StopCancelled, nil
+		}
+		if guard.stopped() {
+			a.sendUpdate(ctx, s.ID, loopStopUpdate(a.capabilities()))
+			return acp.StopEndTurn, nil
 		}
 	}
 	return acp.StopMaxTurnRequests, nil

@@ -18,10 +18,14 @@ import (
 const fixtureDir = "../../testdata/fixtures"
 
 // startModel starts a fake model server loaded with the fixture's replies.
+// Every scenario runs against a strict chat template (llama.cpp with
+// Mistral's or Gemma's Jinja): a request with two user or two assistant
+// messages in a row is refused, as those servers do.
 func startModel(t *testing.T, f *fixture.Fixture) *fakemodel.Server {
 	t.Helper()
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)
+	m.SetRules(fakemodel.StrictAlternation)
 	replies, err := fakemodel.ParseScript(bytes.NewReader(f.Model))
 	if err != nil {
 		t.Fatalf("%s: model section: %v", f.Name, err)

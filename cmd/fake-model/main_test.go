@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
 func TestRunServesScriptUntilStdinEOF(t *testing.T) {
@@ -79,5 +81,64 @@ func TestRunBadScript(t *testing.T) {
 	}
 	if err := run([]string{"-script", script}, strings.NewReader(""), io.Discard); err == nil {
 		t.Fatal("bad script accepted")
+	}
+}
+
+// TestRecordWritesFixture: record proxies to an endpoint (here a second
+// fake model on 127.0.0.1), passes the key, and leaves a fixture file with
+// the replies and no key once stdin ends.
+func TestRecordWritesFixture(t *testing.T) {
+	const key = "sk-live-0123456789abcdefghij"
+	upstream := fakemodel.Start()
+	defer upstream.Close()
+	rules, _ := fakemodel.ParseRules([]byte("openrouter-key " + key))
+	upstream.SetRules(rules...)
+	upstream.Enqueue(fakemodel.Reply{Text: "recorded answer", Chunks: 1})
+	out := filepath.Join(t.TempDir(), "session.txtar")
+
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"record", "-upstream", upstream.URL(), "-out", out, "-stdin-eof"}, stdinR, stdoutW)
+		stdoutW.Close()
+	}()
+	line, err := bufio.NewReader(stdoutR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdoutR) }()
+	req, _ := http.NewRequest(http.MethodPost, strings.TrimSpace(line)+"/chat/completions", strings.NewReader(`{"model":"x","stream":true,"messages":[{"role":"user","content":"secret prompt"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "recorded answer") {
+		t.Fatalf("through the recorder: %d %s", resp.StatusCode, body)
+	}
+	stdinW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("record did not exit at stdin EOF")
+	}
+	written, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(written)
+	section, ok := strings.CutPrefix(text[strings.Index(text, "-- model --\n"):], "-- model --\n")
+	if !ok || strings.Contains(text, key) || strings.Contains(text, "secret prompt") {
+		t.Fatalf("fixture:\n%s", text)
+	}
+	replies, err := fakemodel.ParseScript(strings.NewReader(section))
+	if err != nil || len(replies) != 1 || replies[0].Text != "recorded answer" {
+		t.Fatalf("replies %+v (%v)", replies, err)
 	}
 }

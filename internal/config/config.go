@@ -501,7 +501,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		Models:        models,
 		Model:         c.Model.V,
 		Version:       version,
-		MaxModelCalls: c.maxModelCalls.V,
+		MaxModelCalls: explicit(c.maxModelCalls),
 		ListPageSize:  c.listPageSize.V,
 		ModelTitles:   c.titles.V == "model",
 
@@ -514,7 +514,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		NoTools:         c.tools.V == "off",
 		DefaultMode:     agent.ModeFromConfig(c.permissionMode.V),
 		CommandTimeout:  c.commandTimeout.V,
-		ToolOutputLimit: c.toolOutputLimit.V,
+		ToolOutputLimit: explicit(c.toolOutputLimit),
 		Auth:            c.auth(),
 	}
 	c.limits.apply(&ac)
@@ -523,6 +523,15 @@ func (c *Settings) Agent(version string) agent.Config {
 	ac.TrustedMCPServers = c.mcp.trusted.V
 	ac.MCPCallTimeout = c.mcp.callTimeout.V
 	return ac
+}
+
+// explicit is a limit the user set, or 0 where the agent scales it to the
+// model's window.
+func explicit(v Value[int]) int {
+	if v.From.Kind == "default" {
+		return 0
+	}
+	return v.V
 }
 
 // ownFiles are crow-acp's configuration file and SQLite database, which

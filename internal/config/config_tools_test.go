@@ -144,7 +144,7 @@ func TestToolAndSessionDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac := cfg.Agent("test")
-	if ac.NoTools || ac.ModelTitles || ac.CommandTimeout != 2*time.Minute || ac.ToolOutputLimit != agent.DefaultToolOutputLimit ||
+	if ac.NoTools || ac.ModelTitles || ac.CommandTimeout != 2*time.Minute || ac.ToolOutputLimit != 0 || ac.MaxModelCalls != 0 ||
 		ac.ListPageSize != 50 || ac.LeaseTTL != agent.DefaultLeaseTTL {
 		t.Errorf("defaults: %+v", ac)
 	}

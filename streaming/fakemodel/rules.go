@@ -119,7 +119,12 @@ var ruleMakers = map[string]func(args []string) (Rule, error){
 	"openrouter-key":               openRouterKey,
 	"gemini-thought-signature":     noArgs(geminiThoughtSignature),
 	"openai-unverified-org":        noArgs(openAIUnverifiedOrg),
+	"strict-alternation":           noArgs(strictAlternation),
 }
+
+// StrictAlternation is the strict-alternation rule, for tests that turn it
+// on for every scenario.
+var StrictAlternation Rule = ruleFunc(strictAlternation)
 
 // RuleNames lists the rules ParseRules knows.
 func RuleNames() []string {
@@ -415,4 +420,35 @@ func openAIUnverifiedOrg(r *ruleRequest) *Rejection {
 	return &Rejection{Status: 400, Body: openAIError(
 		"Your organization must be verified to generate reasoning summaries. Please go to: https://platform.openai.com/settings/organization/general and click on Verify Organization. If you just verified, it can take up to 15 minutes for access to propagate.",
 		"invalid_request_error", "reasoning.summary", "unsupported_value")}
+}
+
+// strictAlternation: llama.cpp's server renders the chat with the model's
+// Jinja template, and the strict ones (Mistral, Gemma, Devstral) raise an
+// exception unless, after the optional system messages, the conversation
+// starts with a user message and user and assistant alternate (tool results
+// between an assistant's calls and the next assistant are allowed). The
+// server answers 500 with the exception's text; the body is the one quoted
+// in janhq/jan#6254, without the template trace that follows the message
+// (sipeed/picoclaw#207 and SWE-agent/mini-swe-agent#759 show Devstral's
+// wording of the same rule).
+func strictAlternation(r *ruleRequest) *Rejection {
+	prev := ""
+	for _, m := range r.Messages {
+		role := r.str(m, "role")
+		switch {
+		case role == "system":
+			continue
+		case role == "tool" && (prev == "assistant" || prev == "tool"):
+		case (role == "user" && prev != "user") || (role == "assistant" && prev != "assistant" && prev != ""):
+		default:
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{
+				"code":    500,
+				"message": "Conversation roles must alternate user/assistant/user/assistant/...",
+				"type":    "server_error",
+			}})
+			return &Rejection{Status: 500, Body: string(b)}
+		}
+		prev = role
+	}
+	return nil
 }

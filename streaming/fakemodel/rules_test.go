@@ -130,3 +130,35 @@ func TestDiscoveryOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestStrictAlternation(t *testing.T) {
+	const tc = `{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}`
+	for _, c := range []struct {
+		messages string
+		ok       bool
+	}{
+		{`[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`, true},
+		{`[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[` + tc + `]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]`, true},
+		{`[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[` + tc + `]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"c"}]`, true},
+		{`[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"user","content":"b"}]`, false},
+		{`[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]`, false},
+		{`[{"role":"system","content":"s"},{"role":"assistant","content":"b"}]`, false},
+		{`[{"role":"user","content":"a"},{"role":"tool","tool_call_id":"c1","content":"r"}]`, false},
+	} {
+		rules, err := ParseRules([]byte("strict-alternation\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Start()
+		s.SetRules(rules...)
+		s.Enqueue(Reply{Text: "scripted"})
+		code, body := postRule(t, s, `{"model":"m","messages":`+c.messages+`}`)
+		s.Close()
+		if c.ok && code != 200 {
+			t.Errorf("%s: refused (%d %s), want accepted", c.messages, code, body)
+		}
+		if !c.ok && (code != 500 || body != `{"error":{"code":500,"message":"Conversation roles must alternate user/assistant/user/assistant/...","type":"server_error"}}`) {
+			t.Errorf("%s: got %d %s, want llama.cpp's 500", c.messages, code, body)
+		}
+	}
+}
