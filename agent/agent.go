@@ -99,8 +99,9 @@ type Config struct {
 	// ChildEnv is the environment of run_command and MCP stdio servers
 	// (tool.EnvPolicy); nil = tool.EnvPolicy{} applied to os.Environ().
 	ChildEnv []string
-	// ProtectedFiles are crow-acp's own files (configuration, database):
-	// writing one always asks, in every mode but bypass.
+	// ProtectedFiles are crow-acp's own files (configuration, credentials,
+	// database, log): reading or writing one always asks, in every mode
+	// but bypass.
 	ProtectedFiles []string
 	// TrustedMCPServers are the MCP servers (by name) whose tool
 	// annotations are believed: their readOnlyHint tools run like reads.

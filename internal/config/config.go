@@ -511,11 +511,11 @@ func (c *Settings) Agent(version string) agent.Config {
 	return ac
 }
 
-// ownFiles are crow-acp's configuration file and SQLite database, which
-// tools never write without asking.
+// ownFiles are crow-acp's configuration file, credentials file, SQLite
+// database and log file, which tools never read or write without asking.
 func (c *Settings) ownFiles() []string {
 	var out []string
-	for _, f := range []string{c.File, c.DB.V} {
+	for _, f := range []string{c.File, c.Credentials, c.DB.V, c.LogFile.V} {
 		if f == "" {
 			continue
 		}
