@@ -151,3 +151,78 @@ func TestOwnFilesAskForReadsAndWrites(t *testing.T) {
 		t.Errorf("an ordinary file asks every time: %s", act.AlwaysAsk)
 	}
 }
+
+// plantRepo makes dir a git directory whose config runs `touch marker`
+// (with git's arguments) on the next git status in or below it, as the
+// model could with four writes (issue 29 finding 3).
+func plantRepo(t *testing.T, dir, marker string) {
+	t.Helper()
+	for _, d := range []string{"objects", "refs/heads", "sub"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = touch " + marker + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Issue 29 finding 3: a planted repository's core.fsmonitor ran from the
+// agent's own `git status`. Commands run with safe.bareRepository=explicit,
+// so git refuses the folder; a GIT_CONFIG_COUNT pair the user set is kept.
+func TestCommandsIgnorePlantedRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	root := t.TempDir()
+	plantRepo(t, filepath.Join(root, "p"), filepath.Join(root, "PWNED"))
+	// Without the setting the attack works on this git: the test can fail.
+	cmd := exec.Command("git", "-c", "safe.bareRepository=all", "status")
+	cmd.Dir = filepath.Join(root, "p", "sub")
+	_ = cmd.Run()
+	if _, err := os.Stat(filepath.Join(root, "PWNED")); err != nil {
+		t.Skip("this git does not run a planted repository's fsmonitor; nothing to guard")
+	}
+	if err := os.Remove(filepath.Join(root, "PWNED")); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, childEnv := range [][]string{nil, (EnvPolicy{Inherit: "core"}).Environ(osEnviron()), nil} {
+		if i == 2 {
+			// A user's own pairs are kept, and ours still apply.
+			t.Setenv("GIT_CONFIG_COUNT", "1")
+			t.Setenv("GIT_CONFIG_KEY_0", "user.name")
+			t.Setenv("GIT_CONFIG_VALUE_0", "Kept Name")
+		}
+		env := &Env{Roots: ResolveRoots([]string{root}), ChildEnv: childEnv}
+		for _, line := range []string{"cd p && git status", "cd p/sub && git status", "cd p && git log"} {
+			act := prepareCall(t, runCommand{}, env, map[string]any{"command": line})
+			out := act.Run(context.Background(), nil).Output
+			if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
+				t.Fatalf("%q ran the planted repository's fsmonitor:\n%s", line, out)
+			}
+			if !strings.Contains(out, "safe.bareRepository") {
+				t.Errorf("%q: git did not refuse the planted repository:\n%s", line, out)
+			}
+		}
+	}
+	env := &Env{Roots: ResolveRoots([]string{root})}
+	act := prepareCall(t, runCommand{}, env, map[string]any{"command": "git config user.name"})
+	if out := act.Run(context.Background(), nil).Output; !strings.Contains(out, "Kept Name") {
+		t.Errorf("the user's own GIT_CONFIG_COUNT pair was lost:\n%s", out)
+	}
+	// The client's terminal gets the same variables.
+	vars := map[string]string{}
+	for _, v := range GitConfigEnv(env.childEnv()) {
+		vars[v.Name] = v.Value
+	}
+	if vars["GIT_CONFIG_COUNT"] != "2" || vars["GIT_CONFIG_KEY_0"] != "user.name" || vars["GIT_CONFIG_KEY_1"] != "safe.bareRepository" || vars["GIT_CONFIG_VALUE_1"] != "explicit" {
+		t.Errorf("terminal variables %v", vars)
+	}
+}
