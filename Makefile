@@ -22,7 +22,8 @@ FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./
 	./streaming:FuzzParseOverflow ./streaming:FuzzWindowResponses ./streaming:FuzzResponsesEvents \
 	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \
 	./persistence:FuzzFrames ./persistence:FuzzFramesAgainstRecord ./journal:FuzzLoadRecord \
-	./streaming:FuzzEventBound ./persistence:FuzzTextRecord ./persistence:FuzzBodyDict
+	./streaming:FuzzEventBound ./persistence:FuzzTextRecord ./persistence:FuzzBodyDict \
+	./internal/secret:FuzzRedactStream
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

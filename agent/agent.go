@@ -103,6 +103,10 @@ type Config struct {
 	// database, log): reading or writing one always asks, in every mode
 	// but bypass.
 	ProtectedFiles []string
+	// Secrets returns the secret values crow-acp knows now (API keys,
+	// header values, passwords), which are removed from the model's text
+	// before it is streamed or stored; nil = none.
+	Secrets func() []string
 	// TrustedMCPServers are the MCP servers (by name) whose tool
 	// annotations are believed: their readOnlyHint tools run like reads.
 	TrustedMCPServers []string

@@ -101,6 +101,18 @@ func (c *Settings) secretValues() []string {
 	return out
 }
 
+// knownSecrets are the configured secrets and every key in the
+// credentials file as it is now (a login while crow-acp serves adds one;
+// another provider's key is as secret as this one's).
+func (c *Settings) knownSecrets() []string {
+	out := c.secretValues()
+	vars, _ := readCredentials(c.Credentials)
+	for _, k := range sortedKeys(vars) {
+		out = append(out, vars[k])
+	}
+	return out
+}
+
 // childEnv is the environment of commands and MCP stdio servers.
 func (c *Settings) childEnv() []string { return c.envPolicy.Environ(os.Environ()) }
 
