@@ -48,6 +48,7 @@ FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:1000x
 FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
 FUZZ_TARGETS += ./agent:FuzzRepairArgs
 FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
+FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -106,9 +106,14 @@ type Config struct {
 	// ChildEnv is the environment of run_command and MCP stdio servers
 	// (tool.EnvPolicy); nil = tool.EnvPolicy{} applied to os.Environ().
 	ChildEnv []string
-	// ProtectedFiles are crow-acp's own files (configuration, database):
-	// writing one always asks, in every mode but bypass.
+	// ProtectedFiles are crow-acp's own files (configuration, credentials,
+	// database, log): reading or writing one always asks, in every mode
+	// but bypass.
 	ProtectedFiles []string
+	// Secrets returns the secret values crow-acp knows now (API keys,
+	// header values, passwords), which are removed from the model's text
+	// before it is streamed or stored; nil = none.
+	Secrets func() []string
 	// TrustedMCPServers are the MCP servers (by name) whose tool
 	// annotations are believed: their readOnlyHint tools run like reads.
 	TrustedMCPServers []string

@@ -220,7 +220,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID, counter: a.counterFor(model)}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &a.state(s.ID).cache.body}
-	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, func(ev streaming.Event) error {
+	onEvent, redacted := a.redactReply(func(ev streaming.Event) error {
 		switch ev.Kind {
 		case streaming.EventText:
 			reply.text.WriteString(ev.Text)
@@ -244,9 +244,11 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		a.sendUpdate(ctx, s.ID, u)
 		return nil
 	})
+	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
 	if res == nil {
 		res = &streaming.Result{}
 	}
+	redacted(res)
 	a.afterModelRequest(ctx, s, req, res)
 	if !a.detectTruncation(ctx, s, model, req, res) {
 		a.observeUsage(s.ID, res)

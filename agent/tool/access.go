@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 )
 
@@ -203,8 +204,8 @@ func readDir(p Path) ([]fs.DirEntry, error) {
 	return entries, nil
 }
 
-// walkRoot visits the files below the directory p (skipping skipDirs, not
-// following symlinks) with their paths relative to p, until fn returns false
+// walkRoot visits the files below the directory p (skipping skipDirs and
+// crow-acp's own files, not following symlinks) with their paths relative to p, until fn returns false
 // or ctx ends. fn gets the root it may open the file from and the file's
 // name beneath it.
 func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string, d fs.DirEntry) bool) error {
@@ -232,6 +233,11 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 		}
 		if d.IsDir() && skipDirs[d.Name()] {
 			return fs.SkipDir
+		}
+		// crow-acp's own files (the credentials file in a workspace
+		// holding ~/.config) are read only when named, after asking.
+		if !d.IsDir() && ownFile(p.own, filepath.Join(p.Root, filepath.FromSlash(name))) {
+			return nil
 		}
 		rel := name
 		if p.Rel != "." {

@@ -4,7 +4,10 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/crow-acp/crow-acp/acp"
 )
 
 // EnvPolicy decides the environment of the processes crow-acp starts for
@@ -47,6 +50,7 @@ var coreEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "
 // Environ is the child environment built from parent (os.Environ()).
 func (p EnvPolicy) Environ(parent []string) []string {
 	vars := make(map[string]string, len(parent))
+	gitVars := map[string]string{}
 	for _, kv := range parent {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -60,12 +64,23 @@ func (p EnvPolicy) Environ(parent []string) []string {
 				continue
 			}
 		}
+		if gitConfigVar(k) {
+			// Kept as whole pairs below (GIT_CONFIG_KEY_n would match *KEY*).
+			if !matchAny(p.Exclude, k) {
+				gitVars[k] = v
+			}
+			continue
+		}
 		if matchAny(DefaultEnvExcludes, k) || matchAny(p.Exclude, k) || p.secretName(k) || p.holdsSecret(v) {
 			continue
 		}
 		vars[k] = v
 	}
 	for k, v := range p.Set {
+		if gitConfigVar(k) {
+			gitVars[k] = v
+			continue
+		}
 		vars[k] = v
 	}
 	out := make([]string, 0, len(vars))
@@ -75,7 +90,62 @@ func (p EnvPolicy) Environ(parent []string) []string {
 		}
 		out = append(out, k+"="+v)
 	}
+	if len(p.IncludeOnly) > 0 && !matchAny(p.IncludeOnly, "GIT_CONFIG_COUNT") {
+		gitVars = nil
+	}
+	out = append(out, p.gitConfig(gitVars)...)
 	sort.Strings(out)
+	return out
+}
+
+// GitSafety are the git settings every command crow-acp starts runs with,
+// appended to the GIT_CONFIG_COUNT pairs the environment already holds (a
+// later pair wins). safe.bareRepository=explicit: git uses a bare
+// repository only when named with --git-dir or GIT_DIR, so a folder the
+// model planted with HEAD, config, objects/ and refs/ (its core.fsmonitor
+// runs a command) is never picked up by a git command run in or below it.
+var GitSafety = [][2]string{{"safe.bareRepository", "explicit"}}
+
+// maxGitConfigPairs bounds the inherited GIT_CONFIG_COUNT.
+const maxGitConfigPairs = 1000
+
+// gitConfigVar reports whether k is one of git's GIT_CONFIG_COUNT,
+// GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n variables.
+func gitConfigVar(k string) bool {
+	return k == "GIT_CONFIG_COUNT" || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_")
+}
+
+// gitConfig renumbers the pairs vars holds (GIT_CONFIG_COUNT of them; a
+// pair that is incomplete or whose value holds a secret is dropped) and
+// appends GitSafety.
+func (p EnvPolicy) gitConfig(vars map[string]string) []string {
+	var pairs [][2]string
+	if n, err := strconv.Atoi(vars["GIT_CONFIG_COUNT"]); err == nil && n > 0 && n <= maxGitConfigPairs {
+		for i := range n {
+			k, okK := vars["GIT_CONFIG_KEY_"+strconv.Itoa(i)]
+			v, okV := vars["GIT_CONFIG_VALUE_"+strconv.Itoa(i)]
+			if okK && okV && k != "" && !p.holdsSecret(v) {
+				pairs = append(pairs, [2]string{k, v})
+			}
+		}
+	}
+	pairs = append(pairs, GitSafety...)
+	out := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(pairs))}
+	for i, kv := range pairs {
+		out = append(out, "GIT_CONFIG_KEY_"+strconv.Itoa(i)+"="+kv[0], "GIT_CONFIG_VALUE_"+strconv.Itoa(i)+"="+kv[1])
+	}
+	return out
+}
+
+// GitConfigEnv returns the GIT_CONFIG_* variables of env (a child
+// environment), for a command run elsewhere (the client's terminal).
+func GitConfigEnv(env []string) []acp.EnvVariable {
+	var out []acp.EnvVariable
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && gitConfigVar(k) {
+			out = append(out, acp.EnvVariable{Name: k, Value: v})
+		}
+	}
 	return out
 }
 

@@ -72,16 +72,18 @@ func TestChildEnvDropsSecrets(t *testing.T) {
 
 func TestEnvPolicyOptions(t *testing.T) {
 	parent := []string{"PATH=/bin", "HOME=/h", "LANG=C", "EDITOR=vi", "MY_A=1", "MY_B=2", "API_TOKEN=t"}
+	// Every child gets git's safe.bareRepository=explicit (issue 29).
+	const git = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.bareRepository GIT_CONFIG_VALUE_0=explicit "
 	for _, c := range []struct {
 		p    EnvPolicy
 		want string
 	}{
-		{EnvPolicy{}, "EDITOR=vi HOME=/h LANG=C MY_A=1 MY_B=2 PATH=/bin"},
-		{EnvPolicy{Inherit: "core"}, "HOME=/h LANG=C PATH=/bin"},
-		{EnvPolicy{Inherit: "none", Set: map[string]string{"X": "1"}}, "X=1"},
-		{EnvPolicy{Exclude: []string{"my_*"}}, "EDITOR=vi HOME=/h LANG=C PATH=/bin"},
-		{EnvPolicy{IncludeOnly: []string{"PATH", "MY_*"}, Set: map[string]string{"MY_C": "3", "Z": "z"}}, "MY_A=1 MY_B=2 MY_C=3 PATH=/bin"},
-		{EnvPolicy{Set: map[string]string{"API_TOKEN": "given"}}, "API_TOKEN=given EDITOR=vi HOME=/h LANG=C MY_A=1 MY_B=2 PATH=/bin"},
+		{EnvPolicy{}, "EDITOR=vi " + git + "HOME=/h LANG=C MY_A=1 MY_B=2 PATH=/bin"},
+		{EnvPolicy{Inherit: "core"}, git + "HOME=/h LANG=C PATH=/bin"},
+		{EnvPolicy{Inherit: "none", Set: map[string]string{"X": "1"}}, git + "X=1"},
+		{EnvPolicy{Exclude: []string{"my_*"}}, "EDITOR=vi " + git + "HOME=/h LANG=C PATH=/bin"},
+		{EnvPolicy{IncludeOnly: []string{"PATH", "MY_*"}, Set: map[string]string{"MY_C": "3", "Z": "z"}}, git + "MY_A=1 MY_B=2 MY_C=3 PATH=/bin"},
+		{EnvPolicy{Set: map[string]string{"API_TOKEN": "given"}}, "API_TOKEN=given EDITOR=vi " + git + "HOME=/h LANG=C MY_A=1 MY_B=2 PATH=/bin"},
 	} {
 		if got := strings.Join(c.p.Environ(parent), " "); got != c.want {
 			t.Errorf("%+v: %s, want %s", c.p, got, c.want)

@@ -29,11 +29,20 @@ type Path struct {
 	// Root ("." for Root itself), in slash form, free of symlinks when
 	// Resolve ran.
 	Root, Rel string
-	// Protected: under a .git directory or one of crow-acp's own files
-	// (Env.Protected); writing it always asks, except in bypass mode.
+	// Protected: under a .git directory, a git directory's marker
+	// (gitMarker) or one of crow-acp's own files (Env.Protected); writing
+	// it always asks, except in bypass mode. Why says why.
 	Protected bool
+	// Own: one of crow-acp's own files (configuration, credentials,
+	// database, log); reading or searching it always asks too, and a
+	// directory walk (search) skips it.
+	Own bool
+	Why string
 	// HardLinked: an existing regular file with more than one hard link.
 	HardLinked bool
+	// own are crow-acp's own files (Env.Protected), for walks below this
+	// path to skip.
+	own []string
 	// Client is the path as the client names it: below the root it sent
 	// (a root reached through a symlink stays unresolved), "" outside
 	// every root. Clients serve fs/* and follow locations only within
@@ -130,29 +139,115 @@ func (e *Env) Resolve(p string) (Path, error) {
 	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && hardLinks(fi) > 1 {
 		out.HardLinked, out.Inside = true, false
 	}
-	out.Protected = e.protected(abs)
+	out.own = e.Protected
+	out.Why, out.Own = e.protected(abs, out.Display)
+	out.Protected = out.Why != ""
 	return out, nil
 }
 
-// protected reports whether abs is under a .git directory (a written
-// .git/config can run code on the next git command) or is one of the
-// Env.Protected files (crow-acp's configuration and database).
-func (e *Env) protected(abs string) bool {
+// protectedRead is why reading p is asked about every time (one of
+// crow-acp's own files: the credentials file holds API keys), or "".
+func protectedRead(p Path) string {
+	if !p.Own {
+		return ""
+	}
+	return p.Why
+}
+
+// protected says why writing abs always asks, or "": it is under a .git
+// directory (a written .git/config can run code on the next git command),
+// a git directory's marker (gitMarker), or one of the Env.Protected files
+// (own: crow-acp's configuration, credentials, database and log, which
+// reads ask about too).
+func (e *Env) protected(abs, display string) (why string, own bool) {
+	if ownFile(e.Protected, abs) {
+		return display + " is one of crow-acp's own files (configuration, credentials, database or log): reading it could send API keys to the model, writing it could change crow-acp's settings or keys.", true
+	}
 	for _, part := range strings.Split(filepath.ToSlash(abs), "/") {
 		if strings.EqualFold(part, ".git") {
-			return true
+			return display + " is under .git/; writing it could run code on the next git command.", false
 		}
 	}
-	for _, p := range e.Protected {
+	return gitMarker(abs, display), false
+}
+
+// ownFile reports whether abs is one of files or, for a SQLite database,
+// one of its -wal, -shm and -journal files.
+func ownFile(files []string, abs string) bool {
+	for _, p := range files {
 		if p == "" {
 			continue
 		}
-		// A SQLite database comes with its -wal, -shm and -journal files.
 		if abs == p || (strings.HasPrefix(abs, p+"-") && !strings.ContainsRune(abs[len(p):], filepath.Separator)) {
 			return true
 		}
 	}
 	return false
+}
+
+// Git takes any directory holding HEAD, objects/ and refs/ for a
+// repository (bare, or a worktree's git directory with commondir), without
+// a .git anywhere in its path, and runs what its config names
+// (core.fsmonitor, core.pager, hooks) on the next git command run in or
+// below it. gitMarker says why a write to abs would create or change such a
+// marker, or "". The rule holds whatever order the markers are written in,
+// since HEAD (without which git sees no repository) always asks:
+//   - HEAD, commondir, gitdir and packed-refs always ask: no project file
+//     has those names by chance;
+//   - config asks when its directory already holds HEAD, commondir,
+//     objects/ or refs/;
+//   - anything under objects/ or refs/ asks when the directory holding
+//     that folder also holds HEAD, commondir or the other folder.
+//
+// So a project's own config file, or an objects/ folder of source code,
+// goes without a question.
+func gitMarker(abs, display string) string {
+	dir, base := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	for _, m := range []string{"HEAD", "commondir", "gitdir", "packed-refs"} {
+		if strings.EqualFold(base, m) {
+			return markerWhy(display, base)
+		}
+	}
+	if strings.EqualFold(base, "config") && gitDirLike(dir, "") {
+		return markerWhy(display, base)
+	}
+	for d := dir; ; {
+		parent, name := filepath.Dir(d), filepath.Base(d)
+		if parent == d {
+			return ""
+		}
+		if (strings.EqualFold(name, "objects") || strings.EqualFold(name, "refs")) && gitDirLike(parent, strings.ToLower(name)) {
+			return markerWhy(display, name+"/")
+		}
+		d = parent
+	}
+}
+
+// gitDirLike reports whether dir already holds a git directory's marker
+// other than the folder except: HEAD, commondir, objects/ or refs/.
+func gitDirLike(dir, except string) bool {
+	if exists(filepath.Join(dir, "HEAD")) || exists(filepath.Join(dir, "commondir")) {
+		return true
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if sub == except {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func markerWhy(display, marker string) string {
+	return fmt.Sprintf("%s is a git repository marker (%s): a folder holding HEAD, config, objects/ and refs/ is a repository, and its config can run any command on the next git command there (core.fsmonitor).", display, marker)
 }
 
 // within reports whether p is root or below it, and p relative to root.

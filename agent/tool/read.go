@@ -55,7 +55,7 @@ func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	}
 	return &Action{
 		Title: title, Kind: acp.ToolKindRead, Locations: locate(p, a.Offset),
-		Access: AccessRead, Outside: outside(p), PermissionKey: "read",
+		Access: AccessRead, Outside: outside(p), PermissionKey: "read", AlwaysAsk: protectedRead(p),
 		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
 			return readRange(ctx, env, p, a.Offset, a.Limit)
 		},

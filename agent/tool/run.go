@@ -97,7 +97,7 @@ func runInTerminal(ctx context.Context, env *Env, command string, timeout time.D
 	limit := outputCap(env)
 	created, err := env.Client.CreateTerminal(ctx, &acp.CreateTerminalRequest{
 		SessionID: env.SessionID, Command: "sh", Args: []string{"-c", command},
-		Cwd: env.clientCwd(), OutputByteLimit: &limit,
+		Cwd: env.clientCwd(), OutputByteLimit: &limit, Env: GitConfigEnv(env.childEnv()),
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -70,7 +70,7 @@ func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	}
 	return &Action{
 		Title: fmt.Sprintf("Search %q in %s", a.Pattern, p.Display), Kind: acp.ToolKindSearch,
-		Locations: locate(p, 0), Access: AccessRead, Outside: outside(p), PermissionKey: "read",
+		Locations: locate(p, 0), Access: AccessRead, Outside: outside(p), PermissionKey: "read", AlwaysAsk: protectedRead(p),
 		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
 			var b strings.Builder
 			n, more := 0, false

@@ -40,9 +40,11 @@ type Env struct {
 	// index): paths are shown to the client below these, never below a
 	// root's resolved path, which the client may not know.
 	ClientRoots []string
-	// Protected are files that writes always ask for, in every mode but
-	// bypass (crow-acp's configuration and database; symlinks resolved, as
-	// ResolveRoots does). Paths under any .git directory are protected too.
+	// Protected are crow-acp's own files (configuration, credentials,
+	// database, log; symlinks resolved, as ResolveRoots does): reading,
+	// searching or writing them always asks, in every mode but bypass.
+	// Writes under any .git directory and to a git directory's markers
+	// (see gitMarker) always ask too.
 	Protected []string
 	Client    acp.Client
 	// What the client offered in initialize; a method it did not offer is

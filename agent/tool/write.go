@@ -61,7 +61,7 @@ func protectedWrite(p Path) string {
 	if !p.Protected {
 		return ""
 	}
-	return p.Display + " is under .git/ or is one of crow-acp's own files; writing it could run code or change crow-acp's settings."
+	return p.Why
 }
 
 // maxDiffBytes bounds the old and new text of one diff sent to the client

@@ -51,8 +51,9 @@ func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
 		// No developer's config.toml may reach a test.
 		"XDG_CONFIG_HOME": env.Tmp,
 	}
+	dirs := strings.NewReplacer("${CWD}", env.Dir, "${TMP}", env.Tmp)
 	for k, v := range f.Env {
-		vars[k] = v
+		vars[k] = dirs.Replace(v)
 	}
 	buildMCPServer(f, env)
 	return vars

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +145,50 @@ func errorCode(t *testing.T, frame []byte) int {
 		return 0
 	}
 	return f.Error.Code
+}
+
+// Issue 29 finding 4: twelve concurrent logins (one per provider, each its
+// own key variable) kept 3 to 5 of the 12 keys: each read the file, added
+// its key and renamed its copy over the others'. Under the lock all 12 stay.
+func TestConcurrentLoginsKeepEveryKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	model := fakemodel.Start()
+	t.Cleanup(model.Close)
+	cfgHome, dir := t.TempDir(), t.TempDir()
+	const n = 12
+	errs := make(chan error, n)
+	for i := range n {
+		cfg := filepath.Join(dir, fmt.Sprintf("p%d.toml", i))
+		body := fmt.Sprintf("[providers.p%d]\nbase_url = %q\napi_key_env = \"KEY_%d\"\n", i, model.URL(), i)
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			cmd := exec.Command(bin, "login", "--config", cfg)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + cfgHome}
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("sk-login-%02d-0123456789\n", i))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("login %d: %v: %s", i, err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(cfgHome, "crow-acp", "credentials"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if want := fmt.Sprintf("KEY_%d=sk-login-%02d-0123456789\n", i, i); !strings.Contains(string(b), want) {
+			t.Errorf("key %d lost; the file holds:\n%s", i, b)
+		}
+	}
 }

@@ -60,6 +60,11 @@ func TestRegistryEntry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "icon.svg")); err != nil {
 		t.Error("no icon.svg beside agent.json")
 	}
+	// Issue 29: no npx distribution, which would run a node_modules/crow-acp
+	// committed in the project the editor opened.
+	if bytes.Contains(generated, []byte(`"npx"`)) {
+		t.Error("agent.json offers npx, which runs a project's own node_modules/crow-acp")
+	}
 }
 
 // TestLauncherDependsOnEveryPlatform: the launcher's optional dependencies

@@ -21,9 +21,14 @@ type entry struct {
 	Distribution distribution `json:"distribution"`
 }
 
+// distribution lists only the release archives. An npx entry is left out
+// on purpose: editors start agents in the project folder, and npx runs
+// the crow-acp it finds in that project's node_modules first (pinned
+// version or not: a planted package.json claims any), so a repository
+// that commits node_modules/crow-acp would run its own code. The archives
+// cover every platform the npm packages do.
 type distribution struct {
 	Binary map[string]binaryTarget `json:"binary"`
-	NPX    packageDistribution     `json:"npx"`
 }
 
 type binaryTarget struct {
@@ -31,12 +36,7 @@ type binaryTarget struct {
 	Cmd     string `json:"cmd"`
 }
 
-type packageDistribution struct {
-	Package string `json:"package"`
-}
-
-// registryEntry lists every target's archive and the npm launcher, both at
-// version. Started with no arguments crow-acp speaks ACP on stdio.
+// registryEntry lists every target's archive at version. Started with no arguments crow-acp speaks ACP on stdio.
 func registryEntry(version string) entry {
 	e := entry{
 		ID:          "crow-acp",
@@ -48,7 +48,6 @@ func registryEntry(version string) entry {
 		License:     "Apache-2.0",
 		Distribution: distribution{
 			Binary: map[string]binaryTarget{},
-			NPX:    packageDistribution{Package: "crow-acp@" + version},
 		},
 	}
 	for _, t := range targets {

@@ -519,6 +519,7 @@ func (c *Settings) Agent(version string) agent.Config {
 	}
 	c.limits.apply(&ac)
 	ac.ProtectedFiles = c.ownFiles()
+	ac.Secrets = c.knownSecrets
 	ac.ChildEnv = c.childEnv()
 	ac.TrustedMCPServers = c.mcp.trusted.V
 	ac.MCPCallTimeout = c.mcp.callTimeout.V
@@ -534,11 +535,11 @@ func explicit(v Value[int]) int {
 	return v.V
 }
 
-// ownFiles are crow-acp's configuration file and SQLite database, which
-// tools never write without asking.
+// ownFiles are crow-acp's configuration file, credentials file, SQLite
+// database and log file, which tools never read or write without asking.
 func (c *Settings) ownFiles() []string {
 	var out []string
-	for _, f := range []string{c.File, c.DB.V} {
+	for _, f := range []string{c.File, c.Credentials, c.DB.V, c.LogFile.V} {
 		if f == "" {
 			continue
 		}

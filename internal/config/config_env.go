@@ -101,6 +101,58 @@ func (c *Settings) secretValues() []string {
 	return out
 }
 
+// knownSecrets are the secrets removed from the model's text: every
+// provider's API key, header values whose name says they are credentials
+// (a value such as an X-Title of "crow-acp" is not: redacting it would
+// mangle ordinary replies), passwords in the base URL and database URL, and
+// every key in the credentials file as it is now (a login while crow-acp
+// serves adds one; another provider's key is as secret as this one's).
+func (c *Settings) knownSecrets() []string {
+	out := []string{c.APIKey.V}
+	headers := []map[string]string{c.Headers.V}
+	for _, name := range sortedKeys(c.providers) {
+		out = append(out, c.providers[name].key.V)
+		headers = append(headers, c.providers[name].Headers)
+	}
+	for _, h := range headers {
+		for _, k := range sortedKeys(h) {
+			if credentialHeader(k) {
+				out = append(out, h[k])
+				if _, token, ok := strings.Cut(h[k], " "); ok { // "Bearer KEY"
+					out = append(out, token)
+				}
+			}
+		}
+	}
+	for _, raw := range []string{c.BaseURL.V, c.DB.V} {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				out = append(out, pw)
+			}
+		}
+	}
+	if pw := postgres.Password(c.DB.V); pw != "" {
+		out = append(out, pw)
+	}
+	vars, _ := readCredentials(c.Credentials)
+	for _, k := range sortedKeys(vars) {
+		out = append(out, vars[k])
+	}
+	return out
+}
+
+// credentialHeader reports whether an HTTP header of this name carries a
+// credential.
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "key", "token", "secret", "cookie", "password"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // childEnv is the environment of commands and MCP stdio servers.
 func (c *Settings) childEnv() []string { return c.envPolicy.Environ(os.Environ()) }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -81,10 +82,18 @@ func readCredentials(path string) (map[string]string, error) {
 
 // SaveCredential sets name=value in the file, keeping its other lines. The
 // new file replaces the old one in one rename, so a reader sees either.
+// The read, change and rename happen under a lock on path.lock, so
+// concurrent logins (an editor's sign-in for several agents at once) all
+// keep their keys.
 func SaveCredential(path, name, value string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("credentials file: %w", err)
 	}
+	unlock, err := lockCredentials(path, credentialsLockWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := readCredentials(path); err != nil {
 		return err
 	}
@@ -120,6 +129,37 @@ func SaveCredential(path, name, value string) error {
 		return fmt.Errorf("credentials file: %w", err)
 	}
 	return nil
+}
+
+// credentialsLockWait bounds the wait for another login to finish: it
+// holds the lock only while it rewrites a small file.
+const credentialsLockWait = 10 * time.Second
+
+var errBusy = errors.New("locked by another process")
+
+// lockCredentials takes the lock beside path (path.lock, kept: removing it
+// would let two processes lock different files), waiting at most wait.
+func lockCredentials(path string, wait time.Duration) (unlock func(), err error) {
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("credentials file: %w", err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err = tryLock(f)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, errBusy) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, errBusy) {
+				return nil, fmt.Errorf("credentials file: another crow-acp login held %s for over %s; try again", lockPath, wait)
+			}
+			return nil, fmt.Errorf("credentials file: lock %s: %w", lockPath, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func validVarName(s string) bool {

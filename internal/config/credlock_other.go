@@ -1,0 +1,8 @@
+//go:build !unix
+
+package config
+
+import "os"
+
+// tryLock: no advisory lock here; concurrent logins may lose a key.
+func tryLock(*os.File) error { return nil }
