@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
@@ -41,13 +42,25 @@ func TestLoadOverThresholdNothingToCompact(t *testing.T) {
 	if _, err := prompt(big, s.SessionID, prose(1, 900)); err != nil {
 		t.Fatal(err)
 	}
-	used := storedRequestTokens(t, big, s.SessionID)
 	big.Close()
 
 	// The budget is just above what is stored: over the 0.9 threshold, it
-	// fits, and the one turn cannot be cut.
+	// fits, and the one turn cannot be cut. The system prompt's tier follows
+	// the window, so the stored request is measured by an agent whose window
+	// is in the same tier as the one the load will use.
 	const reserve = 256
-	window := used + 40 + reserve
+	window := 3000
+	for range 3 {
+		probe := New(&recorder{}, big.store, big.model, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
+		used := storedRequestTokens(t, probe, s.SessionID)
+		probe.Close()
+		next := used + 40 + reserve
+		if sysprompt.TierFor(next) == sysprompt.TierFor(window) {
+			window = next
+			break
+		}
+		window = next
+	}
 	rec := &recorder{}
 	small := New(rec, big.store, big.model, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
 	t.Cleanup(small.Close)

@@ -111,7 +111,9 @@ func TestOverflowRetriesOnce(t *testing.T) {
 	longHistory(t, a, m, s.SessionID, 8) // ~4,800 tokens accepted: under the 6,000 the refusal names
 	before := len(m.Requests())
 	refused := overflowReplies[2].reply
-	m.Enqueue(refused, fakemodel.Reply{Text: "Summary."}, refused, refused, refused)
+	// Exactly the replies the turn may use: a third request would find none
+	// (the fallback answers) and fail the count below.
+	m.Enqueue(refused, fakemodel.Reply{Text: "Summary."}, refused)
 	_, err = prompt(a, s.SessionID, "Last question.")
 	if err == nil {
 		t.Fatal("a request refused twice ended the turn without an error")

@@ -197,8 +197,15 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 	return nil
 }
 
-// say sends the user a short note as an agent message.
+// say sends the user a short note: a notice, or an agent message.
 func (a *Agent) say(ctx context.Context, sessionID, text string) {
+	// A client that takes notices shows this apart from the model's answer
+	// (exec prints it on stderr, not in the answer on stdout); any other
+	// gets it as bracketed reply text.
+	if a.capabilities().SupportsNotices() {
+		a.sendUpdate(ctx, sessionID, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
+		return
+	}
 	a.sendUpdate(ctx, sessionID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 

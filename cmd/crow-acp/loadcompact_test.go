@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -52,7 +53,11 @@ func TestLoadNothingToCompactBinary(t *testing.T) {
 	p.close()
 
 	// The size of the stored context as a new process counts it on load.
-	p = startProc(t, bin, big)
+	// The system prompt's tier follows the window, so it is measured with a
+	// window of the tier the last process will have (below
+	// sysprompt.CompactFrom), large enough that this load compacts nothing.
+	measure := with(map[string]string{"CROW_CONTEXT_WINDOW": strconv.Itoa(sysprompt.CompactFrom - 1)})
+	p = startProc(t, bin, measure)
 	p.send(init)
 	p.until("0", 10*time.Second)
 	load(p, sid)
@@ -68,6 +73,9 @@ func TestLoadNothingToCompactBinary(t *testing.T) {
 
 	// Over the 0.9 threshold, under the budget, one turn: nothing to cut.
 	const reserve = 256
+	if w := built.Result.Tokens + 40 + reserve; sysprompt.TierFor(w) != sysprompt.TierFor(sysprompt.CompactFrom-1) {
+		t.Fatalf("a %d-token window has another prompt tier than the one measured: the test does not reach its case", w)
+	}
 	p = startProc(t, bin, with(map[string]string{"CROW_CONTEXT_WINDOW": strconv.Itoa(built.Result.Tokens + 40 + reserve),
 		"CROW_OUTPUT_RESERVE": strconv.Itoa(reserve)}))
 	p.send(init)
