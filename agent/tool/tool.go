@@ -56,6 +56,9 @@ type Env struct {
 	CommandTimeout   time.Duration // default timeout of run_command
 	CommandOutputCap int           // bytes of command output kept
 	OutputLimit      int           // bytes of one result the model sees
+	// Reads is what the model has seen of the session's files (read_file,
+	// write_file, edit_file); nil turns off the read-before-overwrite check.
+	Reads *Reads
 	// StoredOutput returns the full output of an earlier call of this
 	// session (for read_output).
 	StoredOutput func(ctx context.Context, callID string) (string, error)
