@@ -100,6 +100,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
 		OutputLimit:      a.cfg.ToolOutputLimit,
+		Reads:            a.readsOf(s.ID),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
