@@ -121,3 +121,27 @@ func TestEditMany(t *testing.T) {
 		t.Fatalf("failed %v, file %q: %s", failed, got, out)
 	}
 }
+
+// The ladder never panics and, when it applies, replaces something.
+func FuzzEditLadder(f *testing.F) {
+	f.Add("a\r\nb\r\n", "a\nb", "c")
+	f.Add("\tif x {\n\t\treturn\n\t}\n", "  if x {\n    return\n  }", "  y")
+	f.Add("say(“hi”)\n", "say(\"hi\")", "x")
+	f.Add("  1\tone\n", "  1\tone", "\x00\xff")
+	f.Add(strings.Repeat("x\n", 5000), "x\nx", "y")
+	f.Fuzz(func(t *testing.T, text, old, nw string) {
+		if old == "" || old == nw || len(text) > 1<<16 {
+			return
+		}
+		res, err := applyReplacement(text, replacement{Old: old, New: nw}, "f")
+		if err != nil {
+			return
+		}
+		if res.count != 1 || res.line < 1 {
+			t.Fatalf("%+v", res)
+		}
+		if res.how == "" && res.text != strings.Replace(text, old, nw, 1) {
+			t.Fatalf("an exact match gave %q", res.text)
+		}
+	})
+}

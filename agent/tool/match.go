@@ -369,7 +369,9 @@ func nearestLines(text, old string) string {
 	if len(lines) == 0 || len(lines) > maxLadderLines {
 		return ""
 	}
-	oldLines = oldLines[:min(len(oldLines), 200)]
+	// Bound the work: lines × compared lines stays under 2M word-set
+	// comparisons.
+	oldLines = oldLines[:min(len(oldLines), 200, max(1, 2_000_000/len(lines)))]
 	oldWords := make([]map[string]bool, len(oldLines))
 	for i, l := range oldLines {
 		oldWords[i] = words(l)

@@ -153,3 +153,13 @@ func changedRegion(before, now string) string {
 	}
 	return fmt.Sprintf(" Now at lines %d-%d:\n%s%s", from+1, len(nt)-suf, showLines(n, from, to), more)
 }
+
+// forget drops a file that was deleted.
+func (r *Reads) forget(abs string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drop(abs)
+}

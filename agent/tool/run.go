@@ -54,6 +54,9 @@ func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if strings.TrimSpace(a.Command) == "" {
 		return nil, errors.New("command is required")
 	}
+	if input, ok := shellPatch(a.Command); ok {
+		return patchFromShell(env, input)
+	}
 	timeout := env.CommandTimeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
