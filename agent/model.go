@@ -47,6 +47,9 @@ type Model struct {
 	// good for a context meter but not for compaction, which stays off for
 	// the model (and says so) rather than guess.
 	WindowAssumed bool
+	// EditTool is the tool the model edits files with: tool.EditFileTool
+	// or tool.ApplyPatchTool; "" = by its name (tool.ForModel).
+	EditTool string
 }
 
 // Defaults for models configured without these attributes.

@@ -119,6 +119,7 @@ type ModelSpec struct {
 	ReasoningHistory string  `json:"reasoningHistory,omitempty"` // "" = by the model's name
 	ToolCallIDs      string  `json:"toolCallIds,omitempty"`      // "" = by the model's name
 	InlineThink      string  `json:"inlineThink,omitempty"`      // "" = by the model's name
+	EditTool         string  `json:"editTool,omitempty"`         // "" = by the model's name (tool.ForModel)
 	Line             int     `json:"-"`                          // where it is defined in the file
 }
 
@@ -202,6 +203,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.ReasoningHistory = deref(m.ReasoningHistory, "")
 		spec.ToolCallIDs = deref(m.ToolCallIDs, "")
 		spec.InlineThink = deref(m.InlineThink, "")
+		spec.EditTool = deref(m.EditTool, "")
 		cfg.Models = append(cfg.Models, spec)
 	}
 	// CROW_MODELS (see agent.ParseModels) replaces the file's list.
@@ -471,6 +473,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		am.ReasoningHistory, _ = streaming.ParseReasoningHistory(m.ReasoningHistory)
 		am.ToolCallIDs, _ = streaming.ParseToolCallIDStyle(m.ToolCallIDs)
 		am.InlineThink, _ = streaming.ParseInlineThink(m.InlineThink)
+		am.EditTool = m.EditTool
 		if m.Name == c.Model.V {
 			// CROW_CONTEXT_WINDOW and the resolved reserve apply to the
 			// selected model.

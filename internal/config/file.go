@@ -14,6 +14,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/streaming"
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -71,6 +72,7 @@ type modelFile struct {
 	ReasoningHistory *string  `toml:"reasoning_history"`
 	ToolCallIDs      *string  `toml:"tool_call_ids"`
 	InlineThink      *string  `toml:"inline_think"`
+	EditTool         *string  `toml:"edit_tool"`
 }
 
 type databaseFile struct {
@@ -368,6 +370,9 @@ func (f *loadedFile) validate() error {
 			if _, ok := streaming.ParseReasoningHistory(*m.ReasoningHistory); !ok {
 				return f.errorAt(key+".reasoning_history", "unknown value %q: use auto, strip, echo or require", *m.ReasoningHistory)
 			}
+		}
+		if m.EditTool != nil && *m.EditTool != tool.EditFileTool && *m.EditTool != tool.ApplyPatchTool {
+			return f.errorAt(key+".edit_tool", "unknown value %q: use edit_file or apply_patch", *m.EditTool)
 		}
 		if m.InlineThink != nil {
 			if _, ok := streaming.ParseInlineThink(*m.InlineThink); !ok {
