@@ -18,7 +18,7 @@ FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzDispatch ./acp:FuzzTextChunkOf ./
 	./streaming:FuzzStream ./agent:FuzzContextMessages ./agent:FuzzAgent \
 	./agent/tool:FuzzResolve ./streaming:FuzzThinkSplit ./compaction:FuzzEstimator \
 	./agent/tool:FuzzCommandRule \
-	./agent/tool:FuzzParsePatch ./agent/tool:FuzzEditLadder \
+	./agent/tool:FuzzParsePatch ./agent/tool:FuzzEditLadder ./agent/tool:FuzzGitignore \
 	./persistence/postgres:FuzzKeywordDSN \
 	./streaming:FuzzParseOverflow ./streaming:FuzzWindowResponses ./streaming:FuzzResponsesEvents \
 	./agent:FuzzErrorDetail ./persistence:FuzzEventRecord ./persistence/internal/jsoncol:FuzzDecodeObjects \

@@ -203,9 +203,9 @@ func readDir(p Path) ([]fs.DirEntry, error) {
 	return entries, nil
 }
 
-// walkRoot visits the files below the directory p (skipping skipDirs, not
-// following symlinks) with their paths relative to p, until fn returns false
-// or ctx ends. fn gets the root it may open the file from and the file's
+// walkRoot visits the files below the directory p (skipping skipDirs and
+// what .gitignore files ignore, not following symlinks) with their paths
+// relative to p, until fn returns false or ctx ends. fn gets the root it may open the file from and the file's
 // name beneath it.
 func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string, d fs.DirEntry) bool) error {
 	r, err := openRoot(p)
@@ -214,6 +214,7 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 	}
 	defer r.Close()
 	stop := errors.New("stop")
+	ig := newIgnorer(r)
 	err = fs.WalkDir(r.FS(), p.Rel, func(name string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -232,6 +233,12 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 		}
 		if d.IsDir() && skipDirs[d.Name()] {
 			return fs.SkipDir
+		}
+		if ig.ignored(name, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		rel := name
 		if p.Rel != "." {
