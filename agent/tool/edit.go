@@ -15,16 +15,15 @@ type editFile struct{}
 
 func (editFile) Definition() streaming.Tool {
 	return streaming.Tool{
-		Name: "edit_file",
-		Description: "Replace text in a file. old_string should match the file exactly and once (else set replace_all); " +
-			"small whitespace/indentation slips are tolerated and reported. edits applies several replacements, all or none.",
+		Name:        "edit_file",
+		Description: "Replace old_string with new_string in a file; old_string must be unique unless replace_all. Small whitespace slips are tolerated and reported.",
 		Parameters: object(props{
 			"path":        str("File path, relative to the project root"),
-			"old_string":  str("Text to replace, copied from the file (no line numbers)"),
+			"old_string":  str("Text copied from the file, without line numbers"),
 			"new_string":  str("Replacement text"),
-			"replace_all": map[string]any{"type": "boolean", "description": "Replace every occurrence"},
-			"edits": map[string]any{"type": "array", "description": "Several replacements instead of old_string/new_string",
-				"items": object(props{"old_string": str(""), "new_string": str(""), "replace_all": map[string]any{"type": "boolean"}}, "old_string", "new_string")},
+			"replace_all": map[string]any{"type": "boolean"},
+			"edits": map[string]any{"type": "array", "items": map[string]any{"type": "object"},
+				"description": "Several {old_string,new_string,replace_all}, applied all or none"},
 		}, "path"),
 	}
 }

@@ -33,9 +33,9 @@ func (search) Definition() streaming.Tool {
 			"pattern":     str("Regular expression"),
 			"path":        str("File or directory to search (default .)"),
 			"glob":        str("Only files matching this glob, e.g. **/*.go"),
-			"context":     integer("Lines shown before and after each match"),
+			"context":     integer("Lines around each match"),
 			"ignore_case": map[string]any{"type": "boolean"},
-			"files_only":  map[string]any{"type": "boolean", "description": "List matching files, not lines"},
+			"files_only":  map[string]any{"type": "boolean"},
 		}, "pattern"),
 	}
 }
