@@ -217,7 +217,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 			cfg.Models = append(cfg.Models, ModelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
 				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
 				Currency: m.Currency, Tokenizer: m.Tokenizer,
-				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink)})
+				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink), EditTool: m.EditTool})
 		}
 		cfg.ModelsFrom = Source{Kind: "env", Detail: "CROW_MODELS"}
 		fc.Models = nil // the file's per-model settings no longer apply
