@@ -16,7 +16,7 @@ type writeFile struct{}
 func (writeFile) Definition() streaming.Tool {
 	return streaming.Tool{
 		Name:        "write_file",
-		Description: "Create or overwrite a file with the given content. Prefer edit_file for changes to existing files.",
+		Description: "Create a file, or overwrite one read in this session, with the given content. For changes to existing files prefer editing.",
 		Parameters: object(props{
 			"path":    str("File path, relative to the project root"),
 			"content": str("The complete new content"),
