@@ -118,7 +118,7 @@ func tolerant(text string, r replacement) (replaced, bool, error) {
 		indent bool
 	}{
 		{"ignoring trailing whitespace", func(s string) string { return strings.TrimRight(s, " \t\r") }, false},
-		{"normalising indentation", func(s string) string { s, _ = asciiQuotes(strings.TrimSpace(s)); return s }, true},
+		{"normalising indentation", func(s string) string { return curly.Replace(strings.TrimSpace(s)) }, true},
 	} {
 		res, n := lineMatch(text, r, rung.norm, rung.indent)
 		if n == 1 {
@@ -174,11 +174,15 @@ func lineMatch(text string, r replacement, norm func(string) string, indent bool
 	for i, l := range oldLines {
 		want[i] = norm(l)
 	}
+	normed := make([]string, len(lines))
+	for i, l := range lines {
+		normed[i] = norm(l.text)
+	}
 	var found []int
 	for i := 0; i+len(want) <= len(lines); i++ {
 		ok := true
 		for k, w := range want {
-			if norm(lines[i+k].text) != w {
+			if normed[i+k] != w {
 				ok = false
 				break
 			}

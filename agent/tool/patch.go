@@ -368,7 +368,7 @@ func seekLines(lines, pat []string, start int, eof bool) (int, string) {
 		{"", func(s string) string { return s }},
 		{"ignoring trailing whitespace", func(s string) string { return strings.TrimRight(s, " \t\r") }},
 		{"normalising indentation", func(s string) string { return strings.TrimSpace(s) }},
-		{"normalising quotes", func(s string) string { s, _ = asciiQuotes(strings.TrimSpace(s)); return s }},
+		{"normalising quotes", func(s string) string { return curly.Replace(strings.TrimSpace(s)) }},
 	} {
 		match := func(at int) bool {
 			for k, w := range pat {
