@@ -49,6 +49,9 @@ FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
 FUZZ_TARGETS += ./agent:FuzzRepairArgs
 FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
+FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
+FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
+FUZZ_TARGETS += ./agent/tool:FuzzGitignore
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -55,6 +56,9 @@ type Model struct {
 	// WindowBuiltIn, WindowAssumedSource, or what the endpoint told
 	// ("discovered: …", "learned from …"). withDefaults fills it.
 	WindowSource string
+	// EditTool is the tool the model edits files with: tool.EditFileTool
+	// or tool.ApplyPatchTool; "" = by its name (tool.ForModel).
+	EditTool string
 }
 
 // Where a model's context window comes from (Model.WindowSource), besides
@@ -139,7 +143,8 @@ func normalizeModels(models []Model, def string) ([]Model, string) {
 // tokenizer (the encoding compaction counts with: auto, estimate,
 // o200k_base, cl100k_base), reasoning (what goes back of the model's
 // reasoning: auto, strip, echo, require), think (where an inline <think>
-// block starts: auto, tag, open), tool_ids (auto, as-is, mistral).
+// block starts: auto, tag, open), tool_ids (auto, as-is, mistral), edit
+// (the edit tool it gets: edit_file or apply_patch; default by name).
 func ParseModels(spec string) ([]Model, error) {
 	var models []Model
 	seen := make(map[string]bool)
@@ -234,8 +239,13 @@ func (m *Model) setAttr(attr string) error {
 			return fmt.Errorf("tool_ids=%q: want auto, as-is or mistral", val)
 		}
 		m.ToolCallIDs = st
+	case "edit":
+		if val != tool.EditFileTool && val != tool.ApplyPatchTool {
+			return fmt.Errorf("edit=%q: want edit_file or apply_patch", val)
+		}
+		m.EditTool = val
 	default:
-		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title, tokenizer, reasoning, think, tool_ids)", key)
+		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title, tokenizer, reasoning, think, tool_ids, edit)", key)
 	}
 	if err != nil {
 		return err

@@ -38,6 +38,16 @@ func TestParseModelsHistoryAttributes(t *testing.T) {
 	}
 }
 
+func TestParseModelsEditTool(t *testing.T) {
+	got, err := ParseModels("glm-4.6;edit=apply_patch, gpt-5;edit=edit_file, o3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].EditTool != "apply_patch" || got[1].EditTool != "edit_file" || got[2].EditTool != "" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
 func TestParseModelsRejectsMistakes(t *testing.T) {
 	for spec, wantErr := range map[string]string{
 		"a;window=0":                 "positive",
@@ -52,6 +62,7 @@ func TestParseModelsRejectsMistakes(t *testing.T) {
 		"a;reasoning=always":         "strip, echo or require",
 		"a;tool_ids=short":           "as-is or mistral",
 		"a;think=always":             "auto, tag or open",
+		"a;edit=patch":               "edit_file or apply_patch",
 	} {
 		if _, err := ParseModels(spec); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("ParseModels(%q) = %v, want an error containing %q", spec, err, wantErr)

@@ -37,6 +37,21 @@ type sessionState struct {
 	// prompt holds the environment and instruction files the system
 	// prompt is built from (sysprompt.go; its own lock).
 	prompt promptFacts
+	// reads is what the model has seen of the session's files, for
+	// write_file's read-before-overwrite check (in memory only: after a
+	// restart the model reads a file again before overwriting it).
+	reads *tool.Reads
+}
+
+// readsOf is the session's read tracker, created on first use.
+func (a *Agent) readsOf(sessionID string) *tool.Reads {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.stateLocked(sessionID)
+	if st.reads == nil {
+		st.reads = tool.NewReads()
+	}
+	return st.reads
 }
 
 // stateLocked returns the session's state, creating it. a.mu must be held.

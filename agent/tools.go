@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,7 +48,8 @@ func (a *Agent) tools(s *persistence.Session) []tool.Tool {
 	if a.cfg.NoTools {
 		return nil
 	}
-	all := tool.Builtins()
+	m := a.sessionModel(s)
+	all := tool.ForModel(cmp.Or(m.Name, a.cfg.Model), m.EditTool)
 	if set := a.mcpSet(s.ID); set != nil {
 		all = append(all, set.Tools()...)
 	}
@@ -104,6 +106,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
 		OutputLimit:      a.toolOutputLimit(s),
+		Reads:            a.readsOf(s.ID),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},

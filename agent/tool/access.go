@@ -205,8 +205,9 @@ func readDir(p Path) ([]fs.DirEntry, error) {
 }
 
 // walkRoot visits the files below the directory p (skipping skipDirs and
-// crow-acp's own files, not following symlinks) with their paths relative to p, until fn returns false
-// or ctx ends. fn gets the root it may open the file from and the file's
+// crow-acp's own files and what .gitignore files ignore, not following
+// symlinks) with their paths relative to p, until fn returns false or ctx
+// ends. fn gets the root it may open the file from and the file's
 // name beneath it.
 func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string, d fs.DirEntry) bool) error {
 	r, err := openRoot(p)
@@ -215,6 +216,7 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 	}
 	defer r.Close()
 	stop := errors.New("stop")
+	ig := newIgnorer(r)
 	err = fs.WalkDir(r.FS(), p.Rel, func(name string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -237,6 +239,12 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 		// crow-acp's own files (the credentials file in a workspace
 		// holding ~/.config) are read only when named, after asking.
 		if !d.IsDir() && ownFile(p.own, filepath.Join(p.Root, filepath.FromSlash(name))) {
+			return nil
+		}
+		if ig.ignored(name, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		rel := name

@@ -3,6 +3,7 @@ package tool
 import (
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -177,6 +178,37 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// NonInteractive are set for every command the model runs, locally and in
+// the client's terminal: a pager (git log, man) or an editor (git commit,
+// rebase -i) would wait for a keypress nobody sends until the command
+// times out, and git would prompt for credentials. Colour and CI are left
+// alone: they change what programs print or do, not whether they wait.
+var NonInteractive = []acp.EnvVariable{
+	{Name: "PAGER", Value: "cat"},
+	{Name: "GIT_PAGER", Value: "cat"},
+	{Name: "MANPAGER", Value: "cat"},
+	{Name: "LESS", Value: "-FRX"},
+	{Name: "GIT_TERMINAL_PROMPT", Value: "0"},
+	{Name: "GIT_EDITOR", Value: "true"},
+	{Name: "GIT_SEQUENCE_EDITOR", Value: "true"},
+}
+
+// withNonInteractive returns env with the NonInteractive variables set
+// (replacing any inherited value).
+func withNonInteractive(env []string) []string {
+	out := make([]string, 0, len(env)+len(NonInteractive))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(NonInteractive, func(v acp.EnvVariable) bool { return v.Name == k }) {
+			out = append(out, kv)
+		}
+	}
+	for _, v := range NonInteractive {
+		out = append(out, v.Name+"="+v.Value)
+	}
+	return out
 }
 
 // osEnviron is os.Environ, named for tests.

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -88,5 +89,19 @@ func TestEnvPolicyOptions(t *testing.T) {
 		if got := strings.Join(c.p.Environ(parent), " "); got != c.want {
 			t.Errorf("%+v: %s, want %s", c.p, got, c.want)
 		}
+	}
+}
+
+// Commands never wait for a pager, an editor or a credential prompt: the
+// non-interactive settings replace whatever the parent had.
+func TestCommandsRunNonInteractive(t *testing.T) {
+	env := &Env{Roots: ResolveRoots([]string{t.TempDir()}), ChildEnv: []string{"PAGER=less", "KEEP=1", "PATH=" + os.Getenv("PATH")}}
+	act, err := runCommand{}.Prepare(env, []byte(`{"command":"echo $PAGER $GIT_PAGER $LESS $GIT_TERMINAL_PROMPT $KEEP"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := act.Run(context.Background(), func([]acp.ToolCallContent) {})
+	if !strings.Contains(res.Output, "cat cat -FRX 0 1") {
+		t.Fatalf("output %q", res.Output)
 	}
 }

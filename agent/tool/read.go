@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,7 @@ type readFile struct{}
 func (readFile) Definition() streaming.Tool {
 	return streaming.Tool{
 		Name:        "read_file",
-		Description: "Read a text file, optionally a range of lines.",
+		Description: "Read a text file, optionally a range of lines. Each line comes prefixed with its number and a tab (not part of the file).",
 		Parameters: object(props{
 			"path":   str("File path, relative to the project root"),
 			"offset": integer("First line to read, 1-based"),
@@ -29,9 +30,13 @@ func (readFile) Definition() streaming.Tool {
 }
 
 type readArgs struct {
-	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Path     string `json:"path"`
+	FilePath string `json:"file_path"`
+	Offset   int    `json:"offset"`
+	Limit    int    `json:"limit"`
+	// The range as other agents' tools name it (inclusive lines).
+	StartLine int `json:"start_line"`
+	EndLine   int `json:"end_line"`
 }
 
 func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
@@ -39,9 +44,17 @@ func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if err := decode(raw, &a); err != nil {
 		return nil, err
 	}
-	p, err := env.Resolve(a.Path)
+	p, err := env.Resolve(cmp.Or(a.Path, a.FilePath))
 	if err != nil {
 		return nil, err
+	}
+	if a.Offset < 1 {
+		a.Offset = a.StartLine
+	}
+	if a.Limit <= 0 && a.EndLine > 0 {
+		if a.Limit = a.EndLine - max(a.Offset, 1) + 1; a.Limit <= 0 {
+			return nil, fmt.Errorf("end_line %d is before the first line %d", a.EndLine, max(a.Offset, 1))
+		}
 	}
 	if a.Offset < 1 {
 		a.Offset = 1
@@ -82,11 +95,17 @@ func readRange(ctx context.Context, env *Env, p Path, offset, limit int) Result 
 		if len(lines) > limit {
 			lines, more = lines[:limit], true
 		}
+		if offset == 1 && !more {
+			env.Reads.saw(p.Abs, res.Content)
+		} else {
+			env.Reads.sawPart(p.Abs)
+		}
 	} else {
 		text, err := readDisk(p)
 		if err != nil {
 			return Failure("%s", notFound(p, err))
 		}
+		env.Reads.saw(p.Abs, text)
 		all := splitLines(text)
 		total = len(all)
 		if offset > total && total > 0 {
@@ -98,29 +117,41 @@ func readRange(ctx context.Context, env *Env, p Path, offset, limit int) Result 
 	}
 	// Keep within the output limit, at a line boundary.
 	size, n := 0, 0
-	for n < len(lines) && (env.OutputLimit <= 0 || size+len(lines[n]) <= env.OutputLimit || n == 0) {
-		size += len(lines[n])
+	for n < len(lines) && (env.OutputLimit <= 0 || size+len(lines[n])+8 <= env.OutputLimit || n == 0) {
+		size += len(lines[n]) + 8
 		n++
 	}
 	if n < len(lines) {
 		lines, more = lines[:n], true
 	}
-	out := strings.Join(lines, "")
+	out := numbered(lines, offset)
 	if n == 1 && env.OutputLimit > 0 && len(out) > env.OutputLimit {
 		out = out[:env.OutputLimit] + "…\n"
 	}
 	if more {
 		next := offset + len(lines)
 		if total >= 0 {
-			out += fmt.Sprintf("\n[showing lines %d-%d of %d; call read_file with offset=%d to read more]", offset, next-1, total, next)
+			out += fmt.Sprintf("\n[lines %d-%d of %d; call read_file with offset=%d to continue]", offset, next-1, total, next)
 		} else {
-			out += fmt.Sprintf("\n[showing lines %d-%d; more follow: call read_file with offset=%d]", offset, next-1, next)
+			out += fmt.Sprintf("\n[lines %d-%d; more follow: call read_file with offset=%d to continue]", offset, next-1, next)
 		}
 	}
 	if out == "" {
 		out = "[empty file]"
 	}
 	return Result{Output: out, Content: []acp.ToolCallContent{acp.ToolText(fenced(p.Display, strings.Join(lines, "")))}}
+}
+
+// numbered prefixes each line with its number, right-aligned, and a tab
+// (cat -n style), so the model can cite path:line; edit_file strips these
+// prefixes when a model copies them into old_string.
+func numbered(lines []string, first int) string {
+	var b strings.Builder
+	w := len(fmt.Sprint(first + len(lines) - 1))
+	for i, l := range lines {
+		fmt.Fprintf(&b, "%*d\t%s", w, first+i, l)
+	}
+	return b.String()
 }
 
 // splitLines splits text into lines that keep their "\n".

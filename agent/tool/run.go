@@ -54,6 +54,9 @@ func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if strings.TrimSpace(a.Command) == "" {
 		return nil, errors.New("command is required")
 	}
+	if input, ok := shellPatch(a.Command); ok {
+		return patchFromShell(env, input)
+	}
 	timeout := env.CommandTimeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
@@ -95,10 +98,14 @@ const maxTitleRunes = 200
 // in the tool call, so the user watches it live.
 func runInTerminal(ctx context.Context, env *Env, command string, timeout time.Duration, progress func([]acp.ToolCallContent)) Result {
 	limit := outputCap(env)
-	created, err := env.Client.CreateTerminal(ctx, &acp.CreateTerminalRequest{
+	req := &acp.CreateTerminalRequest{
 		SessionID: env.SessionID, Command: "sh", Args: []string{"-c", command},
 		Cwd: env.clientCwd(), OutputByteLimit: &limit, Env: GitConfigEnv(env.childEnv()),
-	})
+	}
+	// The editor's terminal inherits the editor's environment: no pager or
+	// prompt may wait there either.
+	req.Env = append(req.Env, NonInteractive...)
+	created, err := env.Client.CreateTerminal(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Failure("cancelled before the command started")
@@ -222,10 +229,11 @@ func runLocal(ctx context.Context, env *Env, command string, timeout time.Durati
 // output is stored and sent to the model, so it must not see crow-acp's
 // secrets.
 func (e *Env) childEnv() []string {
-	if e.ChildEnv != nil {
-		return e.ChildEnv
+	env := e.ChildEnv
+	if env == nil {
+		env = EnvPolicy{}.Environ(os.Environ())
 	}
-	return EnvPolicy{}.Environ(os.Environ())
+	return withNonInteractive(env)
 }
 
 // commandResult is the model's view of a finished command.

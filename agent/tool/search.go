@@ -28,20 +28,29 @@ type search struct{}
 func (search) Definition() streaming.Tool {
 	return streaming.Tool{
 		Name:        "search",
-		Description: "Search file contents with a regular expression (RE2). Returns path:line: text.",
+		Description: "Search file contents with a regular expression (RE2), skipping .gitignored files. Returns path:line: text.",
 		Parameters: object(props{
-			"pattern": str("Regular expression"),
-			"path":    str("File or directory to search (default .)"),
-			"glob":    str("Only files matching this glob, e.g. **/*.go"),
+			"pattern":     str("Regular expression"),
+			"path":        str("File or directory to search (default .)"),
+			"glob":        str("Only files matching this glob, e.g. **/*.go"),
+			"context":     integer("Lines around each match"),
+			"ignore_case": map[string]any{"type": "boolean"},
+			"files_only":  map[string]any{"type": "boolean"},
 		}, "pattern"),
 	}
 }
 
 type searchArgs struct {
-	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
-	Glob    string `json:"glob"`
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`
+	Glob       string `json:"glob"`
+	Context    int    `json:"context"`
+	IgnoreCase bool   `json:"ignore_case"`
+	FilesOnly  bool   `json:"files_only"`
 }
+
+// maxSearchContext bounds the context lines around a match.
+const maxSearchContext = 10
 
 func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	var a searchArgs
@@ -51,7 +60,12 @@ func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if a.Pattern == "" {
 		return nil, fmt.Errorf("pattern is required")
 	}
-	re, err := regexp.Compile(a.Pattern)
+	expr := a.Pattern
+	if a.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	a.Context = min(max(a.Context, 0), maxSearchContext)
+	re, err := regexp.Compile(expr)
 	if err != nil {
 		return nil, fmt.Errorf("invalid pattern: %v", err)
 	}
@@ -75,12 +89,42 @@ func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			var b strings.Builder
 			n, more := 0, false
 			grep := func(r *os.Root, name, rel string) {
-				for _, m := range grepFile(r, p, name, re, maxSearchMatches-n+1) {
+				ms, lines := grepFile(r, p, name, re, maxSearchMatches-n+1)
+				if a.FilesOnly {
+					if len(ms) > 0 {
+						if n == maxSearchMatches {
+							more = true
+							return
+						}
+						fmt.Fprintf(&b, "%s\n", rel)
+						n++
+					}
+					return
+				}
+				shown := 0 // lines of this file already printed
+				for _, m := range ms {
 					if n == maxSearchMatches {
 						more = true
 						return
 					}
+					if a.Context > 0 {
+						from := max(m.line-a.Context, shown+1)
+						if b.Len() > 0 && (shown == 0 || from > shown+1) {
+							b.WriteString("--\n")
+						}
+						for l := from; l < m.line; l++ {
+							fmt.Fprintf(&b, "%s-%d- %s\n", rel, l, showLine(lines[l-1]))
+						}
+					}
 					fmt.Fprintf(&b, "%s:%d: %s\n", rel, m.line, m.text)
+					shown = m.line
+					for l := m.line + 1; l <= min(m.line+a.Context, len(lines)); l++ {
+						if next := nextMatch(ms, m.line); next != 0 && l >= next {
+							break
+						}
+						fmt.Fprintf(&b, "%s-%d- %s\n", rel, l, showLine(lines[l-1]))
+						shown = l
+					}
 					n++
 				}
 			}
@@ -129,32 +173,55 @@ type match struct {
 	text string
 }
 
+// nextMatch is the line of the match after line, 0 if none.
+func nextMatch(ms []match, line int) int {
+	for _, m := range ms {
+		if m.line > line {
+			return m.line
+		}
+	}
+	return 0
+}
+
+// showLine cuts a long line for the results.
+func showLine(t string) string {
+	t = strings.TrimRight(t, "\r")
+	if len(t) > maxMatchLine {
+		t = t[:maxMatchLine] + "…"
+	}
+	return t
+}
+
 // grepFile returns up to max matching lines of the text file name beneath r
 // (searched as part of p); binary, very large and irregular files (FIFOs,
 // devices, files with other hard links inside the workspace) are skipped.
-func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) []match {
+func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) ([]match, []string) {
 	f, fi, err := openRegular(r, p, name)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
 	if fi.Size() > maxSearchFileBytes {
-		return nil
+		return nil, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSearchFileBytes+1))
 	if err != nil || len(data) > maxSearchFileBytes || isBinary(data) {
-		return nil
+		return nil, nil
 	}
 	var out []match
+	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), maxSearchFileBytes)
 	for line := 1; sc.Scan() && len(out) < max; line++ {
-		if t := sc.Text(); re.MatchString(t) {
-			if len(t) > maxMatchLine {
-				t = t[:maxMatchLine] + "…"
-			}
-			out = append(out, match{line, strings.TrimRight(t, "\r")})
+		t := sc.Text()
+		lines = append(lines, t)
+		if re.MatchString(t) {
+			out = append(out, match{line, showLine(t)})
 		}
 	}
-	return out
+	// The lines after the last match, for its context.
+	for i := 0; i < maxSearchContext && sc.Scan(); i++ {
+		lines = append(lines, sc.Text())
+	}
+	return out, lines
 }

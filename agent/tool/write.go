@@ -1,11 +1,11 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -16,7 +16,7 @@ type writeFile struct{}
 func (writeFile) Definition() streaming.Tool {
 	return streaming.Tool{
 		Name:        "write_file",
-		Description: "Create or overwrite a file with the given content. Prefer edit_file for changes to existing files.",
+		Description: "Create a file, or overwrite one read in this session, with the given content. For changes to existing files prefer editing.",
 		Parameters: object(props{
 			"path":    str("File path, relative to the project root"),
 			"content": str("The complete new content"),
@@ -25,8 +25,9 @@ func (writeFile) Definition() streaming.Tool {
 }
 
 type writeArgs struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
+	Path     string  `json:"path"`
+	FilePath string  `json:"file_path"`
+	Content  *string `json:"content"`
 }
 
 func (writeFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
@@ -37,15 +38,20 @@ func (writeFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if a.Content == nil {
 		return nil, errors.New("content is required")
 	}
-	p, err := env.Resolve(a.Path)
+	p, err := env.Resolve(cmp.Or(a.Path, a.FilePath))
 	if err != nil {
 		return nil, err
 	}
 	content := *a.Content
-	e := &edit{env: env, p: p, mayCreate: true, apply: func(_ string, created bool) (string, string, error) {
+	e := &edit{env: env, p: p, mayCreate: true, apply: func(old string, created bool) (string, string, error) {
 		verb := "Updated"
 		if created {
 			verb = "Created"
+		} else if why := env.Reads.staleness(p, old); why != "" {
+			return "", "", errors.New(why)
+		}
+		if ph := placeholder(content, old); ph != "" && !created {
+			return "", "", placeholderError(ph)
 		}
 		return content, fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(content))), nil
 	}}
@@ -133,6 +139,7 @@ func (e *edit) run(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
 	if err := e.env.writeText(ctx, e.p, c.updated); err != nil {
 		return Failure("write %s: %v", e.p.Display, err)
 	}
+	e.env.Reads.saw(e.p.Abs, c.updated)
 	return Result{Output: c.output, Content: []acp.ToolCallContent{diff(e.p, c)}}
 }
 
@@ -148,67 +155,4 @@ func diff(p Path, c *change) acp.ToolCallContent {
 		d.OldText = ptr(c.old)
 	}
 	return acp.ToolCallContent{Diff: d}
-}
-
-type editFile struct{}
-
-func (editFile) Definition() streaming.Tool {
-	return streaming.Tool{
-		Name:        "edit_file",
-		Description: "Replace exact text in a file. old must match the file exactly (whitespace included) and be unique unless all is true.",
-		Parameters: object(props{
-			"path": str("File path, relative to the project root"),
-			"old":  str("Exact text to replace"),
-			"new":  str("Replacement text"),
-			"all":  map[string]any{"type": "boolean", "description": "Replace every occurrence"},
-		}, "path", "old", "new"),
-	}
-}
-
-type editArgs struct {
-	Path string  `json:"path"`
-	Old  string  `json:"old"`
-	New  *string `json:"new"`
-	All  bool    `json:"all"`
-}
-
-func (editFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
-	var a editArgs
-	if err := decode(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.Old == "" {
-		return nil, errors.New("old is required (to create a file use write_file)")
-	}
-	if a.New == nil {
-		return nil, errors.New("new is required")
-	}
-	if a.Old == *a.New {
-		return nil, errors.New("old and new are the same: nothing to change")
-	}
-	p, err := env.Resolve(a.Path)
-	if err != nil {
-		return nil, err
-	}
-	e := &edit{env: env, p: p, apply: func(old string, _ bool) (string, string, error) {
-		n := strings.Count(old, a.Old)
-		switch {
-		case n == 0:
-			return "", "", fmt.Errorf("old text not found in %s; read the file and copy the text exactly", p.Display)
-		case n > 1 && !a.All:
-			return "", "", fmt.Errorf("old text found %d times in %s; include more surrounding lines to make it unique, or set all=true", n, p.Display)
-		}
-		count := 1
-		if a.All {
-			count = n
-		}
-		line := 1 + strings.Count(old[:strings.Index(old, a.Old)], "\n")
-		return strings.Replace(old, a.Old, *a.New, count),
-			fmt.Sprintf("Edited %s: %d replacement(s), first at line %d.", p.Display, count, line), nil
-	}}
-	return &Action{
-		Title: "Edit " + p.Display, Kind: acp.ToolKindEdit, Locations: locate(p, 0),
-		Access: AccessEdit, Outside: outside(p), PermissionKey: "edit", AlwaysAsk: protectedWrite(p),
-		Preview: e.preview, Run: e.run,
-	}, nil
 }

@@ -107,7 +107,7 @@ func TestEditRefusesFileChangedAfterPreview(t *testing.T) {
 	// still not written.
 	write("nothing\n")
 	act := prepare(t, editFile{}, env, map[string]any{"path": "a.txt", "old": "x", "new": "y"})
-	if _, err := act.Preview(ctx); err == nil || !strings.Contains(err.Error(), "old text not found") {
+	if _, err := act.Preview(ctx); err == nil || !strings.Contains(err.Error(), "old_string not found") {
 		t.Fatalf("Preview of a missing text: %v", err)
 	}
 	write("x\n")

@@ -126,7 +126,8 @@ type ModelSpec struct {
 	// SystemPromptAppend adds to it ("" = none).
 	SystemPrompt       string `json:"systemPrompt,omitempty"`
 	SystemPromptAppend string `json:"systemPromptAppend,omitempty"`
-	Line               int    `json:"-"` // where it is defined in the file
+	EditTool           string `json:"editTool,omitempty"` // "" = by the model's name (tool.ForModel)
+	Line               int    `json:"-"`                  // where it is defined in the file
 }
 
 // defaultPermissionMode is the mode new sessions start in.
@@ -211,6 +212,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.InlineThink = deref(m.InlineThink, "")
 		spec.SystemPrompt = deref(m.SystemPrompt, "")
 		spec.SystemPromptAppend = deref(m.SystemPromptAppend, "")
+		spec.EditTool = deref(m.EditTool, "")
 		cfg.Models = append(cfg.Models, spec)
 	}
 	// CROW_MODELS (see agent.ParseModels) replaces the file's list.
@@ -224,7 +226,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 			cfg.Models = append(cfg.Models, ModelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
 				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
 				Currency: m.Currency, Tokenizer: m.Tokenizer,
-				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink)})
+				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink), EditTool: m.EditTool})
 		}
 		cfg.ModelsFrom = Source{Kind: "env", Detail: "CROW_MODELS"}
 		fc.Models = nil // the file's per-model settings no longer apply
@@ -482,6 +484,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		am.ReasoningHistory, _ = streaming.ParseReasoningHistory(m.ReasoningHistory)
 		am.ToolCallIDs, _ = streaming.ParseToolCallIDStyle(m.ToolCallIDs)
 		am.InlineThink, _ = streaming.ParseInlineThink(m.InlineThink)
+		am.EditTool = m.EditTool
 		if m.Name == c.Model.V {
 			// CROW_CONTEXT_WINDOW and the resolved reserve apply to the
 			// selected model.

@@ -134,6 +134,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"reasoning_history", "[[models]]\nname = \"a\"\nreasoning_history = \"always\"\n", 3, "models[0].reasoning_history", "use auto, strip, echo or require"},
 		{"tool_call_ids", "[[models]]\nname = \"a\"\ntool_call_ids = \"short\"\n", 3, "models[0].tool_call_ids", "use auto, as-is or mistral"},
 		{"inline_think", "[[models]]\nname = \"a\"\ninline_think = \"always\"\n", 3, "models[0].inline_think", "use auto, tag or open"},
+		{"edit_tool", "[[models]]\nname = \"a\"\nedit_tool = \"patch\"\n", 3, "models[0].edit_tool", "use edit_file or apply_patch"},
 		{"negative price", "[[models]]\nname = \"a\"\ninput_price = -1.0\n", 3, "models[0].input_price", "negative"},
 		{"api key in api_key_env", "[providers.x]\napi_key_env = \"sk-abc123\"\n", 2, "providers.x.api_key_env", "not an environment variable name"},
 		{"bad base url", "[providers.x]\nbase_url = \"localhost:11434\"\n", 2, "providers.x.base_url", "http://"},

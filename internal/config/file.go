@@ -14,6 +14,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/streaming"
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -79,6 +80,7 @@ type modelFile struct {
 	// for this model.
 	SystemPrompt       *string `toml:"system_prompt"`
 	SystemPromptAppend *string `toml:"system_prompt_append"`
+	EditTool           *string `toml:"edit_tool"`
 }
 
 type databaseFile struct {
@@ -376,6 +378,9 @@ func (f *loadedFile) validate() error {
 			if _, ok := streaming.ParseReasoningHistory(*m.ReasoningHistory); !ok {
 				return f.errorAt(key+".reasoning_history", "unknown value %q: use auto, strip, echo or require", *m.ReasoningHistory)
 			}
+		}
+		if m.EditTool != nil && *m.EditTool != tool.EditFileTool && *m.EditTool != tool.ApplyPatchTool {
+			return f.errorAt(key+".edit_tool", "unknown value %q: use edit_file or apply_patch", *m.EditTool)
 		}
 		if m.InlineThink != nil {
 			if _, ok := streaming.ParseInlineThink(*m.InlineThink); !ok {

@@ -26,6 +26,7 @@ name = "file-b"
 reasoning_history = "require"
 tool_call_ids = "mistral"
 inline_think = "open"
+edit_tool = "apply_patch"
 `
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,6 +52,9 @@ inline_think = "open"
 	if ac.Models[1].ReasoningHistory != streaming.ReasoningRequire || ac.Models[1].ToolCallIDs != streaming.ToolCallIDsMistral ||
 		ac.Models[1].InlineThink != streaming.InlineThinkOpen || ac.Models[0].InlineThink != streaming.InlineThinkAuto {
 		t.Errorf("file-b history settings: %+v", ac.Models[1])
+	}
+	if ac.Models[1].EditTool != "apply_patch" || ac.Models[0].EditTool != "" {
+		t.Errorf("edit_tool: %q, %q", ac.Models[0].EditTool, ac.Models[1].EditTool)
 	}
 	if ac.ListPageSize != 50 {
 		t.Errorf("list page size default: got %d", ac.ListPageSize)
