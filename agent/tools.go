@@ -146,6 +146,15 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 		d := t.Definition()
 		byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
 	}
+	// Only one editing tool is offered (tool.ForModel), but a call to the
+	// other is run too: a model calls the one it was trained on.
+	if len(byName) > 0 && !a.cfg.NoTools {
+		for _, t := range tool.EditTools() {
+			if d := t.Definition(); byName[d.Name] == nil {
+				byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
+			}
+		}
+	}
 	for _, c := range calls {
 		if ctx.Err() != nil || guard.stopped() {
 			status, why := persistence.StatusCancelled, "Error: not run: the user cancelled the turn."

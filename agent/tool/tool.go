@@ -146,6 +146,11 @@ func ForModel(model, editTool string) []Tool {
 	return tools
 }
 
+// EditTools are both editing tools. ForModel offers one of them; the agent
+// accepts a call to either, since a model calls the one it was trained on
+// whatever it was offered.
+func EditTools() []Tool { return []Tool{editFile{}, applyPatch{}} }
+
 // PrefersApplyPatch reports whether model's name is of a family trained on
 // codex's apply_patch (gpt-*, o1/o3/o4*, *codex*), after any provider
 // prefix ("openai/gpt-5").
