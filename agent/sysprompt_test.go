@@ -425,7 +425,7 @@ func TestNestedInstructions(t *testing.T) {
 	}
 	mustNotContain(t, "first prompt", systemOf(t, reqs[0]), "API RULES")
 	first := toolResultOf(t, reqs[1], "call_1")
-	if !strings.HasPrefix(first, "package api") || !strings.Contains(first, "\n\nInstructions from pkg/api/AGENTS.md:\nAPI RULES: never break v1.") {
+	if !strings.HasPrefix(first, "1\tpackage api") || !strings.Contains(first, "\n\nInstructions from pkg/api/AGENTS.md:\nAPI RULES: never break v1.") {
 		t.Errorf("the first read in pkg/api does not carry its instructions:\n%s", first)
 	}
 	mustNotContain(t, "second read", toolResultOf(t, reqs[2], "call_2"), "API RULES")

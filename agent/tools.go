@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
 	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -36,9 +37,16 @@ type toolMeta struct {
 // toolDefinitions are the tools offered to the model in session s: the
 // built-ins, then the tools of the session's connected MCP servers.
 func (a *Agent) toolDefinitions(s *persistence.Session) []streaming.Tool {
+	// Below 4k tokens (the minimal prompt tier) the parameters' prose would
+	// take a third of the window: their names and types are sent alone.
+	terse := sysprompt.TierFor(a.sessionModel(s).ContextWindow) == sysprompt.Minimal
 	var out []streaming.Tool
 	for _, t := range a.tools(s) {
-		out = append(out, t.Definition())
+		d := t.Definition()
+		if terse {
+			d = tool.Terse(d)
+		}
+		out = append(out, d)
 	}
 	return out
 }
