@@ -155,11 +155,12 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 		byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
 	}
 	// Only one editing tool is offered (tool.ForModel), but a call to the
-	// other is run too: a model calls the one it was trained on.
-	if len(byName) > 0 && !a.cfg.NoTools {
+	// other is run too: a model calls the one it was trained on. It is not
+	// listed to the model as available.
+	if len(byName) > 0 {
 		for _, t := range tool.EditTools() {
 			if d := t.Definition(); byName[d.Name] == nil {
-				byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
+				schemas[d.Name] = schemaOf(d.Parameters)
 			}
 		}
 	}
@@ -229,6 +230,9 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 		return failEarly(tool.Failure("%s", rep.Refusal))
 	}
 	t := byName[c.Name]
+	if t == nil && len(byName) > 0 {
+		t = unofferedEditTool(c.Name)
+	}
 	if t == nil {
 		if len(byName) == 0 {
 			return failEarly(tool.Failure("there is no tool named %q: no tools are available in this session", c.Name))
@@ -327,6 +331,17 @@ func replayContent(res tool.Result) []acp.ToolCallContent {
 		out = append(out, c)
 	}
 	return out
+}
+
+// unofferedEditTool is the editing tool named name that tool.ForModel did
+// not offer (runToolCalls accepts it), or nil.
+func unofferedEditTool(name string) tool.Tool {
+	for _, t := range tool.EditTools() {
+		if t.Definition().Name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 func sortedNames(m map[string]tool.Tool) []string {
