@@ -88,16 +88,7 @@ func (c *Settings) secretValues() []string {
 			out = append(out, v)
 		}
 	}
-	for _, raw := range []string{c.BaseURL.V, c.DB.V} {
-		if u, err := url.Parse(raw); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok {
-				out = append(out, pw)
-			}
-		}
-	}
-	if pw := postgres.Password(c.DB.V); pw != "" {
-		out = append(out, pw)
-	}
+	out = append(out, c.urlPasswords()...)
 	return out
 }
 
@@ -124,6 +115,18 @@ func (c *Settings) knownSecrets() []string {
 			}
 		}
 	}
+	out = append(out, c.urlPasswords()...)
+	vars, _ := readCredentials(c.Credentials)
+	for _, k := range sortedKeys(vars) {
+		out = append(out, vars[k])
+	}
+	return out
+}
+
+// urlPasswords are the passwords in the base URL and the database URL
+// (either form of a PostgreSQL DSN).
+func (c *Settings) urlPasswords() []string {
+	var out []string
 	for _, raw := range []string{c.BaseURL.V, c.DB.V} {
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if pw, ok := u.User.Password(); ok {
@@ -133,10 +136,6 @@ func (c *Settings) knownSecrets() []string {
 	}
 	if pw := postgres.Password(c.DB.V); pw != "" {
 		out = append(out, pw)
-	}
-	vars, _ := readCredentials(c.Credentials)
-	for _, k := range sortedKeys(vars) {
-		out = append(out, vars[k])
 	}
 	return out
 }
