@@ -477,8 +477,15 @@ func BenchmarkFixedPrefix(b *testing.B) {
 		for range b.N {
 			s = sysprompt.Build(p)
 		}
+		sent := defs
+		if tier == sysprompt.Minimal { // as toolDefinitions sends them there
+			sent = nil
+			for _, d := range defs {
+				sent = append(sent, tool.Terse(d))
+			}
+		}
 		b.ReportMetric(float64(compaction.FixedTokens(c, s, nil)), tier.String()+"-prompt-tokens")
-		b.ReportMetric(float64(compaction.FixedTokens(c, s, defs)), tier.String()+"-prefix-tokens")
+		b.ReportMetric(float64(compaction.FixedTokens(c, s, sent)), tier.String()+"-prefix-tokens")
 	}
 }
 
