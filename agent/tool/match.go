@@ -41,6 +41,10 @@ const maxLadderLines = 50000
 // applyReplacement applies r to text (file is its display name, for
 // messages).
 func applyReplacement(text string, r replacement, file string) (replaced, error) {
+	if r.Old == "" {
+		// Also what stripping copied line numbers can leave ("12\t").
+		return replaced{}, &matchError{"old_string is empty: quote the exact text to replace (to create a file use write_file)"}
+	}
 	if n := strings.Count(text, r.Old); n > 0 {
 		if n > 1 && !r.All {
 			return replaced{}, &matchError{fmt.Sprintf("old_string matches %d places in %s (lines %s); add surrounding lines to make it unique, or set replace_all=true",
@@ -341,7 +345,7 @@ func lineAt(text string, i int) int { return 1 + strings.Count(text[:i], "\n") }
 // lineList names the lines where sub starts (the first few).
 func lineList(text, sub string) string {
 	var ls []string
-	for off := 0; len(ls) < 5; {
+	for off := 0; len(ls) < 5 && off <= len(text); {
 		i := strings.Index(text[off:], sub)
 		if i < 0 {
 			break
