@@ -17,10 +17,17 @@ import (
 // not entered, so nothing below it can be re-included (as in git).
 // Global excludes (core.excludesFile) are not read.
 
-// Bounds of what is read: one ignore file's size and a pattern's length.
+// Bounds of what is read: one ignore file's size, a pattern's length, and
+// the patterns and wildcards kept of one file. An ignore file is the
+// workspace's, so untrusted: every wildcard keeps a matcher thread alive
+// along the path, so the wildcards bound what matching one path can cost
+// (regexp's time is linear in program and path, never exponential). Real
+// files stay far below them; lines past a bound are not honoured.
 const (
-	maxIgnoreFile    = 256 << 10
-	maxIgnorePattern = 4 << 10
+	maxIgnoreFile      = 256 << 10
+	maxIgnorePattern   = 1 << 10
+	maxIgnorePatterns  = 1000
+	maxIgnoreWildcards = 256
 )
 
 type ignorePattern struct {
@@ -33,7 +40,11 @@ type ignorePattern struct {
 // read are skipped, as git does.
 func parseIgnore(text string) []ignorePattern {
 	var out []ignorePattern
+	wildcards := 0
 	for _, line := range strings.Split(text, "\n") {
+		if len(out) == maxIgnorePatterns {
+			break
+		}
 		line = strings.TrimSuffix(line, "\r")
 		if line == "" || line[0] == '#' || len(line) > maxIgnorePattern {
 			continue
@@ -41,6 +52,9 @@ func parseIgnore(text string) []ignorePattern {
 		// Trailing spaces are dropped unless escaped.
 		for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
 			line = line[:len(line)-1]
+		}
+		if line == "" { // a line of spaces
+			continue
 		}
 		var p ignorePattern
 		if line[0] == '!' {
@@ -54,10 +68,11 @@ func parseIgnore(text string) []ignorePattern {
 		}
 		anchored := strings.Contains(line, "/")
 		line = strings.TrimPrefix(line, "/")
-		expr, ok := ignoreRegexp(line)
-		if !ok {
+		expr, n, ok := ignoreRegexp(line)
+		if !ok || wildcards+n > maxIgnoreWildcards {
 			continue
 		}
+		wildcards += n
 		if anchored {
 			expr = "^" + expr + "$"
 		} else {
@@ -73,9 +88,11 @@ func parseIgnore(text string) []ignorePattern {
 	return out
 }
 
-// ignoreRegexp translates one glob of a gitignore line.
-func ignoreRegexp(g string) (string, bool) {
+// ignoreRegexp translates one glob of a gitignore line, and counts its
+// wildcards.
+func ignoreRegexp(g string) (string, int, bool) {
 	var b strings.Builder
+	wildcards := 0
 	for i := 0; i < len(g); i++ {
 		c := g[i]
 		switch {
@@ -85,14 +102,23 @@ func ignoreRegexp(g string) (string, bool) {
 		case strings.HasPrefix(g[i:], "**/") && (i == 0 || g[i-1] == '/'):
 			b.WriteString("(?:.*/)?")
 			i += 2
+			wildcards++
 		case g[i:] == "**" && (i == 0 || g[i-1] == '/'):
 			b.WriteString(".*")
 			i++
+			wildcards++
 		case c == '*':
+			// A run of stars inside a name is one star.
+			for i+1 < len(g) && g[i+1] == '*' {
+				i++
+			}
 			b.WriteString("[^/]*")
+			wildcards++
 		case c == '?':
 			b.WriteString("[^/]")
+			wildcards++
 		case c == '[':
+			wildcards++
 			j := i + 1
 			if j < len(g) && (g[j] == '!' || g[j] == '^') {
 				j++
@@ -104,7 +130,7 @@ func ignoreRegexp(g string) (string, bool) {
 				j++
 			}
 			if j >= len(g) {
-				return "", false // an unclosed class: git ignores the line
+				return "", 0, false // an unclosed class: git ignores the line
 			}
 			class := g[i+1 : j]
 			if class != "" && class[0] == '!' {
@@ -118,7 +144,7 @@ func ignoreRegexp(g string) (string, bool) {
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}
 	}
-	return b.String(), true
+	return b.String(), wildcards, true
 }
 
 // match reports whether the patterns decide rel (slash-separated, relative
