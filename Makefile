@@ -16,12 +16,14 @@ RACE_PKGS := ./acp/... ./agent/... ./streaming/... ./journal/... \
 # spuriously with "context deadline exceeded" when it expires mid-run
 # (golang/go#75804, unfixed in Go 1.26).
 # A target whose runs are slow carries its own short budget as a third field
-# (package:Target:budget), used in place of FUZZ_SHORT by make test.
+# (package:Target:budget), used in place of FUZZ_SHORT by make test, which
+# must stay under 10 minutes on two cores; make fuzz runs every target at
+# FUZZ_LONG.
 FUZZ_TARGETS :=
 FUZZ_TARGETS += ./acp:FuzzLineStream
 FUZZ_TARGETS += ./acp:FuzzDispatch
 FUZZ_TARGETS += ./acp:FuzzTextChunkOf
-FUZZ_TARGETS += ./acp:FuzzUpdateFrame
+FUZZ_TARGETS += ./acp:FuzzUpdateFrame:3000x
 FUZZ_TARGETS += ./streaming:FuzzParser
 FUZZ_TARGETS += ./streaming:FuzzStream
 FUZZ_TARGETS += ./agent:FuzzContextMessages
@@ -35,18 +37,18 @@ FUZZ_TARGETS += ./streaming:FuzzParseOverflow
 FUZZ_TARGETS += ./streaming:FuzzWindowResponses
 FUZZ_TARGETS += ./streaming:FuzzResponsesEvents
 FUZZ_TARGETS += ./agent:FuzzErrorDetail
-FUZZ_TARGETS += ./persistence:FuzzEventRecord
+FUZZ_TARGETS += ./persistence:FuzzEventRecord:3000x
 FUZZ_TARGETS += ./persistence/internal/jsoncol:FuzzDecodeObjects
 FUZZ_TARGETS += ./persistence:FuzzFrames
 FUZZ_TARGETS += ./persistence:FuzzFramesAgainstRecord
 FUZZ_TARGETS += ./journal:FuzzLoadRecord
 FUZZ_TARGETS += ./streaming:FuzzEventBound
-FUZZ_TARGETS += ./persistence:FuzzTextRecord
+FUZZ_TARGETS += ./persistence:FuzzTextRecord:3000x
 FUZZ_TARGETS += ./persistence:FuzzBodyDict
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
-FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:1000x
+FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:500x
 FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
-FUZZ_TARGETS += ./agent:FuzzRepairArgs
+FUZZ_TARGETS += ./agent:FuzzRepairArgs:3000x
 FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
