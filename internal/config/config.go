@@ -522,7 +522,7 @@ func (c *Settings) Agent(version string) agent.Config {
 	}
 	c.limits.apply(&ac)
 	ac.ProtectedFiles = c.ownFiles()
-	ac.Secrets = c.knownSecrets
+	ac.Secrets = c.knownSecrets()
 	ac.ChildEnv = c.childEnv()
 	ac.TrustedMCPServers = c.mcp.trusted.V
 	ac.MCPCallTimeout = c.mcp.callTimeout.V

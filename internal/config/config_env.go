@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/secret"
@@ -92,35 +94,63 @@ func (c *Settings) secretValues() []string {
 	return out
 }
 
-// knownSecrets are the secrets removed from the model's text: every
+// knownSecrets returns the secrets removed from the model's text: every
 // provider's API key, header values whose name says they are credentials
 // (a value such as an X-Title of "crow-acp" is not: redacting it would
 // mangle ordinary replies), passwords in the base URL and database URL, and
 // every key in the credentials file as it is now (a login while crow-acp
 // serves adds one; another provider's key is as secret as this one's).
-func (c *Settings) knownSecrets() []string {
-	out := []string{c.APIKey.V}
+// The configured part is worked out once; the credentials file is read
+// again only when its size or modification time changed, since the result
+// is asked for at every model request.
+func (c *Settings) knownSecrets() func() []string {
+	fixed := []string{c.APIKey.V}
 	headers := []map[string]string{c.Headers.V}
 	for _, name := range sortedKeys(c.providers) {
-		out = append(out, c.providers[name].key.V)
+		fixed = append(fixed, c.providers[name].key.V)
 		headers = append(headers, c.providers[name].Headers)
 	}
 	for _, h := range headers {
 		for _, k := range sortedKeys(h) {
 			if credentialHeader(k) {
-				out = append(out, h[k])
+				fixed = append(fixed, h[k])
 				if _, token, ok := strings.Cut(h[k], " "); ok { // "Bearer KEY"
-					out = append(out, token)
+					fixed = append(fixed, token)
 				}
 			}
 		}
 	}
-	out = append(out, c.urlPasswords()...)
-	vars, _ := readCredentials(c.Credentials)
-	for _, k := range sortedKeys(vars) {
-		out = append(out, vars[k])
+	fixed = append(fixed, c.urlPasswords()...)
+	var (
+		mu     sync.Mutex
+		seen   os.FileInfo
+		stored []string
+	)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		st, err := os.Stat(c.Credentials)
+		if err != nil {
+			st = nil
+		}
+		if !sameFile(st, seen) {
+			stored, seen = nil, st
+			vars, _ := readCredentials(c.Credentials)
+			for _, k := range sortedKeys(vars) {
+				stored = append(stored, vars[k])
+			}
+		}
+		return append(slices.Clone(fixed), stored...)
 	}
-	return out
+}
+
+// sameFile reports whether two stats of one path show the same contents
+// (size and modification time), both absent counting as the same.
+func sameFile(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // urlPasswords are the passwords in the base URL and the database URL
