@@ -10,6 +10,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -182,7 +183,7 @@ func (a *Agent) tellInstructions(ctx context.Context, sessionID string, ins []sy
 	}
 	names := make([]string, len(ins))
 	for i, in := range ins {
-		names[i] = sysprompt.Printable(in.Path)
+		names[i] = termsafe.Line(in.Path)
 		switch {
 		case in.Omitted:
 			names[i] += " (not loaded: size limit reached)"

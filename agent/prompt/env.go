@@ -11,7 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
 // Env is what the model is told about where it works. It is probed once
@@ -105,7 +106,7 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	if len(lines) > 0 && strings.HasPrefix(lines[0], "## ") {
-		g.Branch = Printable(strings.TrimPrefix(lines[0], "## "))
+		g.Branch = termsafe.Line(strings.TrimPrefix(lines[0], "## "))
 		lines = lines[1:]
 	}
 	if out.cut && len(lines) > 0 {
@@ -120,19 +121,8 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 			g.More++
 			continue
 		}
-		g.Status = append(g.Status, Printable(l))
+		g.Status = append(g.Status, termsafe.Line(l))
 	}
-}
-
-// Printable drops control characters (and invalid UTF-8): file names come
-// from the workspace, and the user's client shows some of them.
-func Printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, s)
 }
 
 // capped keeps the first max bytes written to it and drops the rest.
