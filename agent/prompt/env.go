@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
@@ -80,15 +81,20 @@ func GitRoot(dir string) string {
 func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "status", "--porcelain=v1", "--branch", "--untracked-files=normal")
+	// The settings every command gets (tool.GitSafety), and no fsmonitor
+	// hook, on the command line: git's command scope, which also leaves
+	// the user's own GIT_CONFIG_COUNT pairs in the environment intact.
+	args := []string{"-c", "core.fsmonitor=false"}
+	for _, kv := range tool.GitSafety {
+		args = append(args, "-c", kv[0]+"="+kv[1])
+	}
+	args = append(args, "--no-optional-locks", "status", "--porcelain=v1", "--branch", "--untracked-files=normal")
+	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	if childEnv == nil {
 		childEnv = os.Environ()
 	}
-	cmd.Env = append(childEnv, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C",
-		"GIT_CONFIG_COUNT=2",
-		"GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit",
-		"GIT_CONFIG_KEY_1=core.fsmonitor", "GIT_CONFIG_VALUE_1=false")
+	cmd.Env = append(childEnv, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	out := &capped{max: gitOutputCap}
 	cmd.Stdout = out
 	cmd.WaitDelay = 100 * time.Millisecond

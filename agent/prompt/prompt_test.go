@@ -221,3 +221,34 @@ func FuzzInstructionRead(f *testing.F) {
 		}
 	})
 }
+
+// TestProbeRunsNoRepositoryHook: the one git command the prompt runs sees
+// a repository the workspace controls, whose core.fsmonitor names a
+// program; git must not start it. The user's own GIT_CONFIG_COUNT pairs
+// stay in force.
+func TestProbeRunsNoRepositoryHook(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "hook-ran")
+	hook := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.fsmonitor", hook}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	env := append(os.Environ(), "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=status.branch", "GIT_CONFIG_VALUE_0=true")
+	e := Probe(context.Background(), dir, time.Now(), true, env)
+	if e.Git == nil || e.Git.Unknown != "" {
+		t.Fatalf("git facts: %+v", e.Git)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's core.fsmonitor hook ran")
+	}
+}
