@@ -236,8 +236,14 @@ func TestMCPSSEEndpointOnOtherOriginRefused(t *testing.T) {
 	}))
 	t.Cleanup(sse.Close) // after the session's Close (connected), which ends its streams
 	set := connected(t, acp.McpServer{Type: "sse", Name: "sse", URL: sse.URL}, MCPOptions{Timeout: 3 * time.Second})
-	if f := strings.Join(set.TakeFailures(), "\n"); !strings.Contains(f, "origin") {
-		t.Errorf("failures %q, want the other origin refused", f)
+	// The refused post ends the session; which error the SDK reports
+	// first (the origin refusal, or the stream closing after it) depends
+	// on timing, so the test asks only that the server did not start.
+	if f := strings.Join(set.TakeFailures(), "\n"); !strings.Contains(f, `MCP server "sse" failed to start`) {
+		t.Errorf("failures %q, want the server not started", f)
+	}
+	if len(set.Tools()) != 0 {
+		t.Errorf("tools %d, want none from a server whose endpoint is on another origin", len(set.Tools()))
 	}
 	if n := posted.Load(); n != 0 {
 		t.Errorf("crow-acp posted %d times to the other origin", n)
