@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 )
 
 // env is what a subcommand may use of its process.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/crow-acp/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 )
 
 const configUsage = `Usage: crow-acp config show [--json] [flags]

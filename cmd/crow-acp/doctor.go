@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/doctor"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/doctor"
 	"github.com/crow-acp/crow-acp/internal/secret"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )

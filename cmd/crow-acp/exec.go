@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/terminal"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/crow-acp/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/doctor"
-	"github.com/crow-acp/crow-acp/internal/terminal"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/doctor"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 )
 
 const loginUsage = `Usage: crow-acp login [--config FILE] [--base-url URL] [--timeout 10s]

@@ -13,7 +13,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/internal/secret"
 	"github.com/crow-acp/crow-acp/journal"
 	"github.com/crow-acp/crow-acp/persistence"

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 )

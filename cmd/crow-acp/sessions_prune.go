@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 )
 
 // sessionsPruneFrames is the frame log's retention option: it deletes raw

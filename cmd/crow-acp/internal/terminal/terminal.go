@@ -19,7 +19,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 )
 
 // UI is exec's ACP client: it renders session/update notifications

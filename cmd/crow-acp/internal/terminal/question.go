@@ -7,7 +7,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 )
 
 // Bounds of what a permission question shows. A command line is shown
