@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/streaming"

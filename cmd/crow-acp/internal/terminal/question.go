@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
 // Bounds of what a permission question shows. A command line is shown

@@ -18,8 +18,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
 // UI is exec's ACP client: it renders session/update notifications
