@@ -166,7 +166,7 @@ type Agent struct {
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	sessions   map[string]*sessionState // what this process keeps per session, by id (state.go)
+	sessions   map[string]*session      // what this process keeps per session, by id (state.go)
 	windows    map[string]learnedWindow // real context windows learned from the endpoint, by model
 	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
 
@@ -222,7 +222,7 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 		log:      log,
 		compact:  settings,
 		counters: make(map[string]compaction.Counter),
-		sessions: make(map[string]*sessionState),
+		sessions: make(map[string]*session),
 		windows:  make(map[string]learnedWindow),
 	}
 	a.store = cacheStore{Store: store, a: a}

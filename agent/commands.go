@@ -16,7 +16,7 @@ type slashCommand struct {
 	description string
 	hint        string // input hint; "" = takes no input
 	// run handles the command; input is the text after the name.
-	run func(ctx context.Context, a *Agent, s *persistence.Session, input string) (acp.StopReason, error)
+	run func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error)
 }
 
 // slashCommands lists the registered commands, in the order advertised.

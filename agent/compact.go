@@ -25,30 +25,24 @@ type budget struct {
 	reported  int // the provider's prompt_tokens for it (0: not reported)
 }
 
-func (a *Agent) budgetOf(sessionID string) *budget {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return &a.stateLocked(sessionID).budget
-}
-
 // prepareContext returns the messages for the next model request, rebuilt
 // from the store. It runs before every model request, including between
 // tool iterations of one turn: when the request would pass the compaction
 // threshold it compacts first, and when it cannot fit it fails with an
 // error that says why instead of sending a request the model would reject.
-func (a *Agent) prepareContext(ctx context.Context, s *persistence.Session) ([]streaming.Message, error) {
+func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]streaming.Message, error) {
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, s.ID, m.counter)
+	view, err := a.activeView(ctx, sess, m.counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(s, m.counter)
-	entries := a.state(s.ID).cache.requestEntries(m.counter, a.systemPrompt(s), view)
-	if entries, err = a.checkBudget(ctx, s, m, view, entries, fixed); err != nil {
+	fixed := a.fixedTokens(sess, s, m.counter)
+	entries := sess.cache.requestEntries(m.counter, a.systemPrompt(sess, s), view)
+	if entries, err = a.checkBudget(ctx, sess, s, m, view, entries, fixed); err != nil {
 		return nil, err
 	}
-	a.remember(s.ID, entries, fixed)
-	a.withReasoningItems(s.ID, entries)
+	sess.remember(entries, fixed)
+	sess.withReasoningItems(entries)
 	return messagesOf(entries), nil
 }
 
@@ -91,29 +85,28 @@ func (a *Agent) counterFor(m Model) compaction.Counter {
 
 // remember notes what the next request contains, so the provider's usage
 // report for it can be matched to it.
-func (a *Agent) remember(sessionID string, entries []contextEntry, fixed int) {
+func (sess *session) remember(entries []contextEntry, fixed int) {
 	ids := make([]int64, 0, len(entries))
 	total := fixed
 	for _, e := range entries[1:] {
 		ids = append(ids, e.messageID)
 		total += e.tokens
 	}
-	b := a.budgetOf(sessionID)
-	a.mu.Lock()
+	sess.mu.Lock()
+	b := &sess.budget
 	b.sent, b.estimated, b.reported = ids, total, 0
-	a.mu.Unlock()
+	sess.mu.Unlock()
 }
 
 // observeUsage records the provider's prompt_tokens for the request just
 // made: it is the truth about what was sent.
-func (a *Agent) observeUsage(sessionID string, res *streaming.Result) {
+func (sess *session) observeUsage(res *streaming.Result) {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
 		return
 	}
-	b := a.budgetOf(sessionID)
-	a.mu.Lock()
-	b.reported = res.Usage.PromptTokens
-	a.mu.Unlock()
+	sess.mu.Lock()
+	sess.budget.reported = res.Usage.PromptTokens
+	sess.mu.Unlock()
 }
 
 // measure returns the size of the next request: the provider's count of
@@ -121,19 +114,15 @@ func (a *Agent) observeUsage(sessionID string, res *streaming.Result) {
 // count of what is new; otherwise our count. ratio is reported/estimated of
 // the last request (1 without a report), used to scale the budget the
 // pipeline plans with.
-func (a *Agent) measure(sessionID string, entries []contextEntry, fixed int) (used int, ratio float64) {
+func (sess *session) measure(entries []contextEntry, fixed int) (used int, ratio float64) {
 	est := fixed
 	for _, e := range entries[1:] {
 		est += e.tokens
 	}
-	a.mu.Lock()
-	var sent []int64
-	var estimated, reported int
-	if st := a.sessions[sessionID]; st != nil {
-		b := &st.budget
-		sent, estimated, reported = b.sent, b.estimated, b.reported
-	}
-	a.mu.Unlock()
+	sess.mu.Lock()
+	b := &sess.budget
+	sent, estimated, reported := b.sent, b.estimated, b.reported
+	sess.mu.Unlock()
 	if reported == 0 || estimated == 0 {
 		return est, 1
 	}
@@ -166,7 +155,7 @@ func (m meter) overflow(used int, why string) error {
 // the request to send, with every guard: auto-compaction off → an error only when it does not
 // fit; at most one automatic compaction per turn; a breaker after
 // MaxFailures failures; the stall guard (in the pipeline).
-func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter, view []persistence.Message, entries []contextEntry, fixed int) ([]contextEntry, error) {
+func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, entries []contextEntry, fixed int) ([]contextEntry, error) {
 	st := m.st
 	if st.Window <= 0 {
 		return entries, nil // window unknown: nothing to measure against (warned at start)
@@ -174,7 +163,7 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 	if fixed > st.Budget() {
 		return nil, m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
 	}
-	used, ratio := a.measure(s.ID, entries, fixed)
+	used, ratio := sess.measure(entries, fixed)
 	if used <= st.Trigger() {
 		return entries, nil
 	}
@@ -185,14 +174,14 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 		}
 		return nil, m.overflow(used, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session")
 	}
-	b := a.budgetOf(s.ID)
-	a.mu.Lock()
-	cur := a.turnLocked(s.ID)
+	sess.mu.Lock()
+	b := &sess.budget
+	cur := sess.turn
 	failures, sameTurn := b.failures, cur != nil && b.turn == cur
 	if !sameTurn && failures < st.MaxFailures {
 		b.turn = cur
 	}
-	a.mu.Unlock()
+	sess.mu.Unlock()
 	switch {
 	case failures >= st.MaxFailures:
 		if fits {
@@ -206,20 +195,20 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 		return nil, m.overflow(used, "this turn already compacted once and its own messages no longer fit; send a new prompt to continue")
 	}
 
-	res, err := a.runCompaction(ctx, s, m, view, fixed, ratio, compactOpts{})
+	res, err := a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		a.mu.Lock()
+		sess.mu.Lock()
 		b.failures++
-		a.mu.Unlock()
-		nv, verr := a.activeView(ctx, s.ID, m.counter)
+		sess.mu.Unlock()
+		nv, verr := a.activeView(ctx, sess, m.counter)
 		if verr != nil {
 			return nil, storeError("build context", verr)
 		}
-		nentries := contextMessages(m.counter, a.systemPrompt(s), nv)
-		after, _ := a.measure(s.ID, nentries, fixed)
+		nentries := contextMessages(m.counter, a.systemPrompt(sess, s), nv)
+		after, _ := sess.measure(nentries, fixed)
 		if after <= st.Budget() {
 			return nentries, nil // over the threshold but it fits: go on, the failure is reported
 		}
@@ -236,10 +225,10 @@ func (a *Agent) checkBudget(ctx context.Context, s *persistence.Session, m meter
 		}
 		return nil, m.overflow(used, "compaction failed: "+err.Error())
 	}
-	a.mu.Lock()
+	sess.mu.Lock()
 	b.failures = 0
-	a.mu.Unlock()
-	return contextMessages(m.counter, a.systemPrompt(s), res), nil
+	sess.mu.Unlock()
+	return contextMessages(m.counter, a.systemPrompt(sess, s), res), nil
 }
 
 // fitsWindow reports whether a request of used tokens fits st's window
@@ -259,7 +248,7 @@ type compactOpts struct {
 // runCompaction runs the pipeline on view, applies its plans, tells the
 // client, and returns the new view. ratio scales the budget to the
 // provider's reported counts.
-func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
 	st := m.st
 	planned := st
 	if ratio != 1 && st.Window > 0 {
@@ -269,7 +258,7 @@ func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m met
 	ref := newID("cmp_")
 	a.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.model.Name})
 	if a.capabilities().SupportsCompaction() {
-		a.sendUpdate(ctx, s.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
+		a.sendUpdate(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
 	persistCtx := context.WithoutCancel(ctx)
 	settings := settingsSnapshot(planned, m.counter.Name(), ref, o.manual, o.focus)
@@ -289,7 +278,7 @@ func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m met
 			}
 			a.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
 				zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter), zap.String("note", p.Note))
-			return a.activeView(persistCtx, s.ID, m.counter)
+			return a.activeView(persistCtx, sess, m.counter)
 		},
 	}
 	if o.noModel {
@@ -301,11 +290,11 @@ func (a *Agent) runCompaction(ctx context.Context, s *persistence.Session, m met
 		done["error"] = err.Error()
 	}
 	a.record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
-	a.reportCompaction(ctx, s, m, ref, res, ratio, err)
+	a.reportCompaction(ctx, sess, s, m, ref, res, ratio, err)
 	if err != nil {
 		return nil, err
 	}
-	return a.activeView(ctx, s.ID, m.counter)
+	return a.activeView(ctx, sess, m.counter)
 }
 
 // settingsSnapshot returns the Settings JSON stored with each record.
@@ -346,10 +335,10 @@ func (a *Agent) capabilities() acp.ClientCapabilities {
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.
-func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m meter, ref string, res compaction.Result, ratio float64, err error) {
+func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
 		if a.capabilities().SupportsCompaction() {
-			a.sendUpdate(context.WithoutCancel(ctx), s.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
+			a.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
 		}
 		return
 	}
@@ -391,15 +380,15 @@ func (a *Agent) reportCompaction(ctx context.Context, s *persistence.Session, m 
 			}
 			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
 		}
-		a.sendUpdate(ctx, s.ID, u.Update())
+		a.sendUpdate(ctx, sess, u.Update())
 	} else {
 		// Its own message: it must not merge into the reply around it.
-		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
 	if len(res.Plans) > 0 && m.st.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
-		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.st.Window}})
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.st.Window}})
 	}
 }
 
@@ -422,7 +411,7 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (a *Agent) compactOnLoad(ctx context.Context, s *persistence.Session, loaded []persistence.Message, seed seedTicket) {
+func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed seedTicket) {
 	m := a.meterFor(s)
 	st := m.st
 	check := st.Window > 0 && st.Auto
@@ -440,20 +429,20 @@ func (a *Agent) compactOnLoad(ctx context.Context, s *persistence.Session, loade
 	if !check {
 		return
 	}
-	if _, over := a.overOnLoad(s, m, view); !over {
+	if _, over := a.overOnLoad(sess, s, m, view); !over {
 		return
 	}
 	err = a.leases.briefly(ctx, s.ID, func(ctx context.Context) {
-		view, err := a.activeView(ctx, s.ID, m.counter)
+		view, err := a.activeView(ctx, sess, m.counter)
 		if err != nil {
 			a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 			return
 		}
-		fixed, over := a.overOnLoad(s, m, view)
+		fixed, over := a.overOnLoad(sess, s, m, view)
 		if !over {
 			return
 		}
-		if _, err := a.runCompaction(ctx, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
+		if _, err := a.runCompaction(ctx, sess, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
 			a.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
 		}
 	})
@@ -464,10 +453,10 @@ func (a *Agent) compactOnLoad(ctx context.Context, s *persistence.Session, loade
 
 // overOnLoad reports whether a loaded session's view is over the
 // compaction threshold (and can be compacted: the fixed head fits).
-func (a *Agent) overOnLoad(s *persistence.Session, m meter, view []persistence.Message) (fixed int, over bool) {
-	fixed = a.fixedTokens(s, m.counter)
-	entries := contextMessages(m.counter, a.systemPrompt(s), view)
-	used, _ := a.measure(s.ID, entries, fixed)
+func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m meter, view []persistence.Message) (fixed int, over bool) {
+	fixed = a.fixedTokens(sess, s, m.counter)
+	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+	used, _ := sess.measure(entries, fixed)
 	return fixed, used > m.st.Trigger() && fixed <= m.st.Budget()
 }
 

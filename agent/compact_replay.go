@@ -121,23 +121,22 @@ var compactCommand = slashCommand{
 	name:        "compact",
 	description: "Summarise the older part of the conversation to free context (the originals are kept and can be expanded again)",
 	hint:        "optional focus for the summary",
-	run: func(ctx context.Context, a *Agent, s *persistence.Session, input string) (acp.StopReason, error) {
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
 		m := a.meterFor(s)
-		view, err := a.activeView(ctx, s.ID, m.counter)
+		view, err := a.activeView(ctx, sess, m.counter)
 		if err != nil {
 			return "", storeError("compact", err)
 		}
-		fixed := a.fixedTokens(s, m.counter)
-		_, ratio := a.measure(s.ID, contextMessages(m.counter, a.systemPrompt(s), view), fixed)
-		_, err = a.runCompaction(ctx, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
+		fixed := a.fixedTokens(sess, s, m.counter)
+		_, ratio := sess.measure(contextMessages(m.counter, a.systemPrompt(sess, s), view), fixed)
+		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
 		switch {
 		case ctx.Err() != nil:
 			return acp.StopCancelled, nil
 		case err == nil:
-			b := a.budgetOf(s.ID)
-			a.mu.Lock()
-			b.failures = 0 // a successful manual compaction resets the breaker
-			a.mu.Unlock()
+			sess.mu.Lock()
+			sess.budget.failures = 0 // a successful manual compaction resets the breaker
+			sess.mu.Unlock()
 			return acp.StopEndTurn, nil
 		case errors.Is(err, compaction.ErrNothingToCompact), errors.Is(err, compaction.ErrStalled):
 			return acp.StopEndTurn, nil // the client was told why

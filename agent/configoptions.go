@@ -55,7 +55,7 @@ var modelOption = configOption{
 	},
 	current: func(a *Agent, m sessionMeta) string { return a.modelNamed(m.Model).Name },
 	set: func(ctx context.Context, a *Agent, sessionID, value string) error {
-		_, err := a.updateMeta(ctx, sessionID, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
+		_, err := a.updateMeta(ctx, a.session(sessionID), func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
 		return err
 	},
 }
@@ -151,7 +151,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	if opt.id == configModel {
 		// The context meter's window changes with the model.
 		if u := a.lastUsage(s); u != nil {
-			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: u}) })
+			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, a.session(s.ID), acp.SessionUpdate{UsageUpdate: u}) })
 		}
 	}
 	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))

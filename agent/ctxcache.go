@@ -31,7 +31,7 @@ import (
 // lease (a context report outside a turn) the view is read afresh and the
 // kept one is left alone.
 
-// contextCache is one session's kept view (in sessionState).
+// contextCache is one session's kept view (in session).
 type contextCache struct {
 	mu    sync.Mutex
 	valid bool
@@ -292,12 +292,13 @@ func (cc *contextCache) fixedTokens(c compaction.Counter, system string, tools [
 // with another tokenizer. Under the session's lease it is the kept view
 // brought up to date; otherwise it is read afresh. The result is shared:
 // callers must not change its messages.
-func (a *Agent) activeView(ctx context.Context, sessionID string, c compaction.Counter) ([]persistence.Message, error) {
+func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
+	sessionID := sess.id
 	var view []persistence.Message
 	var counted map[int64]int
 	var err error
 	if a.leases.holding(sessionID) {
-		view, counted, err = a.state(sessionID).cache.sync(ctx, a.store, sessionID, c)
+		view, counted, err = sess.cache.sync(ctx, a.store, sessionID, c)
 	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
 		counted, err = countView(ctx, c, view)
 	}
@@ -315,13 +316,13 @@ func (a *Agent) activeView(ctx context.Context, sessionID string, c compaction.C
 
 // fixedTokens counts the head every request carries: system prompt and
 // tool schemas (kept per session while they and the counter stay).
-func (a *Agent) fixedTokens(s *persistence.Session, c compaction.Counter) int {
-	return a.state(s.ID).cache.fixedTokens(c, a.systemPrompt(s), a.toolDefinitions(s))
+func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.fixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
 }
 
 // leased is told by the leases the generation of each lease taken.
 func (a *Agent) leased(sessionID string, generation int64) {
-	a.state(sessionID).cache.leased(generation)
+	a.session(sessionID).cache.leased(generation)
 }
 
 // cacheStore is the agent's store: it tells each session's kept view what
@@ -333,10 +334,8 @@ type cacheStore struct {
 
 // cacheOf is the kept view of a session this process keeps state for.
 func (s cacheStore) cacheOf(sessionID string) *contextCache {
-	s.a.mu.Lock()
-	defer s.a.mu.Unlock()
-	if st := s.a.sessions[sessionID]; st != nil {
-		return &st.cache
+	if sess := s.a.kept(sessionID); sess != nil {
+		return &sess.cache
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func checkView(t *testing.T, a *Agent, sid, when string) {
 	}
 	defer a.leases.release(ctx, sid)
 	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
-	got, err := a.activeView(held, sid, c)
+	got, err := a.activeView(held, a.session(sid), c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -301,14 +301,15 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	if err != nil {
 		return nil, err
 	}
+	sess := a.session(s.ID)
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, s.ID, m.counter)
+	view, err := a.activeView(ctx, sess, m.counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(s, m.counter)
-	entries := contextMessages(m.counter, a.systemPrompt(s), view)
-	used, _ := a.measure(s.ID, entries, fixed)
+	fixed := a.fixedTokens(sess, s, m.counter)
+	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+	used, _ := sess.measure(entries, fixed)
 	st := m.st
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
 		Tokens: used, Window: st.Window, Budget: st.Budget(), CompactAt: st.Trigger(),
@@ -321,7 +322,7 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 		r.Messages = append(r.Messages, contextMessage{Role: e.msg.Role, Content: e.msg.Content, ToolCalls: e.msg.ToolCalls,
 			ToolCallID: e.msg.ToolCallID, Tokens: tokens, MessageID: e.messageID})
 	}
-	for _, t := range a.toolDefinitions(s) {
+	for _, t := range a.toolDefinitions(sess, s) {
 		r.Tools = append(r.Tools, t.Name)
 	}
 	return r, nil

@@ -39,10 +39,12 @@ func (a *Agent) checkPromptSize(parts []persistence.Part) error {
 // to write their answer). a.mu must be held.
 func (a *Agent) runningTurnsLocked() int {
 	n := 0
-	for _, st := range a.sessions {
-		if t := st.turn; t != nil && !t.answered {
+	for _, sess := range a.sessions {
+		sess.mu.Lock()
+		if t := sess.turn; t != nil && !t.answered {
 			n++
 		}
+		sess.mu.Unlock()
 	}
 	return n
 }

@@ -89,12 +89,12 @@ func storedRequestTokens(t testing.TB, a *Agent, sessionID string) int {
 		t.Fatal(err)
 	}
 	mt := a.meterFor(sess)
-	view, err := a.activeView(ctx, sessionID, mt.counter)
+	view, err := a.activeView(ctx, a.session(sessionID), mt.counter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := a.fixedTokens(sess, mt.counter)
-	for _, e := range contextMessages(mt.counter, a.systemPrompt(sess), view)[1:] {
+	used := a.fixedTokens(a.session(sessionID), sess, mt.counter)
+	for _, e := range contextMessages(mt.counter, a.systemPrompt(a.session(sessionID), sess), view)[1:] {
 		used += e.tokens
 	}
 	return used

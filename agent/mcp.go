@@ -7,33 +7,30 @@ import (
 
 // connectMCP (re)connects the session's MCP servers in the background,
 // closing any it had in this process.
-func (a *Agent) connectMCP(sessionID string, servers []acp.McpServer) {
+func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
 		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
 			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers})
 	}
-	a.mu.Lock()
-	st := a.stateLocked(sessionID)
-	old := st.mcp
-	st.mcp = set
+	sess.mu.Lock()
+	old := sess.mcp
+	sess.mcp = set
 	if old != nil {
-		st.closing.Add(1) // under a.mu: dropState waits for it
+		sess.closing.Add(1) // under sess.mu: dropSession waits for it
 	}
-	a.mu.Unlock()
+	sess.mu.Unlock()
 	if old != nil {
 		goSafe(a.log, "closing MCP servers", func() {
-			defer st.closing.Done()
+			defer sess.closing.Done()
 			old.Close()
 		})
 	}
 }
 
-func (a *Agent) mcpSet(sessionID string) *tool.MCPSet {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if st := a.sessions[sessionID]; st != nil {
-		return st.mcp
-	}
-	return nil
+// mcpServers is the session's MCP set (nil: none).
+func (sess *session) mcpServers() *tool.MCPSet {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.mcp
 }

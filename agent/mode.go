@@ -55,7 +55,7 @@ var modeOption = configOption{
 	},
 	current: func(_ *Agent, m sessionMeta) string { return currentMode(m) },
 	set: func(ctx context.Context, a *Agent, sessionID, value string) error {
-		return a.setMode(ctx, sessionID, value)
+		return a.setMode(ctx, a.session(sessionID), value)
 	},
 }
 
@@ -105,12 +105,13 @@ func (a *Agent) SetSessionMode(ctx context.Context, req *acp.SetSessionModeReque
 		}
 		return nil, acp.InvalidParams("Unknown mode %q: use one of %s.", req.ModeID, strings.Join(ids, ", "))
 	}
-	if err := a.setMode(ctx, req.SessionID, req.ModeID); err != nil {
+	sess := a.session(req.SessionID)
+	if err := a.setMode(ctx, sess, req.ModeID); err != nil {
 		return nil, err
 	}
 	// Clients that show config options see the mode selector move too.
 	if s, err := a.store.GetSession(ctx, req.SessionID); err == nil {
-		a.sendUpdate(ctx, req.SessionID, acp.SessionUpdate{ConfigOptionUpdate: &acp.ConfigOptionUpdate{
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{ConfigOptionUpdate: &acp.ConfigOptionUpdate{
 			ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}})
 	}
 	return &acp.SetSessionModeResponse{}, nil
@@ -118,8 +119,9 @@ func (a *Agent) SetSessionMode(ctx context.Context, req *acp.SetSessionModeReque
 
 // setMode persists mode for the session and sends current_mode_update. It
 // is the one place modes change (config options mirror it).
-func (a *Agent) setMode(ctx context.Context, sessionID, mode string) error {
-	_, err := a.updateMeta(ctx, sessionID, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
+func (a *Agent) setMode(ctx context.Context, sess *session, mode string) error {
+	sessionID := sess.id
+	_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
 	if errors.Is(err, persistence.ErrNotFound) {
 		return unknownSession(sessionID)
 	}
@@ -127,6 +129,6 @@ func (a *Agent) setMode(ctx context.Context, sessionID, mode string) error {
 		return storeError("set mode", err)
 	}
 	a.log.Info("session mode set", zap.String("session", sessionID), zap.String("mode", mode))
-	a.sendUpdate(ctx, sessionID, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
 	return nil
 }

@@ -190,12 +190,12 @@ func TestOllamaTruncationDetected(t *testing.T) {
 		t.Fatalf("the next request has %d tokens, over the 4096 Ollama keeps", n)
 	}
 	// The same truncation reported again warns no more.
-	b := a.budgetOf(s.SessionID)
-	a.mu.Lock()
-	b.estimated = 9000
-	a.mu.Unlock()
+	st := a.session(s.SessionID)
+	st.mu.Lock()
+	st.budget.estimated = 9000
+	st.mu.Unlock()
 	res := &streaming.Result{Usage: &streaming.Usage{PromptTokens: 4096}}
-	if !a.detectTruncation(context.Background(), mustSession(t, a, s.SessionID), a.modelNamed("qwen3:8b"), streaming.Request{}, res) {
+	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.modelNamed("qwen3:8b"), streaming.Request{}, res) {
 		t.Fatal("the second truncation was not detected")
 	}
 	if n := strings.Count(rec.agentText(), "kept only"); n != 1 {
@@ -211,19 +211,19 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := a.budgetOf(s.SessionID)
-	a.mu.Lock()
-	b.estimated = 9000
-	a.mu.Unlock()
+	st := a.session(s.SessionID)
+	st.mu.Lock()
+	st.budget.estimated = 9000
+	st.mu.Unlock()
 	sess := mustSession(t, a, s.SessionID)
 	res := &streaming.Result{Usage: &streaming.Usage{PromptTokens: 6000}}
-	if a.detectTruncation(context.Background(), sess, a.modelNamed("m"), streaming.Request{}, res) || rec.agentText() != "" {
+	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), streaming.Request{}, res) || rec.agentText() != "" {
 		t.Fatal("a report at two thirds of our count read as a truncation")
 	}
 	// An endpoint that refuses instead of truncating is not judged at all.
 	a.cfg.Providers = nil
 	res.Usage.PromptTokens = 100
-	if a.detectTruncation(context.Background(), sess, a.modelNamed("m"), streaming.Request{}, res) {
+	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), streaming.Request{}, res) {
 		t.Fatal("a provider that does not truncate silently was judged")
 	}
 }

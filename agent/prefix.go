@@ -28,6 +28,6 @@ func MeasurePrefix(cfg Config, cwd string, window int) PrefixRoom {
 	st := a.compact
 	st.Window, st.OutputReserve = window, m.OutputReserve
 	s := &persistence.Session{ID: "doctor", Cwd: cwd}
-	fixed := a.fixedTokens(s, a.counterFor(m))
+	fixed := a.fixedTokens(&session{id: s.ID}, s, a.counterFor(m))
 	return PrefixRoom{Fixed: fixed, Reserve: st.Reserve(), Budget: st.Budget()}
 }

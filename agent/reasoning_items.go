@@ -9,29 +9,27 @@ import "github.com/crow-acp/crow-acp/streaming"
 // replay see the stored messages exactly as for chat completions.
 
 // keepReasoningItems remembers the items of a reply for its turn.
-func (a *Agent) keepReasoningItems(sessionID string, messageID int64, items []streaming.ReasoningItem) {
+func (sess *session) keepReasoningItems(messageID int64, items []streaming.ReasoningItem) {
 	if len(items) == 0 || messageID == 0 {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := a.stateLocked(sessionID)
-	if st.items == nil {
-		st.items = make(map[int64][]streaming.ReasoningItem)
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.items == nil {
+		sess.items = make(map[int64][]streaming.ReasoningItem)
 	}
-	st.items[messageID] = items
+	sess.items[messageID] = items
 }
 
 // withReasoningItems attaches the turn's reasoning items to the messages of
 // a request.
-func (a *Agent) withReasoningItems(sessionID string, entries []contextEntry) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := a.sessions[sessionID]
-	if st == nil || len(st.items) == 0 {
+func (sess *session) withReasoningItems(entries []contextEntry) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if len(sess.items) == 0 {
 		return
 	}
-	byMsg := st.items
+	byMsg := sess.items
 	for i := range entries {
 		if items, ok := byMsg[entries[i].messageID]; ok && entries[i].msg.Role == streaming.RoleAssistant {
 			entries[i].msg.ReasoningItems = items

@@ -61,11 +61,10 @@ func workspaceRoots(s *persistence.Session) []string {
 // (a load in the same directory with the same MCP servers, the model set
 // again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
 // version a load.
-func (a *Agent) updateMeta(ctx context.Context, id string, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
-	st := a.state(id)
-	st.meta.Lock()
-	defer st.meta.Unlock()
-	s, err := a.store.GetSession(ctx, id)
+func (a *Agent) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
+	sess.meta.Lock()
+	defer sess.meta.Unlock()
+	s, err := a.store.GetSession(ctx, sess.id)
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +98,11 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 	if err := a.store.CreateSession(ctx, s); err != nil {
 		return nil, storeError("create session", err)
 	}
-	a.markOpened(s.ID)
+	sess := a.session(s.ID)
+	sess.markOpened()
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
-	a.connectMCP(s.ID, req.McpServers) // in the background: session/new stays fast
-	a.afterOpen(ctx, s)
+	a.connectMCP(sess, req.McpServers) // in the background: session/new stays fast
+	a.afterOpen(ctx, sess, s)
 	return &acp.NewSessionResponse{SessionID: s.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
 
@@ -113,12 +113,12 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
+	sess, s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}
-	a.connectMCP(s.ID, req.McpServers) // in the background: load stays fast
-	seed := a.state(s.ID).cache.ticket(a.leases.holding(s.ID))
+	a.connectMCP(sess, req.McpServers) // in the background: load stays fast
+	seed := sess.cache.ticket(a.leases.holding(s.ID))
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
@@ -130,9 +130,9 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	// vocabulary may still have to be built) and may compact: the client
 	// does not wait for it. It runs right after the response, before the
 	// next message is handled, on the messages just replayed.
-	acp.AfterResponse(ctx, func() { a.compactOnLoad(context.WithoutCancel(ctx), s, msgs, seed) })
+	acp.AfterResponse(ctx, func() { a.compactOnLoad(context.WithoutCancel(ctx), sess, s, msgs, seed) })
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
-	a.afterOpen(ctx, s)
+	a.afterOpen(ctx, sess, s)
 	// What the replay showed, for the frame log's one event about the
 	// load (the replayed frames are not logged again), once the updates
 	// after the response are sent: the journal keeps them in that event.
@@ -154,19 +154,20 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 // writing and nothing needs repair. If the database cannot be written, the
 // session still opens: replaying only reads, and a prompt will say why it
 // cannot run.
-func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*persistence.Session, error) {
+func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
 	notFound := func() error { return unknownSession(id) }
-	if err := a.repairIfAbandoned(ctx, id); err != nil {
+	sess := a.session(id)
+	if err := a.repairIfAbandoned(ctx, sess); err != nil {
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
-			return nil, notFound()
+			return nil, nil, notFound()
 		case storageFault(err):
 			a.log.Warn("session opened read-only", zap.String("session", id), zap.Error(err))
 		default:
-			return nil, storeError("open session", err)
+			return nil, nil, storeError("open session", err)
 		}
 	}
-	s, err := a.updateMeta(ctx, id, func(s *persistence.Session, m *sessionMeta) {
+	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
 		s.Cwd = cwd
 		m.McpServers = maskServers(mcp)
 		m.AdditionalDirectories = dirs
@@ -179,13 +180,13 @@ func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer,
 		s, err = a.store.GetSession(ctx, id)
 	}
 	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, notFound()
+		return nil, nil, notFound()
 	}
 	if err != nil {
-		return nil, storeError("open session", err)
+		return nil, nil, storeError("open session", err)
 	}
-	a.markOpened(s.ID)
-	return s, nil
+	sess.markOpened()
+	return sess, s, nil
 }
 
 // repairIfAbandoned takes the session's lease for a moment when its last
@@ -194,17 +195,17 @@ func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer,
 // a turn ended, or none, leaves nothing to repair, so a load then writes
 // nothing for it (two transactions fewer, and on PostgreSQL no dead row a
 // load); a live holder elsewhere is left alone (its turn repairs).
-func (a *Agent) repairIfAbandoned(ctx context.Context, id string) error {
-	l, err := a.store.GetLease(ctx, id)
+func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
+	l, err := a.store.GetLease(ctx, sess.id)
 	switch {
 	case err == nil && l.Owner == "":
-		a.state(id).cache.released(l.Generation)
+		sess.cache.released(l.Generation)
 		return nil
 	case errors.Is(err, persistence.ErrNotFound):
-		a.state(id).cache.released(0)
+		sess.cache.released(0)
 		return nil
 	}
-	return a.leases.briefly(ctx, id, func(context.Context) {})
+	return a.leases.briefly(ctx, sess.id, func(context.Context) {})
 }
 
 // storageFault reports whether err is a full or read-only database.
@@ -216,16 +217,16 @@ func storageFault(err error) bool {
 // new/load/resume response): the slash commands that really work here, and
 // for a session that has talked to the model, its last context usage, so
 // that a reopened session's context meter is right before the next prompt.
-func (a *Agent) afterOpen(ctx context.Context, s *persistence.Session) {
+func (a *Agent) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
 	cmds := a.availableCommands()
 	usage := a.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
-		a.announceInstructions(ctx, s)
-		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{
+		a.announceInstructions(ctx, sess, s)
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})
 		if usage != nil {
-			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: usage})
+			a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: usage})
 		}
 	})
 }

@@ -56,13 +56,13 @@ func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
+	sess, s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}
-	a.connectMCP(s.ID, req.McpServers) // in the background: resume stays fast
+	a.connectMCP(sess, req.McpServers) // in the background: resume stays fast
 	a.log.Info("session resumed", zap.String("session", s.ID))
-	a.afterOpen(ctx, s)
+	a.afterOpen(ctx, sess, s)
 	// For the frame log: the resume's frames, and the updates after its
 	// response, make one session_loaded event (as a load's do).
 	acp.AfterResponse(ctx, func() { a.record(ctx, s.ID, persistence.EventSessionLoaded, map[string]any{}) })
@@ -84,7 +84,7 @@ func (a *Agent) CloseSession(ctx context.Context, req *acp.CloseSessionRequest) 
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
-	a.dropState(req.SessionID)
+	a.dropSession(req.SessionID)
 	a.log.Info("session closed", zap.String("session", req.SessionID))
 	return &acp.CloseSessionResponse{}, nil
 }
@@ -96,7 +96,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
-	a.dropState(req.SessionID)
+	a.dropSession(req.SessionID)
 	if err := a.store.DeleteSession(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
 	}

@@ -81,7 +81,7 @@ func TestCloseSessionWaitsForItsMCPServers(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	a.mcpSet(s.SessionID).Wait(waitCtx)
+	a.session(s.SessionID).mcpServers().Wait(waitCtx)
 	if got := processesOf(t, bin); got != 1 {
 		t.Fatalf("%d MCP server processes after connecting, want 1", got)
 	}

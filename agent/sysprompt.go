@@ -65,8 +65,8 @@ type promptFacts struct {
 // tier, gathering them the first time. fresh lists the files just read
 // (nil when they were already known), nested ones of an earlier process
 // included.
-func (a *Agent) facts(ctx context.Context, s *persistence.Session, tier sysprompt.Tier) (env sysprompt.Env, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
-	f := &a.state(s.ID).prompt
+func (a *Agent) facts(ctx context.Context, sess *session, s *persistence.Session, tier sysprompt.Tier) (env sysprompt.Env, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
+	f := &sess.prompt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.ready || f.cwd != s.Cwd || f.tier != tier {
@@ -87,11 +87,11 @@ func (a *Agent) facts(ctx context.Context, s *persistence.Session, tier syspromp
 // configured or client's replacement), the additions, the environment, the
 // mode and the project instructions. It changes only when the session's
 // model, mode, directory or loaded instruction files change.
-func (a *Agent) systemPrompt(s *persistence.Session) string {
+func (a *Agent) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
 	model := a.modelNamed(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
-	env, ins, _ := a.facts(context.Background(), s, tier)
+	env, ins, _ := a.facts(context.Background(), sess, s, tier)
 	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env, Instructions: ins}
 	if model.SystemPrompt != "" {
 		p.Base = model.SystemPrompt
@@ -128,10 +128,10 @@ func modeForModel(mode string) string {
 
 // announceInstructions gathers the session's prompt facts right after it
 // opened and tells the user which instruction files apply.
-func (a *Agent) announceInstructions(ctx context.Context, s *persistence.Session) {
+func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
 	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	_, _, fresh := a.facts(ctx, s, tier)
-	a.tellInstructions(ctx, s.ID, fresh)
+	_, _, fresh := a.facts(ctx, sess, s, tier)
+	a.tellInstructions(ctx, sess, fresh)
 }
 
 // nestedInstructions loads the instruction files of the folders below the
@@ -139,13 +139,13 @@ func (a *Agent) announceInstructions(ctx context.Context, s *persistence.Session
 // text goes into the call's result now and into the system prompt from the
 // next request on, and the session remembers them (a reload or restart
 // neither repeats nor loses them).
-func (a *Agent) nestedInstructions(ctx context.Context, s *persistence.Session, locs []acp.ToolCallLocation) string {
+func (a *Agent) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
 	if len(locs) == 0 {
 		return ""
 	}
 	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	a.facts(ctx, s, tier)
-	f := &a.state(s.ID).prompt
+	a.facts(ctx, sess, s, tier)
+	f := &sess.prompt
 	f.mu.Lock()
 	var found []sysprompt.Instruction
 	for _, l := range locs {
@@ -156,7 +156,7 @@ func (a *Agent) nestedInstructions(ctx context.Context, s *persistence.Session, 
 	if len(found) == 0 {
 		return ""
 	}
-	if _, err := a.updateMeta(context.WithoutCancel(ctx), s.ID, func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := a.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
 		for _, in := range found {
 			m.Instructions = append(m.Instructions, in.Path)
 		}
@@ -165,7 +165,7 @@ func (a *Agent) nestedInstructions(ctx context.Context, s *persistence.Session, 
 		// it once more.
 		a.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
 	}
-	a.tellInstructions(ctx, s.ID, found)
+	a.tellInstructions(ctx, sess, found)
 	var b strings.Builder
 	for _, in := range found {
 		b.WriteString("\n\n")
@@ -177,7 +177,7 @@ func (a *Agent) nestedInstructions(ctx context.Context, s *persistence.Session, 
 // tellInstructions shows the user which instruction files were loaded:
 // a notice where the client takes them, else a completed read card (not
 // stored, so not replayed).
-func (a *Agent) tellInstructions(ctx context.Context, sessionID string, ins []sysprompt.Instruction) {
+func (a *Agent) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
 	if len(ins) == 0 {
 		return
 	}
@@ -198,5 +198,5 @@ func (a *Agent) tellInstructions(ctx context.Context, sessionID string, ins []sy
 	if a.capabilities().SupportsNotices() {
 		update = acp.Notice{Severity: "info", Title: title, Description: desc}.Update()
 	}
-	a.sendUpdate(ctx, sessionID, update)
+	a.sendUpdate(ctx, sess, update)
 }

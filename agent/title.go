@@ -21,28 +21,27 @@ const maxTitleRunes = 60
 // (locally: no model call, no cost, no delay), stores it, and tells the
 // client with session_info_update. session/list shows it from then on.
 // It reports whether it titled the session.
-func (a *Agent) titleAfterPrompt(ctx context.Context, s *persistence.Session, parts []persistence.Part) bool {
+func (a *Agent) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
 	if s.Title != "" {
 		return false
 	}
-	return a.setTitle(ctx, s, "", deriveTitle(parts))
+	return a.setTitle(ctx, sess, s, "", deriveTitle(parts))
 }
 
 // setTitle replaces the session's title old with title (unless someone
 // changed it meanwhile), stores it and sends session_info_update.
-func (a *Agent) setTitle(ctx context.Context, s *persistence.Session, old, title string) bool {
+func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
 	if title == "" || title == old {
 		return false
 	}
-	st := a.state(s.ID)
-	st.meta.Lock()
+	sess.meta.Lock()
 	cur, err := a.store.GetSession(ctx, s.ID)
 	changed := err == nil && cur.Title == old
 	if changed {
 		cur.Title = title
 		err = a.store.UpdateSession(ctx, cur)
 	}
-	st.meta.Unlock()
+	sess.meta.Unlock()
 	if err != nil {
 		a.log.Warn("cannot store the session title", zap.String("session", s.ID), zap.Error(err))
 		return false
@@ -52,7 +51,7 @@ func (a *Agent) setTitle(ctx context.Context, s *persistence.Session, old, title
 	}
 	s.Title = title
 	updated := isoTime(cur.UpdatedAt)
-	a.sendUpdate(ctx, s.ID, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
 	return true
 }
 
@@ -64,7 +63,7 @@ const titlePrompt = `Name this coding conversation from its first request. Answe
 // local title: a title is never worth failing a turn for. The request's
 // cost is added to the session's; it is not the session's context, so it
 // sends no usage_update.
-func (a *Agent) titleFromModel(ctx, persistCtx context.Context, s *persistence.Session, request string) {
+func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
 	model := a.sessionModel(s)
 	if r := []rune(request); len(r) > 2000 {
 		request = string(r[:2000])
@@ -81,7 +80,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, s *persistence.S
 	res, _, err := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, nil)
 	if res != nil && res.Usage != nil && model.Priced() {
 		u := res.Usage
-		_, _ = a.updateMeta(persistCtx, s.ID, func(_ *persistence.Session, m *sessionMeta) {
+		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
 			if m.Cost == nil {
 				m.Cost = make(map[string]float64)
 			}
@@ -92,7 +91,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, s *persistence.S
 		a.log.Debug("no title from the model; keeping the local one", zap.String("session", s.ID), zap.Error(err))
 		return
 	}
-	a.setTitle(persistCtx, s, s.Title, cleanModelTitle(res.Text))
+	a.setTitle(persistCtx, sess, s, s.Title, cleanModelTitle(res.Text))
 }
 
 // cleanModelTitle keeps the first line of a model's answer without quotes,

@@ -36,12 +36,12 @@ type toolMeta struct {
 
 // toolDefinitions are the tools offered to the model in session s: the
 // built-ins, then the tools of the session's connected MCP servers.
-func (a *Agent) toolDefinitions(s *persistence.Session) []streaming.Tool {
+func (a *Agent) toolDefinitions(sess *session, s *persistence.Session) []streaming.Tool {
 	// Below 4k tokens (the minimal prompt tier) the parameters' prose would
 	// take a third of the window: their names and types are sent alone.
 	terse := sysprompt.TierFor(a.sessionModel(s).ContextWindow) == sysprompt.Minimal
 	var out []streaming.Tool
-	for _, t := range a.tools(s) {
+	for _, t := range a.tools(sess, s) {
 		d := t.Definition()
 		if terse {
 			d = tool.Terse(d)
@@ -52,13 +52,13 @@ func (a *Agent) toolDefinitions(s *persistence.Session) []streaming.Tool {
 }
 
 // tools lists the tools of session s in the order offered.
-func (a *Agent) tools(s *persistence.Session) []tool.Tool {
+func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
 	if a.cfg.NoTools {
 		return nil
 	}
 	m := a.sessionModel(s)
 	all := tool.ForModel(cmp.Or(m.Name, a.cfg.Model), m.EditTool)
-	if set := a.mcpSet(s.ID); set != nil {
+	if set := sess.mcpServers(); set != nil {
 		all = append(all, set.Tools()...)
 	}
 	return all
@@ -67,15 +67,15 @@ func (a *Agent) tools(s *persistence.Session) []tool.Tool {
 // awaitMCP waits, at the start of a turn, for the session's MCP servers
 // still connecting (bounded by their connect timeout and by the turn), and
 // tells the user about any that failed.
-func (a *Agent) awaitMCP(ctx context.Context, s *persistence.Session) {
-	set := a.mcpSet(s.ID)
+func (a *Agent) awaitMCP(ctx context.Context, sess *session, s *persistence.Session) {
+	set := sess.mcpServers()
 	if set == nil {
 		return
 	}
 	set.Wait(ctx)
 	for _, f := range set.TakeFailures() {
 		a.log.Warn("mcp server failed", zap.String("session", s.ID), zap.String("error", f))
-		a.sendUpdate(ctx, s.ID, mcpFailureUpdate(a.capabilities(), f))
+		a.sendUpdate(ctx, sess, mcpFailureUpdate(a.capabilities(), f))
 	}
 }
 
@@ -93,7 +93,7 @@ func mcpFailureUpdate(caps acp.ClientCapabilities, failure string) acp.SessionUp
 }
 
 // toolEnv is what tools may use in session s.
-func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
+func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 	a.mu.Lock()
 	caps := a.clientCaps
 	a.mu.Unlock()
@@ -114,7 +114,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
 		OutputLimit:      a.toolOutputLimit(s),
-		Reads:            a.readsOf(s.ID),
+		Reads:            sess.fileReads(),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
@@ -146,11 +146,11 @@ func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (str
 // result for every call, so the rebuilt context never holds a call without
 // its result. Once the turn is cancelled, or stopped by the loop guard, the
 // remaining calls are not run but still answered.
-func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Session, calls []streaming.ToolCall, guard *loopGuard) error {
-	env := a.toolEnv(s)
+func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *persistence.Session, calls []streaming.ToolCall, guard *loopGuard) error {
+	env := a.toolEnv(sess, s)
 	byName := make(map[string]tool.Tool)
 	schemas := make(map[string]toolSchema)
-	for _, t := range a.tools(s) {
+	for _, t := range a.tools(sess, s) {
 		d := t.Definition()
 		byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
 	}
@@ -176,7 +176,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 			}
 			continue
 		}
-		if err := a.runToolCall(ctx, persistCtx, s, env, byName, schemas, c, guard); err != nil {
+		if err := a.runToolCall(ctx, persistCtx, sess, s, env, byName, schemas, c, guard); err != nil {
 			return err
 		}
 	}
@@ -188,7 +188,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 // The call runs as repaired (repair.go): permissions, rules and the user
 // see the tool and arguments that actually run, the stored assistant
 // message keeps what the model sent, and the result's note says what ran.
-func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Session, env *tool.Env,
+func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *persistence.Session, env *tool.Env,
 	byName map[string]tool.Tool, schemas map[string]toolSchema, sent streaming.ToolCall, guard *loopGuard) error {
 	c := sent
 	rep, found := repairCall(sent.Name, sent.Arguments, schemas)
@@ -218,12 +218,12 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 	// sees it, already failed.
 	failEarly := func(res tool.Result) error {
 		call.Status, call.Content = acp.ToolStatusFailed, res.Content
-		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
 		return save(res, persistence.StatusFailed)
 	}
 	if why := guard.refuse(key); why != "" {
 		call.Status, call.Content = acp.ToolStatusFailed, []acp.ToolCallContent{acp.ToolText(why)}
-		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
 		return a.saveToolResult(persistCtx, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
 	}
 	if rep.Refusal != "" {
@@ -251,19 +251,19 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 	if c.Name == planTool {
 		res := act.Run(ctx, func([]acp.ToolCallContent) {})
 		if res.Plan != nil {
-			a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{Plan: res.Plan})
+			a.sendUpdate(persistCtx, sess, acp.SessionUpdate{Plan: res.Plan})
 		}
 		call.Status = acp.ToolStatusCompleted
 		return save(res, persistence.StatusComplete)
 	}
 
-	a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCall: call})
+	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
 	finish := func(res tool.Result, status persistence.MessageStatus) error {
 		call.Status = acp.ToolStatusCompleted
 		if res.Failed || status != persistence.StatusComplete {
 			call.Status = acp.ToolStatusFailed
 		}
-		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{
+		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{
 			ToolCallID: c.ID, Status: call.Status, Content: res.Content}})
 		if res.Release != nil {
 			res.Release()
@@ -282,15 +282,15 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 		return finish(tool.Failure("%s", why), persistence.StatusComplete)
 	}
 
-	a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
+	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
 	res := act.Run(ctx, func(content []acp.ToolCallContent) {
-		a.sendUpdate(persistCtx, s.ID, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})
+		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})
 	})
 	status := persistence.StatusComplete
 	if ctx.Err() != nil && res.Failed {
 		status = persistence.StatusCancelled
 	}
-	res.Output += a.nestedInstructions(persistCtx, s, call.Locations)
+	res.Output += a.nestedInstructions(persistCtx, sess, s, call.Locations)
 	return finish(res, status)
 }
 

@@ -44,7 +44,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err := a.checkPromptSize(parts); err != nil {
 		return nil, err
 	}
-	turnCtx, err := a.beginTurn(ctx, s.ID)
+	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	go func() {
 		var ans answer
 		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
-			ans.res, err = a.runPrompt(ctx, turnCtx, s, req, parts)
+			ans.res, err = a.runPrompt(ctx, turnCtx, sess, s, req, parts)
 			return err
 		})
 		ended <- ans
@@ -74,25 +74,25 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 		select {
 		case ans = <-ended:
 		case <-time.After(a.cancelGrace()):
-			a.muteTurn(s.ID)
+			sess.muteTurn()
 			res, err := cancelledResponse(ctx)
-			a.markAnswered(s.ID)
+			sess.markAnswered()
 			acp.AfterResponse(ctx, func() {
 				goSafe(a.log, "ending a cancelled turn", func() {
 					<-ended
-					a.endTurn(s.ID)
+					sess.endTurn()
 				})
 			})
 			return res, err
 		}
 	}
-	a.markAnswered(s.ID)
-	acp.AfterResponse(ctx, func() { a.endTurn(s.ID) })
+	sess.markAnswered()
+	acp.AfterResponse(ctx, func() { sess.endTurn() })
 	return ans.res, ans.err
 }
 
 // runPrompt is the work of one turn, once it holds the session's turn slot.
-func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
+func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
 	// One writer per session: the turn holds its lease, and every write it
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
@@ -104,7 +104,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, 
 	defer a.leases.release(ctx, s.ID)
 
 	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
-		stop, err := cmd.run(turnCtx, a, s, input)
+		stop, err := cmd.run(turnCtx, a, sess, s, input)
 		if turnCtx.Err() != nil {
 			return a.interruptedResponse(ctx, turnCtx, s.ID)
 		}
@@ -128,9 +128,9 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, 
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
 	}
-	titled := a.titleAfterPrompt(persistCtx, s, parts)
+	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
 
-	stop, err := a.runTurn(turnCtx, persistCtx, s)
+	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
 	}
@@ -139,7 +139,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, 
 		return nil, err
 	}
 	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
-		a.titleFromModel(turnCtx, persistCtx, s, modelText(parts))
+		a.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
 	}
 	return &acp.PromptResponse{StopReason: stop}, nil
 }
@@ -165,17 +165,17 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
-func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session) (acp.StopReason, error) {
-	a.awaitMCP(ctx, s)
+func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
+	a.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
 	for call := 0; call < a.maxModelCalls(s); call++ {
-		res, err := a.streamReply(ctx, persistCtx, s)
+		res, err := a.streamReply(ctx, persistCtx, sess, s)
 		var refused *overflowRefusal
 		if errors.As(err, &refused) && !recovered {
 			recovered = true
-			if err = a.recoverOverflow(ctx, s, refused); err == nil {
-				res, err = a.streamReply(ctx, persistCtx, s)
+			if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
+				res, err = a.streamReply(ctx, persistCtx, sess, s)
 			}
 		}
 		if errors.As(err, &refused) {
@@ -187,14 +187,14 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 		if len(res.ToolCalls) == 0 {
 			return stopReason(res.FinishReason), nil
 		}
-		if err := a.runToolCalls(ctx, persistCtx, s, res.ToolCalls, guard); err != nil {
+		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
 			return "", err
 		}
 		if ctx.Err() != nil {
 			return acp.StopCancelled, nil
 		}
 		if guard.stopped() {
-			a.sendUpdate(ctx, s.ID, loopStopUpdate(a.capabilities()))
+			a.sendUpdate(ctx, sess, loopStopUpdate(a.capabilities()))
 			return acp.StopEndTurn, nil
 		}
 	}
@@ -207,9 +207,9 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 // when it grows fast: partialSaveBytes), and finalised when the stream ends
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
-func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Session) (*streaming.Result, error) {
+func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*streaming.Result, error) {
 	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
-	msgs, err := a.prepareContext(ctx, s)
+	msgs, err := a.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +218,8 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		msgs = withoutImages(msgs)
 	}
 	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID, counter: a.counterFor(model)}
-	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(s),
-		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &a.state(s.ID).cache.body}
+	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
+		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
 	onEvent, redacted := a.redactReply(func(ev streaming.Event) error {
 		switch ev.Kind {
 		case streaming.EventText:
@@ -241,7 +241,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		} else {
 			u.AgentThoughtChunk = chunk
 		}
-		a.sendUpdate(ctx, s.ID, u)
+		a.sendUpdate(ctx, sess, u)
 		return nil
 	})
 	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
@@ -249,9 +249,9 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		res = &streaming.Result{}
 	}
 	redacted(res)
-	a.afterModelRequest(ctx, s, req, res)
-	if !a.detectTruncation(ctx, s, model, req, res) {
-		a.observeUsage(s.ID, res)
+	a.afterModelRequest(ctx, sess, s, req, res)
+	if !a.detectTruncation(ctx, sess, s, model, req, res) {
+		sess.observeUsage(res)
 	}
 	if streamErr == nil {
 		a.noteAccepted(model, res)
@@ -276,7 +276,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, s *persistence.Sess
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {
-		a.keepReasoningItems(s.ID, msg.ID, res.ReasoningItems)
+		sess.keepReasoningItems(msg.ID, res.ReasoningItems)
 	}
 	if reply.err != nil {
 		return nil, storeError("save reply", reply.err)
@@ -385,12 +385,14 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	return r.a.store.AppendMessages(r.ctx, r.sessionID, m)
 }
 
-func (a *Agent) sendUpdate(ctx context.Context, sessionID string, u acp.SessionUpdate) {
-	if a.turnMuted(sessionID) {
+// sendUpdate sends u to the client, unless the session's turn was muted
+// (its prompt is answered).
+func (a *Agent) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+	if sess.turnMuted() {
 		return
 	}
-	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u}); err != nil {
-		a.log.Debug("session/update not delivered", zap.String("session", sessionID), zap.Error(err))
+	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
+		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
 	}
 }
 
@@ -503,58 +505,66 @@ func modelAdvice(api *streaming.APIError, retryable bool) string {
 // beginTurn registers a running turn; one turn per session at a time. A
 // turn that has answered but whose answer is still being written is waited
 // for: the client may already have sent the next prompt.
-func (a *Agent) beginTurn(ctx context.Context, sessionID string) (context.Context, error) {
+//
+// It is where a prompt looks its session up: the session is returned with
+// the turn registered on it. a.mu is held while a turn registers, so the
+// cap on concurrent turns counts every session's.
+func (a *Agent) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
 	for {
 		a.mu.Lock()
-		st := a.stateLocked(sessionID)
-		t := st.turn
+		sess := a.sessionLocked(sessionID)
+		sess.mu.Lock()
+		t := sess.turn
+		answered := t != nil && t.answered
+		sess.mu.Unlock()
 		if t == nil {
 			if a.runningTurnsLocked() >= a.cfg.MaxConcurrentTurns {
 				a.mu.Unlock()
-				return nil, a.tooManyTurns()
+				return nil, nil, a.tooManyTurns()
 			}
 			turnCtx, cancel := context.WithCancel(ctx)
-			st.turn = &turn{cancel: cancel, done: make(chan struct{})}
+			sess.mu.Lock()
+			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
+			sess.mu.Unlock()
 			a.mu.Unlock()
-			return turnCtx, nil
+			return sess, turnCtx, nil
 		}
-		answered := t.answered
 		a.mu.Unlock()
 		if !answered {
-			return nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
+			return nil, nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
 		}
 		select {
 		case <-t.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 }
 
 // markAnswered records that the turn has its answer; it ends (endTurn) once
 // the answer is written.
-func (a *Agent) markAnswered(sessionID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if t := a.turnLocked(sessionID); t != nil {
+func (sess *session) markAnswered() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
 		t.answered = true
 	}
 }
 
 // muteTurn silences the session's running turn: its prompt is answered.
-func (a *Agent) muteTurn(sessionID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if t := a.turnLocked(sessionID); t != nil {
+func (sess *session) muteTurn() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
 		t.muted = true
 	}
 }
 
-func (a *Agent) turnMuted(sessionID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t := a.turnLocked(sessionID)
-	return t != nil && t.muted
+// turnMuted reports whether the session's running turn was muted.
+func (sess *session) turnMuted() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.turn != nil && sess.turn.muted
 }
 
 // cancelGrace is how long a cancelled turn may take to stop before its
@@ -566,19 +576,16 @@ func (a *Agent) cancelGrace() time.Duration {
 	return DefaultCancelGrace
 }
 
-func (a *Agent) endTurn(sessionID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := a.sessions[sessionID]
-	if st == nil {
-		return
-	}
-	if t := st.turn; t != nil {
+// endTurn ends the session's turn once its answer is written.
+func (sess *session) endTurn() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
 		t.cancel()
 		close(t.done)
-		st.turn = nil
+		sess.turn = nil
 	}
-	st.items = nil // reasoning items live for their turn only
+	sess.items = nil // reasoning items live for their turn only
 }
 
 // Cancel stops the session's running turn, if any. The turn answers its

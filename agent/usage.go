@@ -7,14 +7,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/compaction"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
-func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
-	a.reportUsage(ctx, s, req, res)
+func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+	a.reportUsage(ctx, sess, s, req, res)
 }
 
 // reportUsage sends usage_update for one model request: the tokens that
@@ -25,14 +26,14 @@ func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, r
 // usage (a server without stream_options, or one that refused it) gets our
 // own count instead, for the context meter only: no cost is billed on a
 // count of ours.
-func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req streaming.Request, res *streaming.Result) {
 	model := a.modelNamed(req.Model)
 	u := res.Usage
 	if u == nil {
 		if res.FinishReason == "" {
 			return // a failed request: nothing to measure
 		}
-		u = a.countedUsage(s.ID, model, res)
+		u = sess.countedUsage(a.counterFor(model), res)
 		model.InputPrice, model.OutputPrice = 0, 0
 	}
 	used := u.TotalTokens
@@ -41,7 +42,7 @@ func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req str
 	}
 	update := &acp.UsageUpdate{Used: used, Size: model.ContextWindow}
 	var total float64
-	_, err := a.updateMeta(context.WithoutCancel(ctx), s.ID, func(_ *persistence.Session, m *sessionMeta) {
+	_, err := a.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
 		m.Used = used
 		if !model.Priced() {
 			return
@@ -60,7 +61,7 @@ func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req str
 	case model.Priced():
 		update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
-	a.sendUpdate(ctx, s.ID, acp.SessionUpdate{UsageUpdate: update})
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: update})
 }
 
 // lastUsage is the usage update that shows a reopened session's context:
@@ -81,12 +82,10 @@ func (a *Agent) lastUsage(s *persistence.Session) *acp.UsageUpdate {
 
 // countedUsage is a request's usage by our count: the context we sent (as
 // measured when it was built) and the reply.
-func (a *Agent) countedUsage(sessionID string, model Model, res *streaming.Result) *streaming.Usage {
-	b := a.budgetOf(sessionID)
-	a.mu.Lock()
-	prompt := b.estimated
-	a.mu.Unlock()
-	c := a.counterFor(model)
+func (sess *session) countedUsage(c compaction.Counter, res *streaming.Result) *streaming.Usage {
+	sess.mu.Lock()
+	prompt := sess.budget.estimated
+	sess.mu.Unlock()
 	out := c.Count(res.Text) + c.Count(res.Reasoning)
 	for _, tc := range res.ToolCalls {
 		out += c.Count(tc.Name) + c.Count(tc.Arguments)

@@ -124,12 +124,12 @@ func (o *overflowRefusal) Unwrap() error { return o.err }
 // real window from the error, tells the user, and compacts to it. A nil
 // error means the request may be sent again (once); otherwise the error
 // says why it cannot fit.
-func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *overflowRefusal) error {
+func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
 	m := a.meterFor(s)
-	b := a.budgetOf(s.ID)
-	a.mu.Lock()
+	sess.mu.Lock()
+	b := &sess.budget
 	sent := b.estimated // our count of the refused request
-	a.mu.Unlock()
+	sess.mu.Unlock()
 	ov := o.overflow
 	window, source := ov.Window, learnedPrefix+"the endpoint's error ("+ov.Shape+")"
 	if window <= 0 {
@@ -162,33 +162,33 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, window)
 	}
 	if !a.compact.Auto {
-		a.say(ctx, s.ID, text+" Automatic compaction is off: run /compact or start a new session.")
+		a.say(ctx, sess, text+" Automatic compaction is off: run /compact or start a new session.")
 		return o.err
 	}
-	a.say(ctx, s.ID, text+" Compacting the conversation and trying again once.")
+	a.say(ctx, sess, text+" Compacting the conversation and trying again once.")
 
 	m = a.meterFor(s) // with the learned window
 	ratio := 1.0
 	if ov.Prompt > 0 && sent > 0 {
 		// The endpoint's count of the refused request calibrates ours.
 		ratio = min(max(float64(ov.Prompt)/float64(sent), 0.5), 3)
-		a.mu.Lock()
+		sess.mu.Lock()
 		b.reported = ov.Prompt
-		a.mu.Unlock()
+		sess.mu.Unlock()
 	}
-	view, err := a.activeView(ctx, s.ID, m.counter)
+	view, err := a.activeView(ctx, sess, m.counter)
 	if err != nil {
 		return storeError("build context", err)
 	}
-	fixed := a.fixedTokens(s, m.counter)
+	fixed := a.fixedTokens(sess, s, m.counter)
 	if int(float64(fixed)*ratio) > m.st.Budget() {
 		return m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
 	}
 	// This is the turn's automatic compaction: no second one follows it.
-	a.mu.Lock()
-	b.turn = a.turnLocked(s.ID)
-	a.mu.Unlock()
-	if _, err := a.runCompaction(ctx, s, m, view, fixed, ratio, compactOpts{}); err != nil {
+	sess.mu.Lock()
+	b.turn = sess.turn
+	sess.mu.Unlock()
+	if _, err := a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -198,15 +198,15 @@ func (a *Agent) recoverOverflow(ctx context.Context, s *persistence.Session, o *
 }
 
 // say sends the user a short note: a notice, or an agent message.
-func (a *Agent) say(ctx context.Context, sessionID, text string) {
+func (a *Agent) say(ctx context.Context, sess *session, text string) {
 	// A client that takes notices shows this apart from the model's answer
 	// (exec prints it on stderr, not in the answer on stdout); any other
 	// gets it as bracketed reply text.
 	if a.capabilities().SupportsNotices() {
-		a.sendUpdate(ctx, sessionID, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
+		a.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
 		return
 	}
-	a.sendUpdate(ctx, sessionID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 
 // truncationRatio: a reported prompt under this share of what we sent was
@@ -227,14 +227,13 @@ const minTruncationCheck = 1024
 // whether the request was truncated (its usage then says nothing about the
 // context). Requests with images are not judged: what an image costs
 // differs too much between providers.
-func (a *Agent) detectTruncation(ctx context.Context, s *persistence.Session, model Model, req streaming.Request, res *streaming.Result) bool {
+func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model Model, req streaming.Request, res *streaming.Result) bool {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.providerOf(model).SilentTruncation {
 		return false
 	}
-	b := a.budgetOf(s.ID)
-	a.mu.Lock()
-	sent := b.estimated
-	a.mu.Unlock()
+	sess.mu.Lock()
+	sent := sess.budget.estimated
+	sess.mu.Unlock()
 	reported := res.Usage.PromptTokens
 	if sent < minTruncationCheck || float64(reported) >= truncationRatio*float64(sent) {
 		return false
@@ -252,7 +251,7 @@ func (a *Agent) detectTruncation(ctx context.Context, s *persistence.Session, mo
 	a.log.Warn("the model endpoint silently truncated the prompt; using what it kept as the context window",
 		zap.String("session", s.ID), zap.String("model", model.Name), zap.Int("sent", sent), zap.Int("kept", reported))
 	if !known {
-		a.say(ctx, s.ID, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
+		a.say(ctx, sess, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
 			reported, sent, reported, model.Name))
 	}
 	return true
