@@ -159,8 +159,10 @@ type Agent struct {
 	cfg    Config
 	log    *zap.Logger
 	leases *leases
-	// unfinished: replies a storage fault left "streaming" (unfinished.go).
-	unfinished unfinished
+	// closed is closed by Close: what a session still retries in the
+	// background stops (unfinished.go).
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	compact    compaction.Settings           // thresholds; Window/OutputReserve per model
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
@@ -224,9 +226,10 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 		counters: make(map[string]compaction.Counter),
 		sessions: make(map[string]*session),
 		windows:  make(map[string]learnedWindow),
+		closed:   make(chan struct{}),
 	}
 	a.store = cacheStore{Store: store, a: a}
-	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log, a.leased)
+	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
 	a.startDiscovery()
 	return a
 }
@@ -238,7 +241,7 @@ func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
 // servers. Call it after the connection stopped serving.
 func (a *Agent) Close() {
 	a.stopDiscovery()
-	a.closeUnfinished()
+	a.closeOnce.Do(func() { close(a.closed) })
 	a.dropAll()
 	a.leases.close()
 }

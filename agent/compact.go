@@ -432,7 +432,7 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 	if _, over := a.overOnLoad(sess, s, m, view); !over {
 		return
 	}
-	err = a.leases.briefly(ctx, s.ID, func(ctx context.Context) {
+	err = a.leases.briefly(ctx, sess, func(ctx context.Context) {
 		view, err := a.activeView(ctx, sess, m.counter)
 		if err != nil {
 			a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))

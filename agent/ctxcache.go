@@ -297,7 +297,7 @@ func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Coun
 	var view []persistence.Message
 	var counted map[int64]int
 	var err error
-	if a.leases.holding(sessionID) {
+	if sess.holdsLease() {
 		view, counted, err = sess.cache.sync(ctx, a.store, sessionID, c)
 	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
 		counted, err = countView(ctx, c, view)
@@ -318,11 +318,6 @@ func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Coun
 // tool schemas (kept per session while they and the counter stay).
 func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
 	return sess.cache.fixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
-}
-
-// leased is told by the leases the generation of each lease taken.
-func (a *Agent) leased(sessionID string, generation int64) {
-	a.session(sessionID).cache.leased(generation)
 }
 
 // cacheStore is the agent's store: it tells each session's kept view what

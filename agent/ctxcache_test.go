@@ -21,11 +21,11 @@ import (
 func checkView(t *testing.T, a *Agent, sid, when string) {
 	t.Helper()
 	ctx := context.Background()
-	held, err := a.leases.hold(ctx, sid, nil)
+	held, err := a.leases.hold(ctx, a.session(sid), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.leases.release(ctx, sid)
+	defer a.leases.release(ctx, a.session(sid))
 	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
 	got, err := a.activeView(held, a.session(sid), c)
 	if err != nil {
@@ -70,11 +70,11 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 
 	edit := func(p *leaseProc, what string) {
 		t.Helper()
-		held, err := p.a.leases.hold(ctx, sid, nil)
+		held, err := p.a.leases.hold(ctx, p.a.session(sid), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.a.leases.release(ctx, sid)
+		defer p.a.leases.release(ctx, p.a.session(sid))
 		msgs, err := p.a.store.Messages(ctx, sid, persistence.MessageFilter{ActiveOnly: true})
 		if err != nil {
 			t.Fatal(err)

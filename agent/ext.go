@@ -216,10 +216,11 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		case op == "collapse" && !c.Expanded:
 			return nil, acp.InvalidRequest("Cannot collapse compaction %d: it is not expanded.", c.ID)
 		}
-		if a.runningTurn(p.SessionID) != nil {
+		sess := a.session(p.SessionID)
+		if sess.runningTurn() != nil {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
-		fenced, err := a.leases.hold(ctx, p.SessionID, nil)
+		fenced, err := a.leases.hold(ctx, sess, nil)
 		if errors.Is(err, errHeldHere) {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
@@ -230,7 +231,7 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		if err != nil {
 			return nil, storeError(op+" compaction", err)
 		}
-		defer a.leases.release(ctx, p.SessionID)
+		defer a.leases.release(ctx, sess)
 		if err := fn(a.store, fenced, p.SessionID, p.CompactionID); err != nil {
 			if errors.Is(err, persistence.ErrConflict) {
 				return nil, acp.InvalidRequest("Cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first.", op, p.CompactionID)
@@ -238,11 +239,9 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 			return nil, storeError(op+" compaction", err)
 		}
 		// The view changed: what the provider counted no longer applies.
-		a.mu.Lock()
-		if st := a.sessions[p.SessionID]; st != nil {
-			st.budget.sent, st.budget.reported = nil, 0
-		}
-		a.mu.Unlock()
+		sess.mu.Lock()
+		sess.budget.sent, sess.budget.reported = nil, 0
+		sess.mu.Unlock()
 		return a.contextSize(ctx, p.SessionID)
 	}
 }

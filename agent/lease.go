@@ -18,45 +18,55 @@ import (
 // heartbeat. Heartbeats come every third of it.
 const DefaultLeaseTTL = 30 * time.Second
 
-// leases keeps this agent's session leases: one writer per session across
-// processes sharing a database. A lease is held only while a turn runs (or
-// a repair or compaction when a session is opened), so two processes (two
-// editor windows on one thread) can take turns on a session. Every write a
-// holder makes carries the lease's fence: once the lease is lost (expired
-// while the process was paused, then taken by another process) the store
-// refuses the write, and the heartbeat that notices aborts the turn.
+// leases takes and keeps this agent's session leases: one writer per
+// session across processes sharing a database. A lease is held only while a
+// turn runs (or a repair or compaction when a session is opened), so two
+// processes (two editor windows on one thread) can take turns on a session.
+// Every write a holder makes carries the lease's fence: once the lease is
+// lost (expired while the process was paused, then taken by another
+// process) the store refuses the write, and the heartbeat that notices
+// aborts the turn. The lease itself (when it was taken, its fence, what to
+// abort) belongs to its session (session.lease); leases keeps only the set
+// of sessions its heartbeat renews.
 type leases struct {
 	store LeaseStore
 	owner string
 	ttl   time.Duration
 	host  string
 	log   *zap.Logger
-	// acquired is told the generation of every lease this agent takes.
-	acquired func(sessionID string, generation int64)
 
 	mu      sync.Mutex
-	held    map[string]*heldLease // by session
+	held    map[*session]struct{} // the sessions whose lease is held, for the heartbeat
 	started bool
 	closed  bool
 	stop    chan struct{}
 	done    chan struct{}
 }
 
-// heldLease is one lease this agent holds.
+// heldLease is one lease this agent holds (in its session, under
+// session.mu).
 type heldLease struct {
 	taken time.Time
+	fence persistence.Fence
 	lost  func(error) // aborts what holds it; nil: nothing to abort
 }
 
-func newLeases(store LeaseStore, owner string, ttl time.Duration, log *zap.Logger, acquired func(string, int64)) *leases {
+func newLeases(store LeaseStore, owner string, ttl time.Duration, log *zap.Logger) *leases {
 	host, _ := os.Hostname()
-	return &leases{store: store, owner: owner, ttl: ttl, host: host, log: log, acquired: acquired,
-		held: make(map[string]*heldLease), stop: make(chan struct{}), done: make(chan struct{})}
+	return &leases{store: store, owner: owner, ttl: ttl, host: host, log: log,
+		held: make(map[*session]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // errHeldHere is hold's answer when this agent already holds the session
 // (its turn is running).
 var errHeldHere = errors.New("the session's lease is already held in this process")
+
+// holdsLease reports whether this process holds the session's lease.
+func (sess *session) holdsLease() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.lease != nil
+}
 
 // hold takes the session's lease and returns ctx carrying its fence: every
 // store write made with that context is refused once the lease is lost, and
@@ -67,15 +77,15 @@ var errHeldHere = errors.New("the session's lease is already held in this proces
 // marked interrupted first: while nobody else holds the lease, nobody else
 // is streaming. The error is a clear -32600 when another
 // live process holds the session.
-func (l *leases) hold(ctx context.Context, sessionID string, lost func(error)) (context.Context, error) {
+func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (context.Context, error) {
+	sessionID := sess.id
 	l.mu.Lock()
-	_, here := l.held[sessionID]
 	closed := l.closed
 	l.mu.Unlock()
 	switch {
 	case closed:
 		return nil, acp.InternalError("The agent is shutting down; try again once it has restarted.")
-	case here:
+	case sess.holdsLease():
 		return nil, errHeldHere
 	}
 	taken := time.Now()
@@ -103,21 +113,22 @@ func (l *leases) hold(ctx context.Context, sessionID string, lost func(error)) (
 		_ = l.store.ReleaseLease(context.WithoutCancel(ctx), sessionID, l.owner)
 		return nil, acp.InternalError("The agent is shutting down; try again once it has restarted.")
 	}
-	l.held[sessionID] = &heldLease{taken: taken, lost: lost}
+	sess.mu.Lock()
+	sess.lease = &heldLease{taken: taken, fence: lease.Fence(), lost: lost}
+	sess.mu.Unlock()
+	l.held[sess] = struct{}{}
 	if !l.started {
 		l.started = true
 		go l.heartbeat()
 	}
 	l.mu.Unlock()
-	if l.acquired != nil {
-		l.acquired(sessionID, lease.Generation)
-	}
+	sess.cache.leased(lease.Generation)
 	fenced := persistence.WithFence(ctx, lease.Fence())
 	if !lease.Abandoned {
 		return fenced, nil
 	}
 	if n, err := l.store.InterruptStreaming(fenced, sessionID); err != nil {
-		l.release(ctx, sessionID)
+		l.release(ctx, sess)
 		return nil, fmt.Errorf("repair session: %w", err)
 	} else if n > 0 {
 		l.log.Warn("a reply was cut by a crash or a lost lease; kept and marked interrupted", zap.String("session", sessionID), zap.Int("messages", n))
@@ -129,8 +140,8 @@ func (l *leases) hold(ctx context.Context, sessionID string, lost func(error)) (
 // (the repair and compaction when a session is opened). When the session is
 // busy (its turn runs here or in another live process), fn does not run:
 // the turn's holder does that work.
-func (l *leases) briefly(ctx context.Context, sessionID string, fn func(ctx context.Context)) error {
-	fenced, err := l.hold(ctx, sessionID, nil)
+func (l *leases) briefly(ctx context.Context, sess *session, fn func(ctx context.Context)) error {
+	fenced, err := l.hold(ctx, sess, nil)
 	var leased *leasedError
 	if errors.Is(err, errHeldHere) || errors.As(err, &leased) {
 		return nil
@@ -138,7 +149,7 @@ func (l *leases) briefly(ctx context.Context, sessionID string, fn func(ctx cont
 	if err != nil {
 		return err
 	}
-	defer l.release(ctx, sessionID)
+	defer l.release(ctx, sess)
 	fn(fenced)
 	return nil
 }
@@ -201,12 +212,20 @@ func (l *leases) renew() {
 	}
 	var lost []func(error)
 	l.mu.Lock()
-	for id, h := range l.held {
-		if still[id] || h.taken.After(asked) {
+	for sess := range l.held {
+		sess.mu.Lock()
+		h := sess.lease
+		if h != nil && (still[sess.id] || h.taken.After(asked)) {
+			sess.mu.Unlock()
 			continue
 		}
-		l.log.Warn("lost the lease of a session (it expired; another process may have taken it)", zap.String("session", id))
-		delete(l.held, id)
+		sess.lease = nil
+		sess.mu.Unlock()
+		delete(l.held, sess)
+		if h == nil {
+			continue
+		}
+		l.log.Warn("lost the lease of a session (it expired; another process may have taken it)", zap.String("session", sess.id))
 		if h.lost != nil {
 			lost = append(lost, h.lost)
 		}
@@ -220,25 +239,20 @@ func (l *leases) renew() {
 // errLeaseLost is the cause of a turn aborted by the heartbeat.
 var errLeaseLost = fmt.Errorf("heartbeat: %w", persistence.ErrLeaseLost)
 
-// holding reports whether this agent holds the session's lease.
-func (l *leases) holding(sessionID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, held := l.held[sessionID]
-	return held
-}
-
 // release gives up the session's lease (the turn ended).
-func (l *leases) release(ctx context.Context, sessionID string) {
+func (l *leases) release(ctx context.Context, sess *session) {
 	l.mu.Lock()
-	_, held := l.held[sessionID]
-	delete(l.held, sessionID)
+	delete(l.held, sess)
+	sess.mu.Lock()
+	held := sess.lease != nil
+	sess.lease = nil
+	sess.mu.Unlock()
 	l.mu.Unlock()
 	if !held {
 		return
 	}
-	if err := l.store.ReleaseLease(context.WithoutCancel(ctx), sessionID, l.owner); err != nil {
-		l.log.Warn("release lease", zap.String("session", sessionID), zap.Error(err))
+	if err := l.store.ReleaseLease(context.WithoutCancel(ctx), sess.id, l.owner); err != nil {
+		l.log.Warn("release lease", zap.String("session", sess.id), zap.Error(err))
 	}
 }
 

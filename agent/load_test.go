@@ -191,7 +191,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.prompt(t, sid, "a turn in the other process")
-	held, err := b.a.leases.hold(ctx, sid, nil)
+	held, err := b.a.leases.hold(ctx, b.a.session(sid), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 	if err := b.a.store.UpdateMessage(held, &old); err != nil {
 		t.Fatal(err)
 	}
-	b.a.leases.release(ctx, sid)
+	b.a.leases.release(ctx, b.a.session(sid))
 
 	a.prompt(t, sid, "back here")
 	r := m.Requests()

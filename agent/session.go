@@ -118,7 +118,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 		return nil, err
 	}
 	a.connectMCP(sess, req.McpServers) // in the background: load stays fast
-	seed := sess.cache.ticket(a.leases.holding(s.ID))
+	seed := sess.cache.ticket(sess.holdsLease())
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
@@ -205,7 +205,7 @@ func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
 		sess.cache.released(0)
 		return nil
 	}
-	return a.leases.briefly(ctx, sess.id, func(context.Context) {})
+	return a.leases.briefly(ctx, sess, func(context.Context) {})
 }
 
 // storageFault reports whether err is a full or read-only database.

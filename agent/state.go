@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/crow-acp/crow-acp/agent/tool"
+	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
@@ -33,6 +34,14 @@ type session struct {
 	// write_file's read-before-overwrite check (in memory only: after a
 	// restart the model reads a file again before overwriting it; mu).
 	reads *tool.Reads
+	// lease is the session's lease while this process holds it: when it
+	// was taken, its fence, what to abort when it is lost (lease.go; mu).
+	lease *heldLease
+	// unfinished are the replies a storage fault left "streaming", by
+	// message id, written again until the store takes them; retrying: a
+	// goroutine does that (unfinished.go; mu).
+	unfinished map[int64]*persistence.Message
+	retrying   bool
 
 	// meta serialises read-modify-writes of the stored session (metadata,
 	// title), so that a config option set while a turn records its cost

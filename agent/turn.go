@@ -97,11 +97,11 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	turnCtx, err := a.leases.hold(turnCtx, s.ID, lose)
+	turnCtx, err := a.leases.hold(turnCtx, sess, lose)
 	if err != nil {
 		return nil, storeError("prompt", err)
 	}
-	defer a.leases.release(ctx, s.ID)
+	defer a.leases.release(ctx, sess)
 
 	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
 		stop, err := cmd.run(turnCtx, a, sess, s, input)
@@ -272,7 +272,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if err := reply.finish(msg); err != nil {
 		// The stored row still says "streaming": mark it failed once the
 		// store answers again.
-		a.finishLater(msg)
+		a.finishLater(sess, msg)
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {

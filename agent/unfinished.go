@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,61 +14,54 @@ import (
 // again while the store keeps failing.
 const unfinishedRetry = 200 * time.Millisecond
 
-// unfinished holds the replies a storage fault left "streaming" in the
-// store: the live process marks each failed as soon as the store answers
-// again, instead of leaving that to whichever process opens the session
-// next.
-type unfinished struct {
-	mu      sync.Mutex
-	replies map[int64]*persistence.Message // by message id
-	running bool
-	stop    chan struct{} // closed by Close
-	stopped bool
-}
+// A storage fault can leave a reply "streaming" in the store. Its session
+// keeps it (session.unfinished) and marks it failed as soon as the store
+// answers again, instead of leaving that to whichever process opens the
+// session next.
 
-// finishLater queues m (an assistant reply already stored, with its ID) to
-// be written with status failed once the store accepts writes again.
-func (a *Agent) finishLater(m *persistence.Message) {
+// finishLater queues m (an assistant reply of sess already stored, with its
+// ID) to be written with status failed once the store accepts writes again.
+func (a *Agent) finishLater(sess *session, m *persistence.Message) {
 	if m.ID == 0 {
 		return // never stored: nothing is left streaming
 	}
 	// The turn failed: its tool calls never ran and are not kept.
 	m.Status, m.ToolCalls = persistence.StatusFailed, nil
-	u := &a.unfinished
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.stopped {
-		return
+	select {
+	case <-a.closed:
+		return // left to the next process that opens the session
+	default:
 	}
-	if u.replies == nil {
-		u.replies = make(map[int64]*persistence.Message)
-		u.stop = make(chan struct{})
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.unfinished == nil {
+		sess.unfinished = make(map[int64]*persistence.Message)
 	}
-	u.replies[m.ID] = m
-	if !u.running {
-		u.running = true
-		goSafe(a.log, "retrying unfinished replies", a.retryUnfinished)
+	sess.unfinished[m.ID] = m
+	if !sess.retrying {
+		sess.retrying = true
+		goSafe(a.log, "retrying unfinished replies", func() { a.retryUnfinished(sess) })
 	}
 }
 
-// retryUnfinished writes the queued replies until none is left or the agent
-// closes.
-func (a *Agent) retryUnfinished() {
-	u := &a.unfinished
+// retryUnfinished writes the session's queued replies until none is left or
+// the agent closes (what is still queued is then left to the next process
+// that opens the session).
+func (a *Agent) retryUnfinished(sess *session) {
 	t := time.NewTicker(unfinishedRetry)
 	defer t.Stop()
 	for {
 		select {
-		case <-u.stop:
+		case <-a.closed:
 			return
 		case <-t.C:
 		}
-		u.mu.Lock()
-		batch := make([]*persistence.Message, 0, len(u.replies))
-		for _, m := range u.replies {
+		sess.mu.Lock()
+		batch := make([]*persistence.Message, 0, len(sess.unfinished))
+		for _, m := range sess.unfinished {
 			batch = append(batch, m)
 		}
-		u.mu.Unlock()
+		sess.mu.Unlock()
 		for _, m := range batch {
 			err := a.store.UpdateMessage(context.Background(), m)
 			if err != nil && !errors.Is(err, persistence.ErrNotFound) {
@@ -78,32 +70,18 @@ func (a *Agent) retryUnfinished() {
 			if err == nil {
 				a.log.Info("reply interrupted by a storage fault marked failed", zap.String("session", m.SessionID), zap.Int64("message", m.ID))
 			}
-			u.mu.Lock()
-			if u.replies[m.ID] == m {
-				delete(u.replies, m.ID)
+			sess.mu.Lock()
+			if sess.unfinished[m.ID] == m {
+				delete(sess.unfinished, m.ID)
 			}
-			u.mu.Unlock()
+			sess.mu.Unlock()
 		}
-		u.mu.Lock()
-		if len(u.replies) == 0 {
-			u.running = false
-			u.mu.Unlock()
+		sess.mu.Lock()
+		if len(sess.unfinished) == 0 {
+			sess.retrying = false
+			sess.mu.Unlock()
 			return
 		}
-		u.mu.Unlock()
-	}
-}
-
-// closeUnfinished stops retrying; what is still queued is left to the next
-// process that opens the session.
-func (a *Agent) closeUnfinished() {
-	u := &a.unfinished
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if !u.stopped {
-		u.stopped = true
-		if u.stop != nil {
-			close(u.stop)
-		}
+		sess.mu.Unlock()
 	}
 }
