@@ -218,7 +218,7 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 	}
 	a := &Agent{
 		client:   client,
-		store:    store, // wrapped below
+		store:    store,
 		model:    model,
 		cfg:      cfg,
 		log:      log,
@@ -228,7 +228,6 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 		windows:  make(map[string]learnedWindow),
 		closed:   make(chan struct{}),
 	}
-	a.store = cacheStore{Store: store, a: a}
 	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
 	a.startDiscovery()
 	return a

@@ -20,10 +20,11 @@ import (
 // requests and brought up to date by reading only the messages stored
 // after the newest it holds (their seq).
 //
-// Appends are all a seq shows. Everything that changes stored messages in
-// place goes through the agent's store (cacheStore below), which marks the
-// view: an updated message is read again from its seq on; a compaction,
-// an expand, collapse or delete of one, or a repair drops the view. Another
+// Appends are all a seq shows. Where the agent changes stored messages in
+// place it tells the session's view right after the write (whether or not
+// the write failed: it may have been applied): an updated message is read
+// again from its seq on (changed); a compaction, an expand, collapse or
+// delete of one, or a repair drops the view (reset). Another
 // process writes a session only while it holds the session's lease, and
 // every acquisition raises the lease's generation: when this process takes
 // the lease and the generation is not the next after its own last one,
@@ -320,63 +321,19 @@ func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.
 	return sess.cache.fixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
 }
 
-// cacheStore is the agent's store: it tells each session's kept view what
-// changed in place (see above).
-type cacheStore struct {
-	Store
-	a *Agent
-}
-
-// cacheOf is the kept view of a session this process keeps state for.
-func (s cacheStore) cacheOf(sessionID string) *contextCache {
-	if sess := s.a.kept(sessionID); sess != nil {
-		return &sess.cache
-	}
-	return nil
-}
-
-// drop drops the session's kept view after a write that changed messages
-// in place (whether or not it failed: it may have been applied).
-func (s cacheStore) drop(sessionID string) {
-	if cc := s.cacheOf(sessionID); cc != nil {
-		cc.reset()
-	}
-}
-
-func (s cacheStore) UpdateMessage(ctx context.Context, m *persistence.Message) error {
-	err := s.Store.UpdateMessage(ctx, m)
-	if cc := s.cacheOf(m.SessionID); cc != nil {
-		cc.changed(m.ID)
-	}
+// updateMessage writes m over its stored row and tells the session's kept
+// view (whether or not the write failed: it may have been applied). Every
+// in-place change of a message goes through it.
+func (sess *session) updateMessage(ctx context.Context, store Store, m *persistence.Message) error {
+	err := store.UpdateMessage(ctx, m)
+	sess.cache.changed(m.ID)
 	return err
 }
 
-func (s cacheStore) InterruptStreaming(ctx context.Context, sessionID string) (int, error) {
-	defer s.drop(sessionID)
-	return s.Store.InterruptStreaming(ctx, sessionID)
-}
-
-func (s cacheStore) Compact(ctx context.Context, c *persistence.Compaction, added []*persistence.Message) error {
-	defer s.drop(c.SessionID)
-	return s.Store.Compact(ctx, c, added)
-}
-
-func (s cacheStore) ExpandCompaction(ctx context.Context, sessionID string, id int64) error {
-	defer s.drop(sessionID)
-	return s.Store.ExpandCompaction(ctx, sessionID, id)
-}
-
-func (s cacheStore) CollapseCompaction(ctx context.Context, sessionID string, id int64) error {
-	defer s.drop(sessionID)
-	return s.Store.CollapseCompaction(ctx, sessionID, id)
-}
-
-func (s cacheStore) DeleteCompaction(ctx context.Context, sessionID string, id int64) error {
-	defer s.drop(sessionID)
-	return s.Store.DeleteCompaction(ctx, sessionID, id)
-}
-
-func (s cacheStore) DeleteSession(ctx context.Context, id string) error {
-	defer s.drop(id)
-	return s.Store.DeleteSession(ctx, id)
+// rewrite runs write, which changes the session's stored messages in place
+// (a compaction, an expand, collapse or delete of one, a repair, a delete
+// of the session), and drops the kept view whether or not it failed.
+func (sess *session) rewrite(write func() error) error {
+	defer sess.cache.reset()
+	return write()
 }

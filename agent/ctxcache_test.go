@@ -81,7 +81,7 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 		}
 		old := msgs[1] // an early reply, long read into the kept view
 		old.Content = what
-		if err := p.a.store.UpdateMessage(held, &old); err != nil {
+		if err := p.a.session(sid).updateMessage(held, p.a.store, &old); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -99,7 +99,7 @@ func (a *Agent) sweepEmpty(ctx context.Context, empty []persistence.Session) {
 		if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 			continue
 		}
-		if err := a.store.DeleteSession(ctx, s.ID); err != nil {
+		if err := a.deleteStored(ctx, s.ID); err != nil {
 			a.log.Warn("delete empty session", zap.String("session", s.ID), zap.Error(err))
 			continue
 		}

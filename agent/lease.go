@@ -127,10 +127,16 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (con
 	if !lease.Abandoned {
 		return fenced, nil
 	}
-	if n, err := l.store.InterruptStreaming(fenced, sessionID); err != nil {
+	var n int
+	err = sess.rewrite(func() (err error) {
+		n, err = l.store.InterruptStreaming(fenced, sessionID)
+		return err
+	})
+	if err != nil {
 		l.release(ctx, sess)
 		return nil, fmt.Errorf("repair session: %w", err)
-	} else if n > 0 {
+	}
+	if n > 0 {
 		l.log.Warn("a reply was cut by a crash or a lost lease; kept and marked interrupted", zap.String("session", sessionID), zap.Int("messages", n))
 	}
 	return fenced, nil

@@ -49,7 +49,7 @@ func storedSession(t *testing.T, turns int) (persistence.Store, string, *fakemod
 		}
 	}
 	a.Close()
-	return a.store.(cacheStore).Store.(persistence.Store), s.SessionID, m
+	return a.store.(persistence.Store), s.SessionID, m
 }
 
 // TestLoadReadsMessagesOnce: session/load reads the session's messages

@@ -73,7 +73,7 @@ func TestPartialSaveCadence(t *testing.T) {
 			}
 			store := &savesStore{Store: real}
 			a := &Agent{store: store, cfg: Config{PartialSaveInterval: DefaultPartialSaveInterval}}
-			r := &partialReply{a: a, ctx: ctx, sessionID: "sess_a"}
+			r := &partialReply{a: a, ctx: ctx, sess: &session{id: "sess_a"}}
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			maxUnsaved := 0
 			for i := 0; time.Duration(i)*c.every < c.total; i++ {

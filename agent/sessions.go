@@ -97,11 +97,21 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 		return nil, err
 	}
 	a.dropSession(req.SessionID)
-	if err := a.store.DeleteSession(context.WithoutCancel(ctx), req.SessionID); err != nil {
+	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
 	}
 	a.log.Info("session deleted", zap.String("session", req.SessionID))
 	return &acp.DeleteSessionResponse{}, nil
+}
+
+// deleteStored deletes the stored session; state this process still keeps
+// for it (a prompt that raced the delete) drops its kept view.
+func (a *Agent) deleteStored(ctx context.Context, sessionID string) error {
+	del := func() error { return a.store.DeleteSession(ctx, sessionID) }
+	if sess := a.kept(sessionID); sess != nil {
+		return sess.rewrite(del)
+	}
+	return del()
 }
 
 // stopTurn cancels the session's running turn, if any, and waits for it to

@@ -217,7 +217,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a, ctx: persistCtx, sessionID: s.ID, counter: a.counterFor(model)}
+	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, counter: a.counterFor(model)}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
 	onEvent, redacted := a.redactReply(func(ev streaming.Event) error {
@@ -300,7 +300,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 type partialReply struct {
 	a               *Agent
 	ctx             context.Context
-	sessionID       string
+	sess            *session
 	text, reasoning strings.Builder
 	counter         compaction.Counter   // counts the reply as it is written
 	msg             *persistence.Message // the stored row; nil until the first delta
@@ -341,13 +341,13 @@ func (r *partialReply) save(now time.Time) error {
 		m := &persistence.Message{Role: persistence.RoleAssistant, Content: r.text.String(),
 			Reasoning: r.reasoning.String(), Status: persistence.StatusStreaming}
 		countTokens(r.counter, m)
-		if err = r.a.store.AppendMessages(r.ctx, r.sessionID, m); err == nil {
+		if err = r.a.store.AppendMessages(r.ctx, r.sess.id, m); err == nil {
 			r.msg = m
 		}
 	} else {
 		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
 		countTokens(r.counter, r.msg)
-		err = r.a.store.UpdateMessage(r.ctx, r.msg)
+		err = r.sess.updateMessage(r.ctx, r.a.store, r.msg)
 	}
 	if err != nil {
 		r.err = err
@@ -377,12 +377,12 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	countTokens(r.counter, m)
 	if r.msg != nil {
 		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
-		return r.a.store.UpdateMessage(r.ctx, m)
+		return r.sess.updateMessage(r.ctx, r.a.store, m)
 	}
 	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
 		return nil
 	}
-	return r.a.store.AppendMessages(r.ctx, r.sessionID, m)
+	return r.a.store.AppendMessages(r.ctx, r.sess.id, m)
 }
 
 // sendUpdate sends u to the client, unless the session's turn was muted

@@ -63,7 +63,7 @@ func (a *Agent) retryUnfinished(sess *session) {
 		}
 		sess.mu.Unlock()
 		for _, m := range batch {
-			err := a.store.UpdateMessage(context.Background(), m)
+			err := sess.updateMessage(context.Background(), a.store, m)
 			if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 				continue // the store still fails; next tick
 			}
