@@ -62,8 +62,13 @@ func (c gatedCounter) Count(text string) int {
 
 // gatedStore blocks the first write of the turn's reply.
 type gatedStore struct {
-	Store
+	persistence.Store
 	g *gate
+}
+
+// WithFence keeps the gate on the fenced view a turn writes through.
+func (s *gatedStore) WithFence(f persistence.Fence) persistence.Store {
+	return &gatedStore{Store: s.Store.WithFence(f), g: s.g}
 }
 
 func (s *gatedStore) AppendMessages(ctx context.Context, id string, msgs ...*persistence.Message) error {
@@ -112,7 +117,9 @@ func TestCancelAnsweredWithinOneSecond(t *testing.T) {
 				return u.ToolCallUpdate != nil && u.ToolCallUpdate.Status == acp.ToolStatusInProgress
 			}},
 		{name: "store", prompt: "hi", reply: fakemodel.Reply{Text: "a reply that is stored"},
-			arm: func(g *gate, a *Agent, _ *fakemodel.Server) { a.store = &gatedStore{Store: a.store, g: g} }},
+			arm: func(g *gate, a *Agent, _ *fakemodel.Server) {
+				a.store = &gatedStore{Store: a.store.(persistence.Store), g: g}
+			}},
 		{name: "permission", prompt: "run it",
 			reply: fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "run_command", Arguments: `{"command":"true"}`}}},
 			arm: func(g *gate, a *Agent, _ *fakemodel.Server) {

@@ -273,7 +273,7 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 			for _, added := range p.Added {
 				added.TokenEncoding = m.counter.Name()
 			}
-			if err := sess.rewrite(func() error { return a.store.Compact(persistCtx, rec, p.Added) }); err != nil {
+			if err := sess.rewrite(func() error { return a.writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
 				return nil, storeError("compact", err)
 			}
 			a.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),

@@ -308,7 +308,7 @@ func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Coun
 	}
 	if len(counted) > 0 {
 		// A cache: a failed write costs a recount next time, nothing else.
-		if err := a.store.SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+		if err := a.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
 			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
 		}
 	}

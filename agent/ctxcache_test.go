@@ -21,13 +21,12 @@ import (
 func checkView(t *testing.T, a *Agent, sid, when string) {
 	t.Helper()
 	ctx := context.Background()
-	held, err := a.leases.hold(ctx, a.session(sid), nil)
-	if err != nil {
+	if err := a.leases.hold(ctx, a.session(sid), nil); err != nil {
 		t.Fatal(err)
 	}
 	defer a.leases.release(ctx, a.session(sid))
 	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
-	got, err := a.activeView(held, a.session(sid), c)
+	got, err := a.activeView(ctx, a.session(sid), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +69,7 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 
 	edit := func(p *leaseProc, what string) {
 		t.Helper()
-		held, err := p.a.leases.hold(ctx, p.a.session(sid), nil)
-		if err != nil {
+		if err := p.a.leases.hold(ctx, p.a.session(sid), nil); err != nil {
 			t.Fatal(err)
 		}
 		defer p.a.leases.release(ctx, p.a.session(sid))
@@ -81,7 +79,7 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 		}
 		old := msgs[1] // an early reply, long read into the kept view
 		old.Content = what
-		if err := p.a.session(sid).updateMessage(held, p.a.store, &old); err != nil {
+		if err := p.a.session(sid).updateMessage(ctx, p.a.writes(p.a.session(sid)), &old); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,9 +20,18 @@ import (
 // a read-only database once armed: after `after` more successful writes.
 type faultStore struct {
 	persistence.Store
+	*faults // shared by the fenced views of the store
+}
+
+type faults struct {
 	mu    sync.Mutex
 	fault error // nil: healthy
 	after int
+}
+
+// WithFence keeps the faults on the fenced view a turn writes through.
+func (f *faultStore) WithFence(fc persistence.Fence) persistence.Store {
+	return &faultStore{Store: f.Store.WithFence(fc), faults: f.faults}
 }
 
 func (f *faultStore) arm(fault error, after int) {
@@ -91,7 +100,7 @@ func TestStorageFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			real := newTestStore(t)
-			store := &faultStore{Store: real}
+			store := &faultStore{Store: real, faults: &faults{}}
 			m := fakemodel.Start()
 			t.Cleanup(m.Close)
 			m.SetFallback(fakemodel.Reply{Text: "a reply in several words"})
@@ -164,7 +173,7 @@ func checkStorageError(t *testing.T, err error, want string) {
 func TestStorageFaultMidStreamMarkedFailedOnRecovery(t *testing.T) {
 	ctx := context.Background()
 	real := newTestStore(t)
-	store := &faultStore{Store: real}
+	store := &faultStore{Store: real, faults: &faults{}}
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)
 	m.Enqueue(fakemodel.Reply{Text: strings.Repeat("token ", 200), DelayMS: 5})

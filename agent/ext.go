@@ -220,7 +220,7 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		if sess.runningTurn() != nil {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
-		fenced, err := a.leases.hold(ctx, sess, nil)
+		err = a.leases.hold(ctx, sess, nil)
 		if errors.Is(err, errHeldHere) {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
@@ -232,7 +232,7 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 			return nil, storeError(op+" compaction", err)
 		}
 		defer a.leases.release(ctx, sess)
-		if err := sess.rewrite(func() error { return fn(a.store, fenced, p.SessionID, p.CompactionID) }); err != nil {
+		if err := sess.rewrite(func() error { return fn(a.writes(sess), ctx, p.SessionID, p.CompactionID) }); err != nil {
 			if errors.Is(err, persistence.ErrConflict) {
 				return nil, acp.InvalidRequest("Cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first.", op, p.CompactionID)
 			}

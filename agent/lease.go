@@ -49,6 +49,9 @@ type heldLease struct {
 	taken time.Time
 	fence persistence.Fence
 	lost  func(error) // aborts what holds it; nil: nothing to abort
+	// gone: the heartbeat found the lease lost. The fence stays until the
+	// holder releases it, so what the holder still writes is refused.
+	gone bool
 }
 
 func newLeases(store LeaseStore, owner string, ttl time.Duration, log *zap.Logger) *leases {
@@ -65,28 +68,42 @@ var errHeldHere = errors.New("the session's lease is already held in this proces
 func (sess *session) holdsLease() bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	return sess.lease != nil
+	return sess.lease != nil && !sess.lease.gone
 }
 
-// hold takes the session's lease and returns ctx carrying its fence: every
-// store write made with that context is refused once the lease is lost, and
-// lost (if non-nil) is called with a clear error when the heartbeat finds
-// it lost. A lease held by a process on this host that no longer exists is
+// writes is the store the session's writes go to: while this process holds
+// (or held and lost, until it releases) the session's lease, every write is
+// fenced by it, so that once the lease is lost the store refuses them. The
+// fence is passed explicitly, like the journal's origin, never in a context.
+func (a *Agent) writes(sess *session) Store {
+	sess.mu.Lock()
+	h := sess.lease
+	sess.mu.Unlock()
+	if h == nil {
+		return a.store
+	}
+	return a.store.WithFence(h.fence)
+}
+
+// hold takes the session's lease and keeps it, with its fence, in the
+// session: every write made through Agent.writes is refused once the lease
+// is lost, and lost (if non-nil) is called with a clear error when the
+// heartbeat finds it lost. A lease held by a process on this host that no longer exists is
 // taken over at once, an expired one by the store. When the lease was
 // abandoned (never released), the replies its holder left streaming are
 // marked interrupted first: while nobody else holds the lease, nobody else
 // is streaming. The error is a clear -32600 when another
 // live process holds the session.
-func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (context.Context, error) {
+func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) error {
 	sessionID := sess.id
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
 	switch {
 	case closed:
-		return nil, acp.InternalError("The agent is shutting down; try again once it has restarted.")
+		return acp.InternalError("The agent is shutting down; try again once it has restarted.")
 	case sess.holdsLease():
-		return nil, errHeldHere
+		return errHeldHere
 	}
 	taken := time.Now()
 	lease := l.lease(sessionID)
@@ -100,18 +117,18 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (con
 	}
 	if errors.As(err, &held) {
 		h := held.Holder
-		return nil, &leasedError{acp.InvalidRequest("A turn is running in session %s in another crow-acp process (pid %d on %s, last heartbeat %s ago): "+
+		return &leasedError{acp.InvalidRequest("A turn is running in session %s in another crow-acp process (pid %d on %s, last heartbeat %s ago): "+
 			"wait for it to end and try again; if that process is gone, its lock expires at %s.",
 			sessionID, h.PID, h.Host, time.Since(h.HeartbeatAt).Round(time.Second), h.ExpiresAt.Local().Format(time.RFC3339))}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock session: %w", err)
+		return fmt.Errorf("lock session: %w", err)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		_ = l.store.ReleaseLease(context.WithoutCancel(ctx), sessionID, l.owner)
-		return nil, acp.InternalError("The agent is shutting down; try again once it has restarted.")
+		return acp.InternalError("The agent is shutting down; try again once it has restarted.")
 	}
 	sess.mu.Lock()
 	sess.lease = &heldLease{taken: taken, fence: lease.Fence(), lost: lost}
@@ -123,23 +140,22 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (con
 	}
 	l.mu.Unlock()
 	sess.cache.leased(lease.Generation)
-	fenced := persistence.WithFence(ctx, lease.Fence())
 	if !lease.Abandoned {
-		return fenced, nil
+		return nil
 	}
 	var n int
 	err = sess.rewrite(func() (err error) {
-		n, err = l.store.InterruptStreaming(fenced, sessionID)
+		n, err = l.store.WithFence(lease.Fence()).InterruptStreaming(ctx, sessionID)
 		return err
 	})
 	if err != nil {
 		l.release(ctx, sess)
-		return nil, fmt.Errorf("repair session: %w", err)
+		return fmt.Errorf("repair session: %w", err)
 	}
 	if n > 0 {
 		l.log.Warn("a reply was cut by a crash or a lost lease; kept and marked interrupted", zap.String("session", sessionID), zap.Int("messages", n))
 	}
-	return fenced, nil
+	return nil
 }
 
 // briefly runs fn under the session's lease, for a write outside any turn
@@ -147,7 +163,7 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) (con
 // busy (its turn runs here or in another live process), fn does not run:
 // the turn's holder does that work.
 func (l *leases) briefly(ctx context.Context, sess *session, fn func(ctx context.Context)) error {
-	fenced, err := l.hold(ctx, sess, nil)
+	err := l.hold(ctx, sess, nil)
 	var leased *leasedError
 	if errors.Is(err, errHeldHere) || errors.As(err, &leased) {
 		return nil
@@ -156,7 +172,7 @@ func (l *leases) briefly(ctx context.Context, sess *session, fn func(ctx context
 		return err
 	}
 	defer l.release(ctx, sess)
-	fn(fenced)
+	fn(ctx)
 	return nil
 }
 
@@ -225,7 +241,9 @@ func (l *leases) renew() {
 			sess.mu.Unlock()
 			continue
 		}
-		sess.lease = nil
+		if h != nil {
+			h.gone = true // its fence stays until the holder releases it
+		}
 		sess.mu.Unlock()
 		delete(l.held, sess)
 		if h == nil {

@@ -191,8 +191,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.prompt(t, sid, "a turn in the other process")
-	held, err := b.a.leases.hold(ctx, b.a.session(sid), nil)
-	if err != nil {
+	if err := b.a.leases.hold(ctx, b.a.session(sid), nil); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := b.a.store.Messages(ctx, sid, persistence.MessageFilter{ActiveOnly: true})
@@ -201,7 +200,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 	}
 	old := msgs[1] // the first reply, in the load's read
 	old.Content = "edited by the other process"
-	if err := b.a.store.UpdateMessage(held, &old); err != nil {
+	if err := b.a.writes(b.a.session(sid)).UpdateMessage(ctx, &old); err != nil {
 		t.Fatal(err)
 	}
 	b.a.leases.release(ctx, b.a.session(sid))

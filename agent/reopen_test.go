@@ -98,7 +98,7 @@ func TestLoadTakesNoLeaseAfterCleanRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := &persistence.Message{Role: persistence.RoleAssistant, Content: "half a rep", Status: persistence.StatusStreaming}
-	if err := store.Store.AppendMessages(persistence.WithFence(ctx, dead.Fence()), s.SessionID, cut); err != nil {
+	if err := store.Store.WithFence(dead.Fence()).AppendMessages(ctx, s.SessionID, cut); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(deadTTL + 50*time.Millisecond) // the dead lease expires

@@ -17,9 +17,18 @@ import (
 // and remembers how much of the last one it stored.
 type savesStore struct {
 	persistence.Store
+	*saves // shared by the fenced views of the store
+}
+
+type saves struct {
 	mu               sync.Mutex
 	appends, updates int
 	stored           int // content bytes of the last save
+}
+
+// WithFence counts the saves of the fenced view a turn writes through.
+func (s *savesStore) WithFence(f persistence.Fence) persistence.Store {
+	return &savesStore{Store: s.Store.WithFence(f), saves: s.saves}
 }
 
 func (s *savesStore) AppendMessages(ctx context.Context, id string, msgs ...*persistence.Message) error {
@@ -71,9 +80,9 @@ func TestPartialSaveCadence(t *testing.T) {
 			if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
 				t.Fatal(err)
 			}
-			store := &savesStore{Store: real}
+			store := &savesStore{Store: real, saves: &saves{}}
 			a := &Agent{store: store, cfg: Config{PartialSaveInterval: DefaultPartialSaveInterval}}
-			r := &partialReply{a: a, ctx: ctx, sess: &session{id: "sess_a"}}
+			r := &partialReply{a: a, ctx: ctx, sess: &session{id: "sess_a"}, store: store}
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			maxUnsaved := 0
 			for i := 0; time.Duration(i)*c.every < c.total; i++ {
@@ -106,7 +115,7 @@ func TestPartialSaveCadence(t *testing.T) {
 func TestSlowStreamSavedOnceASecond(t *testing.T) {
 	ctx := context.Background()
 	real := newTestStore(t)
-	store := &savesStore{Store: real}
+	store := &savesStore{Store: real, saves: &saves{}}
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)
 	m.Enqueue(fakemodel.Reply{Text: strings.Repeat("tok ", 60), Chunks: 60, DelayMS: 20})

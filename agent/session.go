@@ -75,7 +75,7 @@ func (a *Agent) updateMeta(ctx context.Context, sess *session, fn func(s *persis
 	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
 		return s, nil
 	}
-	if err := a.store.UpdateSession(ctx, s); err != nil {
+	if err := a.writes(sess).UpdateSession(ctx, s); err != nil {
 		return nil, err
 	}
 	return s, nil

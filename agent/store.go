@@ -51,6 +51,9 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, sessionID, owner string) error
 	GetLease(ctx context.Context, sessionID string) (*persistence.Lease, error)
 	InterruptStreaming(ctx context.Context, sessionID string) (int, error)
+	// WithFence is the store with every write fenced by f: the writes of
+	// a lease's holder (persistence.Fence).
+	WithFence(f persistence.Fence) persistence.Store
 }
 
 var _ Store = persistence.Store(nil)

@@ -39,7 +39,7 @@ func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Sess
 	changed := err == nil && cur.Title == old
 	if changed {
 		cur.Title = title
-		err = a.store.UpdateSession(ctx, cur)
+		err = a.writes(sess).UpdateSession(ctx, cur)
 	}
 	sess.meta.Unlock()
 	if err != nil {

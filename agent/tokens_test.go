@@ -15,7 +15,12 @@ import (
 // tokenCacheCounter counts writes that cache token counts.
 type tokenCacheCounter struct {
 	persistence.Store
-	n atomic.Int32
+	n *atomic.Int32 // shared by the fenced views of the store
+}
+
+// WithFence counts the writes of the fenced view a turn writes through.
+func (c *tokenCacheCounter) WithFence(f persistence.Fence) persistence.Store {
+	return &tokenCacheCounter{Store: c.Store.WithFence(f), n: c.n}
 }
 
 func (c *tokenCacheCounter) SetTokenCounts(ctx context.Context, sessionID, encoding string, counts map[int64]int) error {
@@ -28,7 +33,7 @@ func (c *tokenCacheCounter) SetTokenCounts(ctx context.Context, sessionID, encod
 func TestMessagesStoredWithTokenCounts(t *testing.T) {
 	ctx := context.Background()
 	real := newTestStore(t)
-	store := &tokenCacheCounter{Store: real}
+	store := &tokenCacheCounter{Store: real, n: new(atomic.Int32)}
 	m := fakemodel.Start()
 	t.Cleanup(m.Close)
 	m.SetFallback(fakemodel.Reply{Text: "a reply in several words", Chunks: 4})

@@ -171,7 +171,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 				status, why = persistence.StatusComplete, "Error: not run: the turn was stopped because the same failing call kept being repeated."
 			}
 			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: status, Content: why}
-			if err := a.store.AppendMessages(persistCtx, s.ID, msg); err != nil {
+			if err := a.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
 				return storeError("save tool result", err)
 			}
 			continue
@@ -212,7 +212,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		if res.Output != "" {
 			res.Output = note + res.Output
 		}
-		return a.saveToolResult(persistCtx, s, c, call, res, status)
+		return a.saveToolResult(persistCtx, sess, s, c, call, res, status)
 	}
 	// failEarly answers a call that cannot even be prepared; the user still
 	// sees it, already failed.
@@ -224,7 +224,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 	if why := guard.refuse(key); why != "" {
 		call.Status, call.Content = acp.ToolStatusFailed, []acp.ToolCallContent{acp.ToolText(why)}
 		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
-		return a.saveToolResult(persistCtx, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
+		return a.saveToolResult(persistCtx, sess, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
 	}
 	if rep.Refusal != "" {
 		return failEarly(tool.Failure("%s", rep.Refusal))
@@ -271,7 +271,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		return save(res, status)
 	}
 
-	verdict, why, err := a.authorize(ctx, s, call, act)
+	verdict, why, err := a.authorize(ctx, sess, s, call, act)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 }
 
 // saveToolResult stores the model's view of a result with what replay needs.
-func (a *Agent) saveToolResult(ctx context.Context, s *persistence.Session, c streaming.ToolCall, call *acp.ToolCall,
+func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistence.Session, c streaming.ToolCall, call *acp.ToolCall,
 	res tool.Result, status persistence.MessageStatus) error {
 	meta := toolMeta{
 		Name: c.Name, Title: call.Title, Kind: call.Kind, Status: call.Status,
@@ -310,7 +310,7 @@ func (a *Agent) saveToolResult(ctx context.Context, s *persistence.Session, c st
 	}
 	msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Content: res.Output, Status: status, Meta: raw}
 	countTokens(a.counterFor(a.sessionModel(s)), msg)
-	if err := a.store.AppendMessages(ctx, s.ID, msg); err != nil {
+	if err := a.writes(sess).AppendMessages(ctx, s.ID, msg); err != nil {
 		return storeError("save tool result", err)
 	}
 	return nil

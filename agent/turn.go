@@ -97,8 +97,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	turnCtx, err := a.leases.hold(turnCtx, sess, lose)
-	if err != nil {
+	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
 		return nil, storeError("prompt", err)
 	}
 	defer a.leases.release(ctx, sess)
@@ -115,14 +114,14 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 
 	// Writes outlive a cancelled turn: what the user saw must be kept. They
-	// keep the turn's lease fence.
+	// go through a.writes(sess), fenced by the turn's lease.
 	persistCtx := context.WithoutCancel(turnCtx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
 	counter := a.counterFor(a.sessionModel(s))
 	// A prompt cancelled while it is counted is stored uncounted (the
 	// next request counts it).
 	countTokensContext(turnCtx, counter, user)
-	if err := a.store.AppendMessages(persistCtx, s.ID, user); err != nil {
+	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
 	if turnCtx.Err() != nil {
@@ -217,7 +216,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, counter: a.counterFor(model)}
+	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
 	req := streaming.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
 	onEvent, redacted := a.redactReply(func(ev streaming.Event) error {
@@ -301,6 +300,7 @@ type partialReply struct {
 	a               *Agent
 	ctx             context.Context
 	sess            *session
+	store           Store // the session's fenced writes (Agent.writes)
 	text, reasoning strings.Builder
 	counter         compaction.Counter   // counts the reply as it is written
 	msg             *persistence.Message // the stored row; nil until the first delta
@@ -341,13 +341,13 @@ func (r *partialReply) save(now time.Time) error {
 		m := &persistence.Message{Role: persistence.RoleAssistant, Content: r.text.String(),
 			Reasoning: r.reasoning.String(), Status: persistence.StatusStreaming}
 		countTokens(r.counter, m)
-		if err = r.a.store.AppendMessages(r.ctx, r.sess.id, m); err == nil {
+		if err = r.store.AppendMessages(r.ctx, r.sess.id, m); err == nil {
 			r.msg = m
 		}
 	} else {
 		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
 		countTokens(r.counter, r.msg)
-		err = r.sess.updateMessage(r.ctx, r.a.store, r.msg)
+		err = r.sess.updateMessage(r.ctx, r.store, r.msg)
 	}
 	if err != nil {
 		r.err = err
@@ -377,12 +377,12 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	countTokens(r.counter, m)
 	if r.msg != nil {
 		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
-		return r.sess.updateMessage(r.ctx, r.a.store, m)
+		return r.sess.updateMessage(r.ctx, r.store, m)
 	}
 	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
 		return nil
 	}
-	return r.a.store.AppendMessages(r.ctx, r.sess.id, m)
+	return r.store.AppendMessages(r.ctx, r.sess.id, m)
 }
 
 // sendUpdate sends u to the client, unless the session's turn was muted

@@ -22,8 +22,23 @@ func (j *Journal) Store(s persistence.Recorder) persistence.Store {
 }
 
 type orderedStore struct {
-	s persistence.Recorder
-	j *Journal
+	s     persistence.Recorder
+	j     *Journal
+	fence *persistence.Fence // fences every write (WithFence); nil: none
+}
+
+// WithFence returns the wrapper with every write it makes fenced by f.
+func (o *orderedStore) WithFence(f persistence.Fence) persistence.Store {
+	return &orderedStore{s: o.s, j: o.j, fence: &f}
+}
+
+// base is the store a write that records no event goes to: fenced when
+// the wrapper is.
+func (o *orderedStore) base() persistence.Store {
+	if o.fence != nil {
+		return o.s.WithFence(*o.fence)
+	}
+	return o.s
 }
 
 var _ persistence.Store = (*orderedStore)(nil)
@@ -41,7 +56,11 @@ func (o *orderedStore) write(sessionID string, op func(s persistence.Store) erro
 	o.j.mu.Unlock()
 	origin := o.j.origin(sessionID)
 	origin.Pending = pending // the store packs them with its records (persistence.PackWrite)
-	err := op(o.s.WithOrigin(origin))
+	s := o.s.WithOrigin(origin)
+	if o.fence != nil {
+		s = s.WithFence(*o.fence)
+	}
+	err := op(s)
 	if err != nil && len(pending) > 0 {
 		o.j.mu.Lock()
 		o.j.pending = append(pending, o.j.pending...)
@@ -55,7 +74,7 @@ func (o *orderedStore) write(sessionID string, op func(s persistence.Store) erro
 
 func (o *orderedStore) AppendMessages(ctx context.Context, sessionID string, msgs ...*persistence.Message) error {
 	if len(msgs) == 0 {
-		return o.s.AppendMessages(ctx, sessionID)
+		return o.base().AppendMessages(ctx, sessionID)
 	}
 	return o.write(sessionID, func(s persistence.Store) error {
 		return s.AppendMessages(ctx, sessionID, msgs...)
@@ -94,7 +113,7 @@ func (o *orderedStore) DeleteCompaction(ctx context.Context, sessionID string, i
 
 func (o *orderedStore) ImportSession(ctx context.Context, d *persistence.SessionDump) error {
 	if d == nil {
-		return o.s.ImportSession(ctx, d)
+		return o.base().ImportSession(ctx, d)
 	}
 	return o.write(d.Session.ID, func(s persistence.Store) error { return s.ImportSession(ctx, d) })
 }
@@ -103,7 +122,7 @@ func (o *orderedStore) ImportSession(ctx context.Context, d *persistence.Session
 // events all go with it.
 func (o *orderedStore) DeleteSession(ctx context.Context, id string) error {
 	o.j.Flush(ctx)
-	return o.s.DeleteSession(ctx, id)
+	return o.base().DeleteSession(ctx, id)
 }
 
 // Writes that record no event, so have nothing to order or attribute: the
@@ -111,15 +130,15 @@ func (o *orderedStore) DeleteSession(ctx context.Context, id string) error {
 // cache, leases, permission rules, the event log itself.
 
 func (o *orderedStore) CreateSession(ctx context.Context, s *persistence.Session) error {
-	return o.s.CreateSession(ctx, s)
+	return o.base().CreateSession(ctx, s)
 }
 
 func (o *orderedStore) UpdateSession(ctx context.Context, s *persistence.Session) error {
-	return o.s.UpdateSession(ctx, s)
+	return o.base().UpdateSession(ctx, s)
 }
 
 func (o *orderedStore) SetTokenCounts(ctx context.Context, sessionID, encoding string, counts map[int64]int) error {
-	return o.s.SetTokenCounts(ctx, sessionID, encoding, counts)
+	return o.base().SetTokenCounts(ctx, sessionID, encoding, counts)
 }
 
 func (o *orderedStore) AcquireLease(ctx context.Context, l *persistence.Lease, ttl time.Duration, replace string) error {
@@ -135,7 +154,7 @@ func (o *orderedStore) ReleaseLease(ctx context.Context, sessionID, owner string
 }
 
 func (o *orderedStore) SetPermissionRule(ctx context.Context, r *persistence.PermissionRule) error {
-	return o.s.SetPermissionRule(ctx, r)
+	return o.base().SetPermissionRule(ctx, r)
 }
 
 func (o *orderedStore) CreateConnection(ctx context.Context, c *persistence.Connection) error {

@@ -34,29 +34,16 @@ func (l *Lease) Fence() Fence {
 	return Fence{SessionID: l.SessionID, Owner: l.Owner, Generation: l.Generation}
 }
 
-// Fence names one acquisition of a session's lease. A write whose context
-// carries a Fence (WithFence) checks, in its own transaction, that this is
-// still the session's live lease, and is refused with ErrLeaseLost
+// Fence names one acquisition of a session's lease. A write made through a
+// fenced store (Store.WithFence) checks, in its own transaction, that this
+// is still the session's live lease, and is refused with ErrLeaseLost
 // otherwise: a writer paused past its lease's expiry changes nothing after
-// it resumes, whoever took the session meanwhile.
+// it resumes, whoever took the session meanwhile. Like an Origin, a fence is
+// always passed explicitly, never carried by a context.
 type Fence struct {
 	SessionID  string
 	Owner      string
 	Generation int64
-}
-
-type fenceKey struct{}
-
-// WithFence returns ctx carrying f: every store write made with it is
-// fenced.
-func WithFence(ctx context.Context, f Fence) context.Context {
-	return context.WithValue(ctx, fenceKey{}, f)
-}
-
-// FenceFrom returns the Fence carried by ctx, if any.
-func FenceFrom(ctx context.Context) (Fence, bool) {
-	f, ok := ctx.Value(fenceKey{}).(Fence)
-	return f, ok
 }
 
 // ErrLeaseLost is returned (wrapped) by a fenced write whose lease expired

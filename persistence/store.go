@@ -176,6 +176,10 @@ type Store interface {
 	Leases          // persistence/lease.go
 	PermissionStore // persistence/permission.go
 
+	// WithFence returns the store with every write it makes fenced by f (a
+	// cheap view of the same database; see Fence). Reads are unchanged.
+	WithFence(f Fence) Store
+
 	// CreateSession inserts s; CreatedAt/UpdatedAt are set when zero.
 	// ErrConflict if the id exists.
 	CreateSession(ctx context.Context, s *Session) error

@@ -200,7 +200,7 @@ func benchTurn(ctx context.Context, s persistence.Store, sessionID string, lease
 			return err
 		}
 		defer s.ReleaseLease(ctx, sessionID, l.Owner)
-		ctx = persistence.WithFence(ctx, l.Fence())
+		s = s.WithFence(l.Fence())
 		if l.Abandoned {
 			return fmt.Errorf("the lease released by the last turn counts as abandoned")
 		}

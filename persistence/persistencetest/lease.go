@@ -1,7 +1,6 @@
 package persistencetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -210,52 +209,52 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "s"})
-	acquire := func(owner string, ttl time.Duration) context.Context {
+	acquire := func(owner string, ttl time.Duration) persistence.Store {
 		t.Helper()
 		l := lease("s", owner, 1)
 		if err := s.AcquireLease(ctx, l, ttl, ""); err != nil {
 			t.Fatal(err)
 		}
-		return persistence.WithFence(ctx, l.Fence())
+		return s.WithFence(l.Fence())
 	}
 	// Every kind of write a turn makes. prepare does the unfenced setup and
 	// returns the fenced write.
 	writes := []struct {
 		name    string
-		prepare func() func(ctx context.Context) error
+		prepare func() func(w persistence.Store) error
 	}{
-		{"AppendMessages", func() func(context.Context) error {
-			return func(ctx context.Context) error { return s.AppendMessages(ctx, "s", userMsg("x")) }
+		{"AppendMessages", func() func(persistence.Store) error {
+			return func(w persistence.Store) error { return w.AppendMessages(ctx, "s", userMsg("x")) }
 		}},
-		{"UpdateMessage", func() func(context.Context) error {
+		{"UpdateMessage", func() func(persistence.Store) error {
 			m := &persistence.Message{Role: persistence.RoleAssistant, Content: "partial", Status: persistence.StatusStreaming}
 			mustAppend(t, s, "s", m)
-			return func(ctx context.Context) error {
+			return func(w persistence.Store) error {
 				up := *m
 				up.Content, up.Status = "whole", persistence.StatusComplete
-				return s.UpdateMessage(ctx, &up)
+				return w.UpdateMessage(ctx, &up)
 			}
 		}},
-		{"UpdateSession", func() func(context.Context) error {
-			return func(ctx context.Context) error {
+		{"UpdateSession", func() func(persistence.Store) error {
+			return func(w persistence.Store) error {
 				sess := mustGet(t, s, "s")
 				sess.Title += "+"
-				return s.UpdateSession(ctx, sess)
+				return w.UpdateSession(ctx, sess)
 			}
 		}},
-		{"InterruptStreaming", func() func(context.Context) error {
+		{"InterruptStreaming", func() func(persistence.Store) error {
 			mustAppend(t, s, "s", &persistence.Message{Role: persistence.RoleAssistant, Content: "cut", Status: persistence.StatusStreaming})
-			return func(ctx context.Context) error {
-				_, err := s.InterruptStreaming(ctx, "s")
+			return func(w persistence.Store) error {
+				_, err := w.InterruptStreaming(ctx, "s")
 				return err
 			}
 		}},
-		{"Compact", func() func(context.Context) error {
+		{"Compact", func() func(persistence.Store) error {
 			m := userMsg("old")
 			mustAppend(t, s, "s", m)
-			return func(ctx context.Context) error {
+			return func(w persistence.Store) error {
 				c := &persistence.Compaction{SessionID: "s", Policy: "test", CompactedIDs: []int64{m.ID}}
-				return s.Compact(ctx, c, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum", Status: persistence.StatusComplete}})
+				return w.Compact(ctx, c, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum", Status: persistence.StatusComplete}})
 			}
 		}},
 	}
@@ -273,12 +272,12 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 		fmt.Fprintf(&b, "%d compactions, title %q, updated %s", len(comps), sess.Title, sess.UpdatedAt)
 		return b.String()
 	}
-	refused := func(ctx context.Context, when string) {
+	refused := func(fenced persistence.Store, when string) {
 		t.Helper()
 		for _, w := range writes {
 			write := w.prepare()
 			before := snapshot()
-			if err := write(ctx); !errors.Is(err, persistence.ErrLeaseLost) {
+			if err := write(fenced); !errors.Is(err, persistence.ErrLeaseLost) {
 				t.Errorf("%s: %s = %v, want ErrLeaseLost", when, w.name, err)
 			}
 			if after := snapshot(); after != before {
@@ -316,7 +315,7 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 
 	mine := acquire("c", time.Minute)
 	refused(again, "after another owner took it")
-	if err := s.AppendMessages(mine, "s", userMsg("c's")); err != nil {
+	if err := mine.AppendMessages(ctx, "s", userMsg("c's")); err != nil {
 		t.Errorf("the new holder cannot write: %v", err)
 	}
 	// Unfenced writes (no turn) are not affected.

@@ -162,7 +162,7 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 	if err := a.AcquireLease(ctx, la, time.Minute, ""); err != nil {
 		t.Fatal(err)
 	}
-	fenced := persistence.WithFence(ctx, la.Fence())
+	fenced := a.WithFence(la.Fence())
 	var (
 		stored  []string
 		lastErr error
@@ -183,7 +183,7 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 				time.Sleep(time.Millisecond)
 			}
 			text := fmt.Sprint("a", i)
-			if err := a.AppendMessages(fenced, "fenced", userMsg(text)); err != nil {
+			if err := fenced.AppendMessages(ctx, "fenced", userMsg(text)); err != nil {
 				lastErr = err
 				return
 			}
@@ -199,7 +199,7 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 	if err := b.AcquireLease(ctx, lb, time.Minute, "paused"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AppendMessages(persistence.WithFence(ctx, lb.Fence()), "fenced", userMsg("b")); err != nil {
+	if err := b.WithFence(lb.Fence()).AppendMessages(ctx, "fenced", userMsg("b")); err != nil {
 		t.Fatal(err)
 	}
 	<-done

@@ -157,6 +157,8 @@ type Store struct {
 	// origin is stamped on the projection events of every write (see
 	// persistence.Origin); zero for the store New returns.
 	origin persistence.Origin
+	// fence, when set, fences every write (persistence.Fence).
+	fence *persistence.Fence
 }
 
 // shared is what every view of one store (WithOrigin) shares.
@@ -174,7 +176,12 @@ func New(d Dialect) *Store { return &Store{shared: &shared{d: d}} }
 
 // WithOrigin returns the store with every write recorded as made by o.
 func (s *Store) WithOrigin(o persistence.Origin) persistence.Store {
-	return &Store{shared: s.shared, origin: o}
+	return &Store{shared: s.shared, origin: o, fence: s.fence}
+}
+
+// WithFence returns the store with every write fenced by f.
+func (s *Store) WithFence(f persistence.Fence) persistence.Store {
+	return &Store{shared: s.shared, origin: s.origin, fence: &f}
 }
 
 // Close closes the database (Dialect.Close), for every view of it.
@@ -242,15 +249,15 @@ func (s *Store) errorf(op string, err error) error {
 	return fmt.Errorf("%s: %s: %w", s.d.Name, op, err)
 }
 
-// write runs fn in one write transaction, fenced by the lease its context
-// carries, if any.
+// write runs fn in one write transaction, fenced by the store's fence, if
+// any.
 func (s *Store) write(ctx context.Context, fn func(tx conn) error) error {
-	f, fenced := persistence.FenceFrom(ctx)
-	if !fenced {
+	f := s.fence
+	if f == nil {
 		return s.transact(ctx, fn)
 	}
 	return s.transact(ctx, func(tx conn) error {
-		if err := s.checkFence(ctx, tx, f); err != nil {
+		if err := s.checkFence(ctx, tx, *f); err != nil {
 			return err
 		}
 		return fn(tx)
