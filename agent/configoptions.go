@@ -23,7 +23,7 @@ type configOption struct {
 	current func(a *Agent, m sessionMeta) string
 	// set applies value (already checked against values) to the session
 	// and persists it.
-	set func(ctx context.Context, a *Agent, sessionID, value string) error
+	set func(ctx context.Context, a *Agent, sess *session, value string) error
 }
 
 // Config option ids.
@@ -54,8 +54,8 @@ var modelOption = configOption{
 		return out
 	},
 	current: func(a *Agent, m sessionMeta) string { return a.modelNamed(m.Model).Name },
-	set: func(ctx context.Context, a *Agent, sessionID, value string) error {
-		_, err := a.updateMeta(ctx, a.session(sessionID), func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
+	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
+		_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
 		return err
 	},
 }
@@ -134,7 +134,8 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 		return nil, acp.InvalidParams("Config option %q has no value %q; pick one of its listed values.", req.ConfigID, value)
 	}
 	persistCtx := context.WithoutCancel(ctx)
-	err = opt.set(persistCtx, a, req.SessionID, value)
+	sess := a.session(req.SessionID)
+	err = opt.set(persistCtx, a, sess, value)
 	var s *persistence.Session
 	if err == nil {
 		s, err = a.store.GetSession(persistCtx, req.SessionID)
@@ -151,7 +152,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	if opt.id == configModel {
 		// The context meter's window changes with the model.
 		if u := a.lastUsage(s); u != nil {
-			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, a.session(s.ID), acp.SessionUpdate{UsageUpdate: u}) })
+			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: u}) })
 		}
 	}
 	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))

@@ -54,8 +54,8 @@ var modeOption = configOption{
 		return out
 	},
 	current: func(_ *Agent, m sessionMeta) string { return currentMode(m) },
-	set: func(ctx context.Context, a *Agent, sessionID, value string) error {
-		return a.setMode(ctx, a.session(sessionID), value)
+	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
+		return a.setMode(ctx, sess, value)
 	},
 }
 
