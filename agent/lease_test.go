@@ -378,3 +378,47 @@ func TestLeaseCompactionEditsWaitForOtherProcessTurn(t *testing.T) {
 		t.Fatalf("compactions after the delete: %+v (%v); want none", now, err)
 	}
 }
+
+// Once the heartbeat finds the lease lost, what the holder still writes
+// for the session is refused until it releases the lease: the fence stays
+// with the session (Agent.writes), it does not vanish with the lease and
+// turn the holder's late writes into unfenced ones.
+func TestLeaseFenceOutlivesLoss(t *testing.T) {
+	ctx := context.Background()
+	a, b, _ := twoProcs(t)
+	sess, err := a.a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := sess.SessionID
+	st := a.a.session(sid)
+	lost := make(chan error, 1)
+	if err := a.a.leases.hold(ctx, st, func(err error) { lost <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.a.writes(st).AppendMessages(ctx, sid, &persistence.Message{Role: persistence.RoleUser, Content: "held", Status: persistence.StatusComplete}); err != nil {
+		t.Fatalf("a write under the live lease: %v", err)
+	}
+	expire(t, a.db, sid)
+	a.a.leases.renew() // the heartbeat's next tick
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heartbeat did not report the lease lost")
+	}
+	if err := b.a.leases.hold(ctx, b.a.session(sid), nil); err != nil {
+		t.Fatalf("the other process cannot take the expired lease: %v", err)
+	}
+	defer b.a.leases.release(ctx, b.a.session(sid))
+	err = a.a.writes(st).AppendMessages(ctx, sid, &persistence.Message{Role: persistence.RoleUser, Content: "late", Status: persistence.StatusComplete})
+	if !errors.Is(err, persistence.ErrLeaseLost) {
+		t.Fatalf("a write after the loss = %v, want ErrLeaseLost", err)
+	}
+	if got, want := contents(t, a.store, sid), []string{"user:held[complete]"}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	a.a.leases.release(ctx, st)
+	if st.holdsLease() {
+		t.Error("the session still holds its lease after release")
+	}
+}
