@@ -167,9 +167,9 @@ type MessageFilter struct {
 // Title, a message's Content, Reasoning and ToolCallID) is always stored, even
 // when it holds NUL or bytes that are not UTF-8 (a tool's output may): a
 // store that cannot keep those replaces them as ValidText does and hands the
-// stored text back in the struct passed in. A write whose context carries a
-// Fence (lease.go) is refused with ErrLeaseLost, in its own transaction, once
-// that lease is no longer the session's live lease.
+// stored text back in the struct passed in. A write made through a fenced
+// view (WithFence; lease.go) is refused with ErrLeaseLost, in its own
+// transaction, once that lease is no longer the session's live lease.
 type Store interface {
 	EventLog        // persistence/events.go
 	MessageUpdater  // persistence/events.go
