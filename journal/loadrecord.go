@@ -210,8 +210,12 @@ type Frame struct {
 // persistence.MaxDecoded bytes. A replay is never among them: its
 // session_loaded event says what it sent (frames, bytes, CRC-32C).
 func Frames(evs []persistence.Event) ([]Frame, error) {
+	return framesWithin(evs, persistence.NewBudget(persistence.MaxDecoded))
+}
+
+// framesWithin is Frames within budget.
+func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame, error) {
 	var out []Frame
-	budget := persistence.NewBudget(persistence.MaxDecoded)
 	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
 	for _, e := range evs {
 		if e.Kind.IsFrame() {

@@ -37,10 +37,10 @@ const MaxDecoded = 1 << 30
 // Budget is what is left to decode in one read: every packed body of the
 // read takes from the same budget, so many large bodies cannot add up to
 // more than one.
-type Budget struct{ left int }
+type Budget struct{ left, size int }
 
 // NewBudget returns a budget of n bytes (MaxDecoded for a whole stream).
-func NewBudget(n int) *Budget { return &Budget{left: n} }
+func NewBudget(n int) *Budget { return &Budget{left: n, size: n} }
 
 // errBudget says a read decoded more than its budget allows.
 var errBudget = errors.New("decodes to more than the read's budget")
@@ -51,7 +51,7 @@ func (b *Budget) Left() int { return b.left }
 // Take consumes n bytes of b, or fails if fewer are left.
 func (b *Budget) Take(n int) error {
 	if n < 0 || n > b.left {
-		return fmt.Errorf("%w (%d bytes)", errBudget, MaxDecoded)
+		return fmt.Errorf("%w of %d bytes", errBudget, b.size)
 	}
 	b.left -= n
 	return nil
@@ -168,23 +168,33 @@ func (e *Event) Frames(b *Budget) ([][]byte, error) {
 	if !e.Kind.IsFrame() {
 		return nil, nil
 	}
-	packed, ok := bytes.CutPrefix(e.Body, []byte(packedPrefix))
-	if !ok || e.Direction != DirOut {
-		return bytes.Split(e.Body, []byte("\n")), nil
+	var frames [][]byte
+	var err error
+	if packed, ok := bytes.CutPrefix(e.Body, []byte(packedPrefix)); ok && e.Direction == DirOut {
+		frames, err = unpackRun(packed, b)
+	} else {
+		frames = bytes.Split(e.Body, []byte("\n"))
 	}
-	frames, err := unpackRun(packed, b)
+	if err == nil {
+		err = b.Take(len(frames) * FrameCost)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("event %d (%s %s): %w", e.Seq, e.Kind, e.Method, err)
 	}
 	return frames, nil
 }
 
+// FrameCost is what a frame costs a read beyond its bytes (its slice, and
+// the reader's record of it), taken from the budget for every frame: a
+// body of a million empty lines must not cost 70 times its size.
+const FrameCost = 64
+
 // unpackRun decodes a packed body (after packedPrefix) within b.
 func unpackRun(packed []byte, b *Budget) ([][]byte, error) {
 	plain, err := deflate.Unpack(packed, b.left)
 	if err != nil {
 		if errors.Is(err, deflate.ErrLimit) {
-			return nil, fmt.Errorf("packed frames: %w (%d bytes)", errBudget, MaxDecoded)
+			return nil, fmt.Errorf("packed frames: %w of %d bytes", errBudget, b.size)
 		}
 		return nil, fmt.Errorf("packed frames: %w", err)
 	}
