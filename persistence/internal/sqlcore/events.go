@@ -200,19 +200,15 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}, nil
 }
 
-// prior is a message as an update finds it: its text (parts set when the
-// parts column holds the content marker, contentParts: they are the old
-// content's, which an update of the content must then store as JSON).
-type prior struct {
-	persistence.Message
-}
-
 // priorText reads, inside tx, the text a message holds before an update
 // rewrites it (none if there is no such message): its message_updated event
 // records only what the update appends to it (persistence.UpdateRecord).
-func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (prior, error) {
+// Parts are set when the parts column holds the content marker
+// (contentParts): they are the old content's, which an update of the
+// content must then store as JSON.
+func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (persistence.Message, error) {
 	var (
-		p     prior
+		p     persistence.Message
 		parts sql.NullString
 	)
 	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
