@@ -61,11 +61,16 @@ func (h *holdSession) runs() []int {
 	return runs
 }
 
-// framesAt is persistence.FramesAt, failing t on an error (a run committed
-// with a save is packed against its record).
+// framesAt is the frames of evs[i], failing t on an error.
 func framesAt(t *testing.T, evs []persistence.Event, i int) [][]byte {
 	t.Helper()
-	frames, err := persistence.FramesAt(evs, i)
+	return eventFrames(t, &evs[i])
+}
+
+// eventFrames is e.Frames, failing t on an error.
+func eventFrames(t *testing.T, e *persistence.Event) [][]byte {
+	t.Helper()
+	frames, err := e.Frames(persistence.NewBudget(persistence.MaxDecoded))
 	if err != nil {
 		t.Fatal(err)
 	}

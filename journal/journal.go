@@ -301,11 +301,8 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	if len(batch) == 0 || j.off.Load() {
 		return
 	}
-	// Packed as a write's pending frames are, without a record to pack
-	// against: streamed runs, and a session/load's own traffic (its ~1.8
-	// KB response of modes and config options, the commands update after
-	// it), which an editor reopening threads repeats on every load.
-	if err := j.store.AppendEvents(context.WithoutCancel(ctx), persistence.PackWrite(batch, nil)...); err != nil {
+	// The store packs streamed runs (persistence.PackEvents).
+	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
 		j.forgetDroppedLoads(batch)
 	}

@@ -117,10 +117,10 @@ func encodeLoad(frames, base []loadFrame) []byte {
 	return packed
 }
 
-// decodeLoad reverses encodeLoad against base.
-func decodeLoad(data []byte, base []loadFrame) ([]loadFrame, error) {
+// decodeLoad reverses encodeLoad against base, within budget.
+func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]loadFrame, error) {
 	if len(data) > 0 && data[0] == packedOps {
-		plain, err := deflate.Unpack(data[1:], maxLoadBytes)
+		plain, err := deflate.Unpack(data[1:], min(maxLoadBytes, budget.Left()))
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot inflate", errLoadRecord)
 		}
@@ -186,6 +186,9 @@ func decodeLoad(data []byte, base []loadFrame) ([]loadFrame, error) {
 		if total += len(f.body); total > maxLoadBytes {
 			return nil, fmt.Errorf("%w: too large", errLoadRecord)
 		}
+		if err := budget.Take(len(f.body)); err != nil {
+			return nil, fmt.Errorf("%w: %w", errLoadRecord, err)
+		}
 		out = append(out, f)
 	}
 	return out, nil
@@ -201,17 +204,22 @@ type Frame struct {
 
 // Frames returns the frames recorded in evs, a stream's events in seq
 // order from its first (a load's frames may be stored as differences from
-// an earlier load's): the frames of frame events (persistence.FramesAt: a
-// streamed run may be packed against the record saved after it)
-// and of session/load requests, responses and the updates after them kept
-// in session_loaded events. A replay is never among them: its
+// an earlier load's): the frames of frame events and of session/load
+// requests, responses and the updates after them kept in session_loaded
+// events, all decoded within one persistence.Budget of
+// persistence.MaxDecoded bytes. A replay is never among them: its
 // session_loaded event says what it sent (frames, bytes, CRC-32C).
 func Frames(evs []persistence.Event) ([]Frame, error) {
+	return framesWithin(evs, persistence.NewBudget(persistence.MaxDecoded))
+}
+
+// framesWithin is Frames within budget.
+func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame, error) {
 	var out []Frame
 	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
-	for i, e := range evs {
+	for _, e := range evs {
 		if e.Kind.IsFrame() {
-			frames, err := persistence.FramesAt(evs, i)
+			frames, err := e.Frames(budget)
 			if err != nil {
 				return out, err
 			}
@@ -227,7 +235,7 @@ func Frames(evs []persistence.Event) ([]Frame, error) {
 		if err != nil {
 			return out, fmt.Errorf("%w: %v", errLoadRecord, err)
 		}
-		frames, key, err := loadedFrames(body, loads)
+		frames, key, err := loadedFrames(body, loads, budget)
 		if err != nil {
 			return out, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
@@ -245,7 +253,7 @@ func Frames(evs []persistence.Event) ([]Frame, error) {
 // loadedFrames decodes the frames a session_loaded event's body holds
 // (nil if none) and the key later loads name it by; loads are the earlier
 // loads of the stream.
-func loadedFrames(body []byte, loads map[string][]loadFrame) ([]loadFrame, string, error) {
+func loadedFrames(body []byte, loads map[string][]loadFrame, budget *persistence.Budget) ([]loadFrame, string, error) {
 	var rec struct {
 		Sent *sentRecord `json:"sent"`
 	}
@@ -262,7 +270,7 @@ func loadedFrames(body []byte, loads map[string][]loadFrame) ([]loadFrame, strin
 			return nil, "", fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
 		}
 	}
-	frames, err := decodeLoad(rec.Sent.Data, base)
+	frames, err := decodeLoad(rec.Sent.Data, base, budget)
 	if err != nil {
 		return nil, "", err
 	}

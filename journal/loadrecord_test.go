@@ -31,9 +31,9 @@ func TestOldLoadEventsStillRead(t *testing.T) {
 	}
 	if err := store.AppendEvents(ctx,
 		ev(persistence.EventRequest, persistence.DirIn, "session/load", old[0]),
-		ev(persistence.EventResponse, persistence.DirOut, "session/load", persistence.PackFrames(old[1])),
+		ev(persistence.EventResponse, persistence.DirOut, "session/load", persistence.PackRun(old[1])),
 		ev(persistence.EventSessionLoaded, "", "", []byte(`{"connectionId":"conn_old","pid":7,"replay":{"bytes":10,"crc32c":"00000000","frames":1},"via":"session/load"}`)),
-		ev(persistence.EventNotification, persistence.DirOut, "session/update", persistence.PackFrames(bytes.Join(old[2:], []byte("\n")))),
+		ev(persistence.EventNotification, persistence.DirOut, "session/update", persistence.PackRun(bytes.Join(old[2:], []byte("\n")))),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestLoadRecordRoundTrip(t *testing.T) {
 	for i, frames := range cases {
 		for _, b := range [][]loadFrame{nil, base} {
 			data := encodeLoad(frames, b)
-			got, err := decodeLoad(data, b)
+			got, err := decodeLoad(data, b, persistence.NewBudget(persistence.MaxDecoded))
 			if err != nil {
 				t.Fatalf("case %d: %v", i, err)
 			}
@@ -137,7 +137,7 @@ func FuzzLoadRecord(f *testing.F) {
 		for _, body := range [][]byte{frame, data} {
 			_, _ = Frames([]persistence.Event{{Seq: 1, Kind: persistence.EventSessionLoaded, Body: body}})
 		}
-		if got, err := decodeLoad(data, base); err == nil {
+		if got, err := decodeLoad(data, base, persistence.NewBudget(1<<20)); err == nil {
 			n := 0
 			for _, g := range got {
 				n += len(g.body)
@@ -150,7 +150,7 @@ func FuzzLoadRecord(f *testing.F) {
 			return
 		}
 		frames := []loadFrame{{persistence.DirIn, frame}, {persistence.DirOut, append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), frame...)}}
-		got, err := decodeLoad(encodeLoad(frames, base), base)
+		got, err := decodeLoad(encodeLoad(frames, base), base, persistence.NewBudget(persistence.MaxDecoded))
 		if err != nil || len(got) != 2 || !bytes.Equal(got[0].body, frames[0].body) || !bytes.Equal(got[1].body, frames[1].body) {
 			t.Fatalf("round trip of %q: %v", frame, err)
 		}

@@ -361,7 +361,7 @@ func framesBack(t *testing.T, evs []persistence.Event, sent [][]byte, keep func(
 	var got [][]byte
 	for _, e := range evs {
 		if keep(e) {
-			got = append(got, e.Frames()...)
+			got = append(got, eventFrames(t, &e)...)
 			stored += len(e.Body)
 		}
 	}

@@ -79,7 +79,7 @@ func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 	var got [][]byte
 	var runs []int
 	for _, e := range evs {
-		fs := e.Frames()
+		fs := eventFrames(t, &e)
 		got = append(got, fs...)
 		if e.Method == "session/update" {
 			runs = append(runs, len(fs))

@@ -55,7 +55,7 @@ func (o *orderedStore) write(sessionID string, op func(s persistence.Store) erro
 	o.j.pending = nil
 	o.j.mu.Unlock()
 	origin := o.j.origin(sessionID)
-	origin.Pending = pending // the store packs them with its records (persistence.PackWrite)
+	origin.Pending = pending // the store packs them with its records (persistence.PackEvents)
 	s := o.s.WithOrigin(origin)
 	if o.fence != nil {
 		s = s.WithFence(*o.fence)

@@ -84,7 +84,7 @@ func TestEveryRequestWriteIsJournaledInOrder(t *testing.T) {
 		}
 		reqAt, projections := -1, 0
 		for k, e := range evs {
-			for _, f := range e.Frames() {
+			for _, f := range eventFrames(t, &e) {
 				if bytes.Equal(f, []byte(req)) {
 					reqAt = k
 				}

@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -79,31 +78,9 @@ type Event struct {
 	// Body is the frame's bytes exactly as read or written (without the
 	// newline), or the event's JSON for lifecycle and projection kinds. A
 	// run of outbound session/update notifications of one turn may share
-	// an event, one frame per line: Frames splits them.
+	// an event, one frame per line, stored packed (PackRun): Frames gives
+	// them back.
 	Body []byte
-}
-
-// Frames returns the frames a frame event holds, in order (one, or a run of
-// streamed updates), byte for byte as they crossed the wire, or nil for
-// other kinds. A JSON-RPC frame never contains a raw newline, so the lines
-// of Body are the frames; a packed body (PackFrames, against the
-// dictionary, or plain DEFLATE as earlier versions stored runs) is
-// unpacked first. A packed body that does not unpack is returned as it is,
-// one line a frame; so is a run packed against the record saved after it,
-// which only FramesAt reads.
-func (e *Event) Frames() [][]byte {
-	if !e.Kind.IsFrame() {
-		return nil
-	}
-	body := e.Body
-	if packed, ok := bytes.CutPrefix(body, []byte(framesPrefix)); ok && e.Direction == DirOut {
-		if frames, err := unpackFrames(packed); err == nil {
-			return frames
-		}
-	} else if b, ok, err := unpack(body); ok && err == nil {
-		body = b
-	}
-	return bytes.Split(body, []byte("\n"))
 }
 
 // Connection is the record of one ACP connection (one crow-acp process

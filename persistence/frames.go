@@ -2,318 +2,236 @@ package persistence
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/crow-acp/crow-acp/internal/deflate"
 )
 
-// framesPrefix starts the Body of a run of frames stored as the text once
-// (PackFrames): a streamed reply's frames repeat one envelope around a few
-// characters each, about a token a chunk from real providers, where even a
-// DEFLATE-compressed envelope costs more than the text.
+// A frame event's Body is its frame exactly as it crossed the wire, or,
+// for a run of outbound frames (a turn's streamed updates), the frames
+// joined by newlines (a JSON-RPC frame holds no raw newline). Every other
+// event's Body is its JSON record. There is one other stored form, for
+// outbound frame events only (every frame crow-acp sends starts with '{',
+// so none starts with the prefix; a received line is always stored as it
+// came):
 //
-// After the prefix comes the DEFLATE of framesPlain's form: the envelope
-// is stored once and the middles of a reply's chunks join into its text.
-const framesPrefix = "\x00frames\n"
+//	packedPrefix, then DEFLATE of either
+//	  0x00 and the run's columns (packRun), written for runs of frames, or
+//	  the frames joined by newlines, as crow-acp 0.1.0 wrote them.
+//
+// A streamed reply sends the same envelope around about a token a chunk:
+// stored as it is, the envelope is 30 times the text. The columns keep it
+// once; what varies is the text, which DEFLATE then shortens.
+const packedPrefix = "\x00deflate\n"
 
-// PackFrames returns the Body of a run of outbound frames (frames joined by
-// newlines) packed behind framesPrefix, or body itself when that is not
-// smaller. Event.Frames gives the exact bytes back.
-func PackFrames(body []byte) []byte {
-	packed := deflate.Pack(framesPrefix, framesPlain(body))
+// columnsMark starts a packed run's columns (a frame starts with '{').
+const columnsMark = 0
+
+// MaxDecoded is how many bytes one read of a stream's frames may decode
+// (Budget): a damaged or hostile body of a few KB can claim gigabytes.
+// A 1,000-turn session's streamed frames decode to about 230 MB.
+const MaxDecoded = 1 << 30
+
+// Budget is what is left to decode in one read: every packed body of the
+// read takes from the same budget, so many large bodies cannot add up to
+// more than one.
+type Budget struct{ left, size int }
+
+// NewBudget returns a budget of n bytes (MaxDecoded for a whole stream).
+func NewBudget(n int) *Budget { return &Budget{left: n, size: n} }
+
+// errBudget says a read decoded more than its budget allows.
+var errBudget = errors.New("decodes to more than the read's budget")
+
+// Left is how many bytes b has left.
+func (b *Budget) Left() int { return b.left }
+
+// Take consumes n bytes of b, or fails if fewer are left.
+func (b *Budget) Take(n int) error {
+	if n < 0 || n > b.left {
+		return fmt.Errorf("%w of %d bytes", errBudget, b.size)
+	}
+	b.left -= n
+	return nil
+}
+
+// PackRun returns the Body stored for a run of outbound frames (frames
+// joined by newlines): packed (packedPrefix) when the run holds more than
+// one frame and packing makes it smaller, else the body itself. A single
+// frame is always stored as it is. Event.Frames gives the exact bytes back.
+func PackRun(body []byte) []byte {
+	if bytes.IndexByte(body, '\n') < 0 {
+		return body
+	}
+	cols, middles := runColumns(body)
+	plain := append(append([]byte{columnsMark}, cols...), middles...)
+	packed := deflate.Pack(packedPrefix, plain)
 	if packed == nil || len(packed) >= len(body) {
 		return body
 	}
 	return packed
 }
 
-// framesRecordPrefix starts the Body of a run of frames packed against the
-// record saved in the same transaction after it (PackWrite): the text a
-// streamed run sent is the text that record saved, so it is stored once.
-// After the prefix come the uvarint distance in seqs from the run's event
-// to the record's (in the same stream) and then the DEFLATE of: the
-// length of framesColumns' columns, the columns, and the middles as copies
-// out of the record's JSON (Event.Record) and literals (encodeAgainst).
-const framesRecordPrefix = "\x00frames+record\n"
-
-// packFramesAgainst returns body packed against record, the indexed JSON
-// of the projection event distance seqs after the run's, or nil if the
-// writer fails.
-func packFramesAgainst(body []byte, record *recordIndex, distance int64) []byte {
-	cols, middles := framesColumns(body)
-	plain := binary.AppendUvarint(nil, uint64(len(cols)))
-	plain = append(append(plain, cols...), encodeAgainst(middles, record)...)
-	return deflate.Pack(string(binary.AppendUvarint([]byte(framesRecordPrefix), uint64(distance))), plain)
-}
-
-// unpackFramesAgainst reads back what packFramesAgainst packed (packed:
-// what follows the distance) with the same record.
-func unpackFramesAgainst(packed, record []byte) ([][]byte, error) {
-	plain, err := inflate(packed)
-	if err != nil {
-		return nil, err
-	}
-	n, k := binary.Uvarint(plain)
-	if k <= 0 || n > uint64(len(plain)-k) {
-		return nil, errors.New("packed frames: corrupt")
-	}
-	cols, rest := plain[k:k+int(n)], plain[k+int(n):]
-	middles, err := decodeAgainst(rest, record, maxUnpacked)
-	if err != nil {
-		return nil, err
-	}
-	return decodeFramesPlain(append(cols[:len(cols):len(cols)], middles...))
-}
-
-// framesPlain is the uncompressed form of a packed run: its columns, then
-// its middles (framesColumns).
-func framesPlain(body []byte) []byte {
-	cols, middles := framesColumns(body)
-	return append(cols, middles...)
-}
-
-// framesColumns splits a run of frames into columns: the number of frames;
-// for each frame, the length of its common prefix with the frame before
-// it, of its common suffix with it, and of the part between (the middle),
-// as three columns of uvarints; and the middles, concatenated.
-func framesColumns(body []byte) (cols, middles []byte) {
+// runColumns splits a run of frames into columns: the number of frames;
+// for each frame the length of its common prefix with the frame before it,
+// then of its common suffix, then of the part between (the middle), as
+// three columns of uvarints; and the middles, joined. A streamed reply's
+// middles joined are its text.
+func runColumns(body []byte) (cols, middles []byte) {
 	frames := bytes.Split(body, []byte("\n"))
 	n := len(frames)
-	cols = make([]byte, 0, 2*n+n+n+binary.MaxVarintLen64)
-	cols = binary.AppendUvarint(cols, uint64(n))
 	pre, suf := make([]int, n), make([]int, n)
 	var prev []byte
+	size := 0
 	for i, f := range frames {
-		p, s := deflate.CommonPrefix(prev, f), 0
+		p := deflate.CommonPrefix(prev, f)
 		if i >= 2 {
 			// Keep to the envelope: a chunk that starts like the one
 			// before it would otherwise lend it a character, and the
 			// middles would no longer join into the text.
 			p = min(p, pre[i-1])
 		}
-		s = deflate.CommonSuffix(prev[p:], f[p:])
+		s := deflate.CommonSuffix(prev[p:], f[p:])
 		if i >= 2 {
 			s = min(s, suf[i-1])
 		}
-		pre[i], suf[i] = p, s
-		prev = f
+		pre[i], suf[i], prev = p, s, f
+		size += len(f) - p - s
 	}
+	cols = binary.AppendUvarint(make([]byte, 0, 4*n+binary.MaxVarintLen64), uint64(n))
 	for _, p := range pre {
 		cols = binary.AppendUvarint(cols, uint64(p))
 	}
 	for _, s := range suf {
 		cols = binary.AppendUvarint(cols, uint64(s))
 	}
-	size := 0
-	for i, f := range frames {
-		cols = binary.AppendUvarint(cols, uint64(len(f)-pre[i]-suf[i]))
-		size += len(f) - pre[i] - suf[i]
-	}
 	middles = make([]byte, 0, size)
 	for i, f := range frames {
+		cols = binary.AppendUvarint(cols, uint64(len(f)-pre[i]-suf[i]))
 		middles = append(middles, f[pre[i]:len(f)-suf[i]]...)
 	}
 	return cols, middles
 }
 
-// PackWrite returns the events one projection write stores, in order:
-// pending (frames the journal buffered, Body as sent) and then records (the
-// write's projection events, Body their JSON), each with its Body packed: a
-// message record with long content with that text outside its JSON
-// (packTextRecord), any other record as PackRecord packs it; a frame
-// event against the dictionary (packFrame), or, an outbound one of
-// MinPackedBody bytes or more, against the last record of its stream when
-// the write has one (a streamed reply's run and the save after it hold the
-// same text) or on its own (PackFrames), or, one such frame alone, against
-// the dictionary, whichever is smallest; each only when that is smaller
-// than the Body as sent. Packed events are copies:
-// pending and records stay as they are (a failed write puts pending back in
-// the journal's queue).
-func PackWrite(pending, records []*Event) []*Event {
-	out := make([]*Event, 0, len(pending)+len(records))
-	last := make(map[string]int, 1) // stream -> index in records of its last record
-	index := make([]*recordIndex, len(records))
-	for i, r := range records {
-		last[r.Stream] = i
-	}
-	for i, ev := range pending {
-		if !ev.Kind.IsFrame() {
-			out = append(out, ev)
-			continue
-		}
-		packed := *ev
-		if ev.Direction != DirOut || len(ev.Body) < MinPackedBody {
-			if packed.Body = packFrame(ev); packed.Body == nil {
-				packed.Body = ev.Body
-			}
-			out = append(out, &packed)
-			continue
-		}
-		packed.Body = nil
-		if r, ok := last[ev.Stream]; ok {
-			distance := int64(0)
-			for _, e := range pending[i+1:] {
-				if e.Stream == ev.Stream {
-					distance++
-				}
-			}
-			for _, e := range records[:r+1] {
-				if e.Stream == ev.Stream {
-					distance++
-				}
-			}
-			if index[r] == nil {
-				index[r] = indexRecord(records[r].Body)
-			}
-			packed.Body = packFramesAgainst(ev.Body, index[r], distance)
-		}
-		if packed.Body == nil || len(packed.Body) >= len(ev.Body) {
-			packed.Body = PackFrames(ev.Body)
-		}
-		// One frame (a tool call, a plan): its envelope is the
-		// dictionary's. A run's repeats are what DEFLATE finds, and
-		// encoding a long run against the dictionary too is wasted work.
-		if bytes.IndexByte(ev.Body, '\n') < 0 {
-			if small := packSmall(ev.Body); small != nil && len(small) < len(packed.Body) {
-				packed.Body = small
-			}
-		}
-		out = append(out, &packed)
-	}
-	for _, r := range records {
-		packed := *r
-		packed.Body = nil
-		if r.Kind == EventMessageAppended || r.Kind == EventMessageUpdated {
-			packed.Body = packTextRecord(r.Body)
-		}
-		if packed.Body == nil {
-			packed.Body = PackRecord(r.Body)
-		}
-		out = append(out, &packed)
-	}
-	return out
-}
+// errCorrupt says a packed body does not decode.
+var errCorrupt = errors.New("packed frames: corrupt")
 
-// packFrame returns a frame event's Body against the dictionary when that
-// is smaller, else nil. A received line that is not a JSON object (a
-// client's malformed line) could start like a packed body, so one that
-// starts with a NUL is always stored packed: no Body stored as it is then
-// starts with a prefix, and every one reads back as it was.
-func packFrame(ev *Event) []byte {
-	if ev.Direction == DirIn && len(ev.Body) > 0 && ev.Body[0] == 0 {
-		return packDict(ev.Body)
-	}
-	return packSmall(ev.Body)
-}
-
-// maxPackedFrames bounds the frames of one packed run (a run's body is at
-// most 256 KB of frames of 30 bytes or more).
-const maxPackedFrames = 1 << 20
-
-// unpackFrames gives back the frames of a body packed by PackFrames,
-// checking every length against what it has: the body comes from a
-// database.
-func unpackFrames(packed []byte) ([][]byte, error) {
-	plain, err := inflate(packed)
-	if err != nil {
-		return nil, err
-	}
-	return decodeFramesPlain(plain)
-}
-
-// decodeFramesPlain decodes framesPlain's form.
-func decodeFramesPlain(plain []byte) ([][]byte, error) {
-	bad := errors.New("packed frames: corrupt")
+// decodeRun reverses runColumns, taking every frame it rebuilds from b:
+// plain comes from a database, so every length is checked against what
+// is there and what b allows before anything is allocated.
+func decodeRun(plain []byte, b *Budget) ([][]byte, error) {
 	n, k := binary.Uvarint(plain)
-	if k <= 0 || n > uint64(len(plain)/3) || n > maxPackedFrames {
-		return nil, bad // each frame takes three uvarints
+	if k <= 0 || n == 0 || n > uint64(len(plain)/3) {
+		return nil, errCorrupt // each frame takes three uvarints
 	}
 	plain = plain[k:]
-	nums := make([]uint64, 3*n)
+	nums := make([]int, 3*n)
 	for i := range nums {
 		v, k := binary.Uvarint(plain)
-		if k <= 0 {
-			return nil, bad
+		if k <= 0 || v > uint64(len(plain)) && i >= 2*int(n) {
+			return nil, errCorrupt // a middle is longer than what is left
 		}
-		nums[i], plain = v, plain[k:]
+		if v > MaxDecoded {
+			return nil, errCorrupt
+		}
+		nums[i], plain = int(v), plain[k:]
 	}
 	pre, suf, mid := nums[:n], nums[n:2*n], nums[2*n:]
 	frames := make([][]byte, n)
 	var prev []byte
-	total := 0
 	for i := range frames {
 		p, s, m := pre[i], suf[i], mid[i]
-		if p > uint64(len(prev)) || s > uint64(len(prev))-p || m > uint64(len(plain)) {
-			return nil, bad
+		if p > len(prev) || s > len(prev)-p || m > len(plain) {
+			return nil, errCorrupt
 		}
-		size := int(p) + int(m) + int(s)
-		if total += size + 1; total > maxUnpacked {
-			return nil, fmt.Errorf("packed frames: more than %d bytes", maxUnpacked)
+		if err := b.Take(p + m + s); err != nil {
+			return nil, err
 		}
-		f := make([]byte, 0, size)
-		f = append(f, prev[:p]...)
-		f = append(f, plain[:m]...)
-		f = append(f, prev[len(prev)-int(s):]...)
+		f := make([]byte, 0, p+m+s)
+		f = append(append(append(f, prev[:p]...), plain[:m]...), prev[len(prev)-s:]...)
 		plain = plain[m:]
 		frames[i], prev = f, f
 	}
 	if len(plain) != 0 {
-		return nil, bad
+		return nil, errCorrupt
 	}
 	return frames, nil
 }
 
-// PackedAgainst reports whether e is a run of frames packed against the
-// record saved after it (PackWrite), and that record's seq (0 when the body
-// is damaged): FramesAt reads it with that record.
-func (e *Event) PackedAgainst() (seq int64, ok bool) {
-	seq, _, ok = e.packedAgainst()
-	return seq, ok
-}
-
-// packedAgainst is PackedAgainst, and what of the body follows the
-// distance.
-func (e *Event) packedAgainst() (seq int64, packed []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(e.Body, []byte(framesRecordPrefix))
-	if !ok || e.Direction != DirOut || !e.Kind.IsFrame() {
-		return 0, nil, false
+// Frames returns the frames a frame event holds, in order (one, or a run
+// of streamed updates), byte for byte as they crossed the wire, decoding a
+// packed body within b (one Budget for a whole read). A body that does not
+// decode is an error naming the event. Other kinds hold no frames: nil.
+func (e *Event) Frames(b *Budget) ([][]byte, error) {
+	if !e.Kind.IsFrame() {
+		return nil, nil
 	}
-	distance, k := binary.Uvarint(rest)
-	if k <= 0 || distance == 0 || distance > math.MaxInt32 {
-		return 0, nil, true // damaged: FramesAt says so
+	var frames [][]byte
+	var err error
+	if packed, ok := bytes.CutPrefix(e.Body, []byte(packedPrefix)); ok && e.Direction == DirOut {
+		frames, err = unpackRun(packed, b)
+	} else {
+		frames = bytes.Split(e.Body, []byte("\n"))
 	}
-	return e.Seq + int64(distance), rest[k:], true
-}
-
-// FramesAt returns the frames of evs[i], a frame event among a stream's
-// events in seq order (Store.Events): those of Event.Frames, or for a run
-// packed against the record saved after it (PackedAgainst), read back with
-// that record, which must be among evs.
-func FramesAt(evs []Event, i int) ([][]byte, error) {
-	e := &evs[i]
-	want, packed, ok := e.packedAgainst()
-	switch {
-	case !ok:
-		return e.Frames(), nil
-	case want == 0:
-		return nil, fmt.Errorf("event %d: packed frames: corrupt", e.Seq)
+	if err == nil {
+		err = b.Take(len(frames) * FrameCost)
 	}
-	j, found := slices.BinarySearchFunc(evs[i+1:], want, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
-	if !found {
-		return nil, fmt.Errorf("event %d: its frames are packed against event %d, which is not among the events read", e.Seq, want)
-	}
-	record, err := evs[i+1+j].Record()
 	if err != nil {
-		return nil, fmt.Errorf("event %d: the record its frames are packed against: %w", e.Seq, err)
-	}
-	frames, err := unpackFramesAgainst(packed, record)
-	if err != nil {
-		return nil, fmt.Errorf("event %d: %w", e.Seq, err)
+		return nil, fmt.Errorf("event %d (%s %s): %w", e.Seq, e.Kind, e.Method, err)
 	}
 	return frames, nil
+}
+
+// FrameCost is what a frame costs a read beyond its bytes (its slice, and
+// the reader's record of it), taken from the budget for every frame: a
+// body of a million empty lines must not cost 70 times its size.
+const FrameCost = 64
+
+// unpackRun decodes a packed body (after packedPrefix) within b.
+func unpackRun(packed []byte, b *Budget) ([][]byte, error) {
+	plain, err := deflate.Unpack(packed, b.left)
+	if err != nil {
+		if errors.Is(err, deflate.ErrLimit) {
+			return nil, fmt.Errorf("packed frames: %w of %d bytes", errBudget, b.size)
+		}
+		return nil, fmt.Errorf("packed frames: %w", err)
+	}
+	if err := b.Take(len(plain)); err != nil {
+		return nil, err
+	}
+	if len(plain) > 0 && plain[0] == columnsMark {
+		return decodeRun(plain[1:], b)
+	}
+	// As 0.1.0 packed: the body itself.
+	return bytes.Split(plain, []byte("\n")), nil
+}
+
+// Record returns the JSON record of a lifecycle or projection event, its
+// Body (records are stored as they are).
+func (e *Event) Record() ([]byte, error) {
+	if e.Kind.IsFrame() {
+		return nil, fmt.Errorf("event %d is a %s frame, not a record", e.Seq, e.Kind)
+	}
+	return e.Body, nil
+}
+
+// PackEvents returns evs as a store keeps them: each outbound run of
+// frames packed (PackRun) in a copy, every other event, and a body packed
+// already (a copy between stores), as it is. evs stay as they are (a
+// failed write puts them back in the journal's queue).
+func PackEvents(evs []*Event) []*Event {
+	out := make([]*Event, len(evs))
+	for i, e := range evs {
+		out[i] = e
+		if e.Kind.IsFrame() && e.Direction == DirOut && !bytes.HasPrefix(e.Body, []byte(packedPrefix)) {
+			if b := PackRun(e.Body); len(b) != len(e.Body) {
+				packed := *e
+				packed.Body = b
+				out[i] = &packed
+			}
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,9 +21,7 @@ func chunkFrames(text string, size int) []byte {
 	return []byte(strings.Join(frames, "\n"))
 }
 
-// varied is n bytes of text without long repeats, like prose: words drawn
-// at random from 300 made of random syllables, which DEFLATE alone cannot
-// shrink much below half.
+// varied is n bytes of text without long repeats, like prose.
 func varied(n int) string {
 	x := uint32(2463534242)
 	next := func() uint32 {
@@ -41,130 +40,117 @@ func varied(n int) string {
 	var b strings.Builder
 	for b.Len() < n {
 		b.WriteString(words[next()%uint32(len(words))])
-		if next()%9 == 0 {
-			b.WriteString(". ")
-		} else {
-			b.WriteString(" ")
-		}
+		b.WriteString(" ")
 	}
 	return b.String()[:n]
 }
 
-// TestPackFramesTextOnce: 1,000 frames of 4 characters each (a token a
-// chunk, as providers stream) pack to less than their text (DEFLATE of the
-// frames alone: more than the text, the envelope costing bytes a chunk),
-// and read back byte for byte.
-func TestPackFramesTextOnce(t *testing.T) {
+func out(body []byte) *Event {
+	return &Event{Seq: 7, Kind: EventNotification, Method: "session/update", Direction: DirOut, Body: body}
+}
+
+func mustFrames(t *testing.T, e *Event) []byte {
+	t.Helper()
+	fs, err := e.Frames(NewBudget(MaxDecoded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Join(fs, []byte("\n"))
+}
+
+// TestRunPackedBelowText: 1,000 frames of 4 characters each (a token a
+// chunk, as providers stream) are stored in fewer bytes than their text
+// and read back byte for byte; a single frame is stored as it is.
+func TestRunPackedBelowText(t *testing.T) {
 	text := varied(4000)
 	body := chunkFrames(text, 4)
-	packed := PackFrames(body)
-	if limit := len(text) * 3 / 4; len(packed) > limit {
-		t.Errorf("1,000 frames of a %d-byte text (%d bytes) packed to %d bytes, want <= %d", len(text), len(body), len(packed), limit)
+	packed := PackRun(body)
+	if !bytes.HasPrefix(packed, []byte(packedPrefix)) || len(packed) >= len(text) {
+		t.Errorf("a run of %d bytes (%d of text) is stored in %d", len(body), len(text), len(packed))
 	}
-	e := Event{Kind: EventNotification, Direction: DirOut, Body: packed}
-	if got := bytes.Join(e.Frames(), []byte("\n")); !bytes.Equal(got, body) {
-		t.Fatalf("frames read back differ:\n%.300q\nwant\n%.300q", got, body)
+	if got := mustFrames(t, out(packed)); !bytes.Equal(got, body) {
+		t.Fatal("the run reads back different")
+	}
+	one := chunkFrames(text, 4000)
+	if got := PackRun(one); !bytes.Equal(got, one) {
+		t.Errorf("a single frame is stored as %.40q", got)
 	}
 }
 
-// TestFramesOldPacking: runs stored by earlier versions (plain DEFLATE)
-// still read back.
-func TestFramesOldPacking(t *testing.T) {
+// TestFramesOf010: bodies crow-acp 0.1.0 stored (the frames DEFLATE-packed
+// as they are) read back.
+func TestFramesOf010(t *testing.T) {
 	body := chunkFrames(varied(2000), 20)
-	e := Event{Kind: EventNotification, Direction: DirOut, Body: pack(body)}
-	if !bytes.HasPrefix(e.Body, []byte(packedPrefix)) {
-		t.Fatal("not packed")
-	}
-	if got := bytes.Join(e.Frames(), []byte("\n")); !bytes.Equal(got, body) {
+	if got := mustFrames(t, out(deflate.Pack(packedPrefix, body))); !bytes.Equal(got, body) {
 		t.Fatal("frames read back differ")
 	}
 }
 
+// TestFramesReceivedAsTheyCame: a received line starting like a packed body
+// is stored and read as it came.
+func TestFramesReceivedAsTheyCame(t *testing.T) {
+	line := []byte(packedPrefix + "not deflate")
+	e := &Event{Kind: EventInvalid, Direction: DirIn, Body: line}
+	if got := mustFrames(t, e); !bytes.Equal(got, line) {
+		t.Fatalf("read back %q", got)
+	}
+}
+
+// TestFramesBudget: crafted bodies fail with an error naming the event,
+// within one budget across bodies: a small body claiming a huge middle, a
+// DEFLATE bomb, several bodies each under the budget but over it together.
+func TestFramesBudget(t *testing.T) {
+	const budget = 1 << 20
+	bomb := deflate.Pack(packedPrefix, make([]byte, 64<<20))
+	claim := deflate.Pack(packedPrefix, append([]byte{columnsMark, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1}, 'x'))
+	for name, body := range map[string][]byte{"bomb": bomb, "huge claim": claim} {
+		_, err := out(body).Frames(NewBudget(budget))
+		if err == nil || !strings.Contains(err.Error(), "event 7 (notification session/update)") {
+			t.Errorf("%s (%d bytes): %v, want an error naming the event", name, len(body), err)
+		}
+	}
+	part := PackRun(chunkFrames(varied(budget/3), 8)) // each decodes to ~16× its text
+	b := NewBudget(budget * 8)
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		_, err = out(part).Frames(b)
+	}
+	if !errors.Is(err, errBudget) {
+		t.Fatalf("ten runs of a third of the budget each: %v, want the budget's error", err)
+	}
+}
+
 // FuzzFrames: Event.Frames reads bodies from a database. Whatever an
-// outbound frame event's body holds, it returns without panicking, within
-// the bound; and any run PackFrames packs reads back exactly.
+// outbound frame event's body holds, it returns the frames or an error
+// within its budget, never panics; and any run PackRun packs reads back
+// exactly.
 func FuzzFrames(f *testing.F) {
 	f.Add(chunkFrames("a reply in chunks", 4))
 	f.Add(chunkFrames("control \x00\x01\x1b[0m\r\t and invalid UTF-8 \xc3\x28 \xed\xa0\x80", 3))
 	f.Add(chunkFrames(varied(200_000), 4))
 	f.Add([]byte("{}\n{}\n\n{}"))
 	f.Add([]byte(""))
-	f.Add([]byte(framesPrefix))
-	f.Add([]byte(framesPrefix + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
-	f.Add(PackFrames(chunkFrames(varied(3000), 4)))
-	f.Add(deflate.Pack(framesPrefix, []byte{3, 0, 0, 0, 0, 0, 0, 1, 1, 1, 'a', 'b', 'c'}))
-	f.Add(deflate.Pack(framesPrefix, []byte{2, 0, 200, 0, 0, 0, 0, 'x'}))
+	f.Add([]byte(packedPrefix))
+	f.Add([]byte(packedPrefix + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
+	f.Add(PackRun(chunkFrames(varied(3000), 4)))
+	f.Add(deflate.Pack(packedPrefix, []byte{columnsMark, 3, 0, 0, 0, 0, 0, 0, 1, 1, 1, 'a', 'b', 'c'}))
+	f.Add(deflate.Pack(packedPrefix, []byte{columnsMark, 2, 0, 200, 0, 0, 0, 0, 'x'}))
+	f.Add(deflate.Pack(packedPrefix, make([]byte, 4<<20)))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		e := Event{Kind: EventNotification, Direction: DirOut, Body: body}
-		frames := e.Frames()
+		const budget = 1 << 20
+		frames, err := out(body).Frames(NewBudget(budget))
 		total := 0
 		for _, fr := range frames {
 			total += len(fr)
 		}
-		if total > max(maxUnpacked, len(body)) {
+		if err == nil && total > max(budget, len(body)) {
 			t.Fatalf("%d bytes of frames", total)
 		}
 		if len(body) > 0 && body[0] == 0 {
-			return // not frames PackFrames is given: frames are JSON
+			return // not frames PackRun is given: frames are JSON
 		}
-		p := Event{Kind: EventNotification, Direction: DirOut, Body: PackFrames(body)}
-		if got := bytes.Join(p.Frames(), []byte("\n")); !bytes.Equal(got, body) {
-			t.Fatalf("PackFrames(%q) read back as %q", body, got)
-		}
-	})
-}
-
-// FuzzFramesAgainstRecord: FramesAt reads a run packed against the record
-// after it from a database. Whatever the run's body and the record hold, it
-// returns frames within the bound or an error, never panics; and any run
-// PackWrite packs against any record reads back exactly.
-func FuzzFramesAgainstRecord(f *testing.F) {
-	text := varied(3000)
-	f.Add(chunkFrames(text, 4), []byte(`{"id":3,"contentFrom":0,"content":"`+text+`"}`), uint8(1))
-	f.Add(chunkFrames("control \x00\x01\x1b[0m\r\t and invalid UTF-8 \xc3\x28 \xed\xa0\x80", 3), []byte("\x00\xff{\"content\":\"\xc3\x28\"}"), uint8(2))
-	f.Add(chunkFrames(varied(20_000), 4), []byte(varied(20_000)), uint8(1)) // ~1 MB of frames
-	f.Add([]byte(framesRecordPrefix+"\x01\xff\xfe"), []byte(`{}`), uint8(1))
-	f.Add([]byte(framesRecordPrefix+"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), []byte(`{}`), uint8(0))
-	f.Add([]byte(framesRecordPrefix), []byte(""), uint8(3))
-	f.Add(encodeAgainst([]byte("abcdefghij0123456789"), indexRecord([]byte(`{"content":"abcdefghij0123456789"}`))), []byte(`{"content":"abcdefghij0123456789"}`), uint8(0))
-	f.Add([]byte{2, 3, 0, 9, 0, 5, 'x', 'y', 'z'}, []byte("0123456789abc"), uint8(0))
-	f.Fuzz(func(t *testing.T, body, record []byte, gap uint8) {
-		// The run, gap frames of another kind, then the record.
-		evs := []Event{{Seq: 1, Kind: EventNotification, Direction: DirOut, Body: body}}
-		for i := range int(gap % 4) {
-			evs = append(evs, Event{Seq: int64(2 + i), Kind: EventNotification, Direction: DirOut, Body: []byte("{}")})
-		}
-		evs = append(evs, Event{Seq: int64(len(evs) + 1), Kind: EventMessageUpdated, Body: PackRecord(record)})
-		// The copies' decoder on its own, given any bytes.
-		if m, err := decodeAgainst(body, record, 1<<20); err == nil && len(m) > 1<<20 {
-			t.Fatalf("decodeAgainst returned %d bytes over its limit", len(m))
-		}
-		frames, err := FramesAt(evs, 0)
-		total := 0
-		for _, fr := range frames {
-			total += len(fr)
-		}
-		if err == nil && total > max(maxUnpacked, len(body)) {
-			t.Fatalf("%d bytes of frames", total)
-		}
-		if len(body) == 0 || body[0] == 0 || len(record) == 0 {
-			return // frames are JSON; records are JSON
-		}
-		run := &Event{Stream: "s", Kind: EventNotification, Direction: DirOut, Body: body}
-		var pending []*Event
-		pending = append(pending, run)
-		for range int(gap % 4) {
-			pending = append(pending, &Event{Stream: "s", Kind: EventRequest, Direction: DirIn, Body: []byte("{}")})
-		}
-		packed := PackWrite(pending, []*Event{{Stream: "s", Kind: EventMessageUpdated, Body: record}})
-		evs = evs[:0]
-		for i, e := range packed {
-			e.Seq = int64(i + 1)
-			evs = append(evs, *e)
-		}
-		frames, err = FramesAt(evs, 0)
-		if got := bytes.Join(frames, []byte("\n")); err != nil || !bytes.Equal(got, body) {
-			t.Fatalf("PackWrite(%.100q) against %.100q read back as %.100q (%v)", body, record, got, err)
+		if got := mustFrames(t, out(PackRun(body))); !bytes.Equal(got, body) {
+			t.Fatalf("PackRun(%q) read back as %q", body, got)
 		}
 	})
 }

@@ -131,7 +131,11 @@ func TestRefusedPromptLeavesOnlyAMarker(t *testing.T) {
 				SHA256 string
 			}
 		}
-		frame := bytes.Join(ev.Frames(), []byte("\n"))
+		fs, err := ev.Frames(persistence.NewBudget(persistence.MaxDecoded))
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := bytes.Join(fs, []byte("\n"))
 		_ = json.Unmarshal(frame, &f)
 		switch {
 		case f.Omitted.Bytes > len(body) && len(f.Omitted.SHA256) == 64:

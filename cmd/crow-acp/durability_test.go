@@ -189,12 +189,12 @@ func TestFrameLogFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each stream's frames read in that stream (a streamed run may be
-	// packed against the record after it), then all in commit order.
+	// Each stream's frames, then all in commit order.
 	framesOf := map[int64][][]byte{}
+	budget := persistence.NewBudget(persistence.MaxDecoded)
 	for _, evs := range [][]persistence.Event{connEvents, sessEvents} {
-		for i, e := range evs {
-			if framesOf[e.ID], err = persistence.FramesAt(evs, i); err != nil {
+		for _, e := range evs {
+			if framesOf[e.ID], err = e.Frames(budget); err != nil {
 				t.Fatal(err)
 			}
 		}

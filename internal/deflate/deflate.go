@@ -1,13 +1,14 @@
-// Package deflate compresses what crow-acp stores in its event log (frame
-// runs, projection records, load records) and reads it back: one DEFLATE
-// writer for the whole process, pooled readers, every read bounded, and the
-// common-prefix and common-suffix measures the frame codecs take their
-// differences with.
+// Package deflate compresses what crow-acp stores packed in its event log
+// (streamed runs of frames, a load's own frames) and reads it back: one
+// DEFLATE writer for the whole process, pooled readers, every read
+// bounded, and the common-prefix and common-suffix measures the runs' and
+// loads' columns are taken with.
 package deflate
 
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -47,6 +48,9 @@ func Pack(prefix string, b []byte) []byte {
 // packed records, and each new reader allocates its 32 KB window.
 var readers sync.Pool
 
+// ErrLimit says a body inflates to more than Unpack's limit.
+var ErrLimit = errors.New("inflates to more than the limit")
+
 // Unpack returns what packed inflates to, at most limit bytes: packed comes
 // from a database, and a few KB of DEFLATE can claim gigabytes.
 func Unpack(packed []byte, limit int) ([]byte, error) {
@@ -65,7 +69,7 @@ func Unpack(packed []byte, limit int) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("packed body: %w", err)
 	case n > int64(limit):
-		return nil, fmt.Errorf("packed body: inflates to more than %d bytes", limit)
+		return nil, fmt.Errorf("packed body: %w of %d bytes", ErrLimit, limit)
 	}
 	return buf.Bytes(), nil
 }

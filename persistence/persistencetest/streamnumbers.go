@@ -10,9 +10,9 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Migration 0010 rebuilds the event log with streams and connections named
-// by number. StreamNumbersV9 is what a backend's test writes, with its own
-// SQL, into a database at schema version 9 (streams and connections named
+// Migration 0008 rebuilds the event log with streams and connections named
+// by number. StreamNumbersV7 is what a backend's test writes, with its own
+// SQL, into a database at schema version 7 (0.1.0) (streams and connections named
 // by their ids): the session OldSession (its sessions row too), its
 // connection's stream, and the event counter at OldLastID, above the
 // largest id kept (pruning deleted the newest frames).
@@ -23,7 +23,7 @@ type OldEvent struct {
 	At                      time.Time
 }
 
-// OldStream is an event_streams row at version 9.
+// OldStream is an event_streams row at version 7 (0.1.0).
 type OldStream struct {
 	Stream        string
 	LastSeq, Turn int64
@@ -39,8 +39,8 @@ const (
 
 var oldAt = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
-// StreamNumbersV9 are the version-9 rows.
-var StreamNumbersV9 = struct {
+// StreamNumbersV7 are the version-7 rows.
+var StreamNumbersV7 = struct {
 	Streams []OldStream
 	Events  []OldEvent
 }{
@@ -57,22 +57,22 @@ var StreamNumbersV9 = struct {
 }
 
 func init() {
-	for i := range StreamNumbersV9.Events {
-		StreamNumbersV9.Events[i].At = oldAt.Add(time.Duration(i) * time.Second)
+	for i := range StreamNumbersV7.Events {
+		StreamNumbersV7.Events[i].At = oldAt.Add(time.Duration(i) * time.Second)
 	}
 }
 
-// V9SQL is a backend's SQL for the rows of StreamNumbersV9: a session by
+// V7SQL is a backend's SQL for the rows of StreamNumbersV7: a session by
 // its id; a stream by name, last seq and turn; an event by id, stream, seq,
 // connection, at (At, converted by the backend's function), direction,
 // turn, kind, method and body; the event counter.
-type V9SQL struct {
+type V7SQL struct {
 	Session, Stream, Event, Counter string
 	At                              func(time.Time) any
 }
 
-// WriteStreamNumbersV9 writes the rows of StreamNumbersV9 through exec.
-func WriteStreamNumbersV9(t *testing.T, exec func(q string, args ...any) error, q V9SQL) {
+// WriteStreamNumbersV7 writes the rows of StreamNumbersV7 through exec.
+func WriteStreamNumbersV7(t *testing.T, exec func(q string, args ...any) error, q V7SQL) {
 	t.Helper()
 	must := func(sql string, args ...any) {
 		t.Helper()
@@ -81,17 +81,17 @@ func WriteStreamNumbersV9(t *testing.T, exec func(q string, args ...any) error, 
 		}
 	}
 	must(q.Session, OldSession)
-	for _, st := range StreamNumbersV9.Streams {
+	for _, st := range StreamNumbersV7.Streams {
 		must(q.Stream, st.Stream, st.LastSeq, st.Turn)
 	}
-	for _, e := range StreamNumbersV9.Events {
+	for _, e := range StreamNumbersV7.Events {
 		must(q.Event, e.ID, e.Stream, e.Seq, e.Conn, q.At(e.At), e.Dir, e.Turn, e.Kind, e.Method, []byte(e.Body))
 	}
 	must(q.Counter, OldLastID)
 }
 
 // StreamNumbersMigrated checks s, opened (so migrated) on the rows of
-// StreamNumbersV9: every event reads back as it was, with its connection's
+// StreamNumbersV7: every event reads back as it was, with its connection's
 // id; the seq and turn counters and the id counter carry on; deleting the
 // session takes its events and leaves the connection's.
 func StreamNumbersMigrated(t *testing.T, s persistence.Store) {
@@ -102,7 +102,7 @@ func StreamNumbersMigrated(t *testing.T, s persistence.Store) {
 			t.Fatal(err)
 		}
 		var want []OldEvent
-		for _, e := range StreamNumbersV9.Events {
+		for _, e := range StreamNumbersV7.Events {
 			if e.Stream == stream {
 				want = append(want, e)
 			}

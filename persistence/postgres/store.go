@@ -21,7 +21,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crow-acp/crow-acp/migrations"
@@ -170,13 +169,12 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 	return sqlcore.Dialect{
 		Name: "postgres",
 		Fragments: sqlcore.Fragments{
-			Later:       `GREATEST(updated_at + interval '1 microsecond', ?)`,
-			Active:      `is_active`,
-			InIDs:       `id = ANY(?)`,
-			Greatest:    `GREATEST`,
-			FirstTextID: `CAST(split_part(m.content_at, ',', 1) AS bigint)`,
-			ForUpdate:   ` FOR UPDATE`,
-			ForNoKey:    ` FOR NO KEY UPDATE`,
+			Later:     `GREATEST(updated_at + interval '1 microsecond', ?)`,
+			Active:    `is_active`,
+			InIDs:     `id = ANY(?)`,
+			Greatest:  `GREATEST`,
+			ForUpdate: ` FOR UPDATE`,
+			ForNoKey:  ` FOR NO KEY UPDATE`,
 			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    integer     NOT NULL PRIMARY KEY,
 				applied_at timestamptz NOT NULL DEFAULT now()
@@ -185,6 +183,8 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 			// schemas do not wait.
 			MigrateLock: `SELECT pg_advisory_xact_lock(hashtext('crow-acp migrate ' || current_schema()))`,
 			AppliedAt:   `CAST(? AS timestamptz)`,
+			HasColumn: `SELECT COUNT(*) FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`,
 		},
 		Numbered:      true,
 		RowLocks:      true,
@@ -198,11 +198,9 @@ func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
 		IDArray:       func(_ string, ids []int64) (any, error) { return ids, nil },
 		ScanIDs:       func(ids *[]int64) any { return ids },
 		IsNoRows:      sqlcore.ErrNoRowsIs(pgx.ErrNoRows),
-		// pgx copies a []byte destination; DriverBytes is the row's.
-		ScanBytes: func(b *[]byte) any { return (*pgtype.DriverBytes)(b) },
-		Classify:  classify,
-		Begin:     begin(pool),
-		Read:      pgConn{pool},
+		Classify:      classify,
+		Begin:         begin(pool),
+		Read:          pgConn{pool},
 		Close: func() error {
 			pool.Close() // safe to call more than once
 			return nil
@@ -281,7 +279,7 @@ func insertMessages(ctx context.Context, c sqlcore.Conn, sessionID string, rows 
 		for i := start; i < end; i++ {
 			r := &rows[i]
 			m := r.M
-			b.Queue(insertMessage, sessionID, r.Seq, string(m.Role), r.ContentColumn(), r.Parts,
+			b.Queue(insertMessage, sessionID, r.Seq, string(m.Role), r.Content, r.Parts,
 				r.Reasoning, r.ToolCallID, r.ToolCalls, string(m.Status), r.Meta, r.Active, m.TokenCount, m.TokenEncoding, r.Created)
 		}
 		res := tx.SendBatch(ctx, b)

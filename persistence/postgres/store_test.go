@@ -313,10 +313,8 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND (updated_at < now() OR (updated_at = now() AND id > 'x')) ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_updated_at", nil},
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = '/w' ORDER BY updated_at DESC, id ASC LIMIT 51`, "sessions_cwd_updated_at", nil},
 		{strings.NewReplacer("stream = ?", "stream = 's'", "seq > ?", "seq > 0").Replace(sqlcore.EventsQuery), "events_stream_id_seq_key", nil},
-		// The records' bodies are read for each row in the index's order,
-		// never sorted with them.
-		{sqlcore.Rewrite(sqlcore.MessagesQuery, d.Fragments, d.Numbered), "messages_session_id_seq_key", []any{"s", "s", 0, 10}},
-		{sqlcore.Rewrite(sqlcore.ActiveMessagesQuery, d.Fragments, d.Numbered), "messages_active", []any{"s", "s", 0, 10}},
+		{sqlcore.Rewrite(sqlcore.MessagesQuery, d.Fragments, d.Numbered), "messages_session_id_seq_key", []any{"s", 0, 10}},
+		{sqlcore.Rewrite(sqlcore.ActiveMessagesQuery, d.Fragments, d.Numbered), "messages_active", []any{"s", 0, 10}},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
 		if err != nil {
@@ -382,17 +380,17 @@ func TestPartsStoredOnce(t *testing.T) {
 	})
 }
 
-func TestTextStoredOnce(t *testing.T) {
+func TestTextInRow(t *testing.T) {
 	s := mustOpen(t, pgtest.URL(t))
-	persistencetest.TextStoredOnce(t, s, func(t *testing.T, id int64) (content string, at *string) {
-		if err := s.pool.QueryRow(t.Context(), `SELECT content, content_at FROM messages WHERE id = $1`, id).Scan(&content, &at); err != nil {
+	persistencetest.TextInRow(t, s, func(t *testing.T, id int64) (content string) {
+		if err := s.pool.QueryRow(t.Context(), `SELECT content FROM messages WHERE id = $1`, id).Scan(&content); err != nil {
 			t.Fatal(err)
 		}
-		return content, at
+		return content
 	})
 }
 
-// TestMigrateStreamNumbers: migration 0010 rebuilds a version-9 event log
+// TestMigrateStreamNumbers: migration 0008 rebuilds a 0.1.0 (version 7) event log
 // (streams and connections named by text) with them named by number, and
 // nothing is lost (persistencetest.StreamNumbersMigrated).
 func TestMigrateStreamNumbers(t *testing.T) {
@@ -403,13 +401,13 @@ func TestMigrateStreamNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 9), "m"); err != nil {
+	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
 		t.Fatal(err)
 	}
-	persistencetest.WriteStreamNumbersV9(t, func(q string, args ...any) error {
+	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := pool.Exec(ctx, q, args...)
 		return err
-	}, persistencetest.V9SQL{
+	}, persistencetest.V7SQL{
 		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES ($1, now(), now())`,
 		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES ($1, $2, $3)`,
 		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
@@ -418,4 +416,27 @@ func TestMigrateStreamNumbers(t *testing.T) {
 		At:      func(t time.Time) any { return t },
 	})
 	persistencetest.StreamNumbersMigrated(t, mustOpen(t, dsn))
+}
+
+// TestUnreleasedFormatRefused: as on SQLite, a database a development
+// build after 0.1.0 wrote is refused with an error that says what to do.
+func TestUnreleasedFormatRefused(t *testing.T) {
+	dsn := pgtest.URL(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE messages ADD COLUMN content_at text;
+		INSERT INTO schema_migrations VALUES (8, now()), (9, now()), (10, now())`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, dsn)
+	if err == nil || !strings.Contains(err.Error(), "unreleased development build") {
+		t.Fatalf("open: %v, want the unreleased-format error", err)
+	}
 }

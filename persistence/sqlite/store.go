@@ -179,17 +179,17 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 	return sqlcore.Dialect{
 		Name: "sqlite",
 		Fragments: sqlcore.Fragments{
-			Later:       `MAX(updated_at + 1, ?)`,
-			Active:      `is_active = 1`,
-			InIDs:       `id IN (SELECT value FROM json_each(?))`,
-			Greatest:    `MAX`,
-			FirstTextID: `CAST(m.content_at AS INTEGER)`,
+			Later:    `MAX(updated_at + 1, ?)`,
+			Active:   `is_active = 1`,
+			InIDs:    `id IN (SELECT value FROM json_each(?))`,
+			Greatest: `MAX`,
 			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    INTEGER NOT NULL PRIMARY KEY,
 				applied_at TEXT    NOT NULL
 			) STRICT`,
 			MigrateLock: `SELECT 1`, // BEGIN IMMEDIATE already excludes other writers
 			AppliedAt:   `?`,
+			HasColumn:   `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`,
 		},
 		Stored: func(t time.Time) time.Time { return t },
 		Time: func(t time.Time) (any, error) {
@@ -210,15 +210,9 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 		IDArray:  jsoncol.Slice[int64],
 		ScanIDs:  func(ids *[]int64) any { return (*jsonIDs)(ids) },
 		IsNoRows: sqlcore.ErrNoRowsIs(sql.ErrNoRows),
-		// database/sql copies a []byte destination; RawBytes is the
-		// driver's value, which go-sqlite3 copies out of SQLite for each
-		// row (TestRawBytesKept).
-		ScanBytes:   func(b *[]byte) any { return (*sql.RawBytes)(b) },
-		BytesKept:   true,
-		JoinRecords: true,
-		Classify:    classify,
-		Begin:       sqlcore.BeginSQL(db),
-		Read:        sqlcore.SQLDB{DB: rdb},
+		Classify: classify,
+		Begin:    sqlcore.BeginSQL(db),
+		Read:     sqlcore.SQLDB{DB: rdb},
 		// Both connection pools; safe to call more than once.
 		Close:          func() error { return errors.Join(rdb.Close(), db.Close()) },
 		InsertMessages: insertMessages,
@@ -299,7 +293,7 @@ func insertMessages(ctx context.Context, c sqlcore.Conn, sessionID string, rows 
 	for i := range rows {
 		r := &rows[i]
 		m := r.M
-		res, err := tx.ExecContext(ctx, insertMessage, sessionID, r.Seq, string(m.Role), r.ContentColumn(), r.Parts,
+		res, err := tx.ExecContext(ctx, insertMessage, sessionID, r.Seq, string(m.Role), r.Content, r.Parts,
 			r.Reasoning, r.ToolCallID, r.ToolCalls, string(m.Status), r.Meta, r.Active, m.TokenCount, m.TokenEncoding, r.Created)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)

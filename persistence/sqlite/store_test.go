@@ -544,8 +544,8 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + sqlcore.SessionColumns + ` FROM sessions WHERE 1 = 1 AND cwd = ? ORDER BY updated_at DESC, id ASC LIMIT ?`,
 			[]any{"/w", 51}, "sessions_cwd_updated_at"},
 		{sqlcore.EventsQuery, []any{"s", 0}, "sqlite_autoindex_events_1 (stream_id=? AND seq>?)"},
-		{sqlcore.MessagesJoinQuery, []any{"s", "s", 0, 10}, "sqlite_autoindex_messages_1"},
-		{sqlcore.ActiveMessagesJoinQuery, []any{"s", "s", 0, 10}, "messages_active"},
+		{sqlcore.MessagesQuery, []any{"s", 0, 10}, "sqlite_autoindex_messages_1"},
+		{sqlcore.ActiveMessagesQuery, []any{"s", 0, 10}, "messages_active"},
 	} {
 		c.query = sqlcore.Rewrite(c.query, d.Fragments, d.Numbered)
 		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
@@ -667,40 +667,17 @@ func TestMessagesWhateverLastSeq(t *testing.T) {
 	}
 }
 
-func TestTextStoredOnce(t *testing.T) {
+func TestTextInRow(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.TextStoredOnce(t, s, func(t *testing.T, id int64) (content string, at *string) {
-		if err := s.db.QueryRowContext(t.Context(), `SELECT content, content_at FROM messages WHERE id = ?`, id).Scan(&content, &at); err != nil {
+	persistencetest.TextInRow(t, s, func(t *testing.T, id int64) (content string) {
+		if err := s.db.QueryRowContext(t.Context(), `SELECT content FROM messages WHERE id = ?`, id).Scan(&content); err != nil {
 			t.Fatal(err)
 		}
-		return content, at
+		return content
 	})
 }
 
-// TestRawBytesKept: the bytes a RawBytes destination gets stay as they
-// were after the next row is read (go-sqlite3 copies each blob out of
-// SQLite), which the store's text reads rely on (Dialect.BytesKept).
-func TestRawBytesKept(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	rows, err := s.rdb.QueryContext(t.Context(), `SELECT CAST('first' AS BLOB) UNION ALL SELECT CAST('other' AS BLOB)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var kept [][]byte
-	for rows.Next() {
-		var b sql.RawBytes
-		if err := rows.Scan(&b); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, b)
-	}
-	if len(kept) != 2 || string(kept[0]) != "first" || string(kept[1]) != "other" {
-		t.Fatalf("rows read back as %q: the driver reuses its buffer, BytesKept must be false", kept)
-	}
-}
-
-// TestMigrateStreamNumbers: migration 0010 rebuilds a version-9 event log
+// TestMigrateStreamNumbers: migration 0008 rebuilds a 0.1.0 (version 7) event log
 // (streams and connections named by text) with them named by number, and
 // nothing is lost (persistencetest.StreamNumbersMigrated).
 func TestMigrateStreamNumbers(t *testing.T) {
@@ -711,13 +688,13 @@ func TestMigrateStreamNumbers(t *testing.T) {
 	}
 	db.SetMaxOpenConns(1)
 	ctx := t.Context()
-	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 9), "m"); err != nil {
+	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
 		t.Fatal(err)
 	}
-	persistencetest.WriteStreamNumbersV9(t, func(q string, args ...any) error {
+	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := db.ExecContext(ctx, q, args...)
 		return err
-	}, persistencetest.V9SQL{
+	}, persistencetest.V7SQL{
 		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`,
 		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`,
 		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
@@ -727,4 +704,40 @@ func TestMigrateStreamNumbers(t *testing.T) {
 	})
 	db.Close()
 	persistencetest.StreamNumbersMigrated(t, mustOpen(t, path))
+}
+
+// TestUnreleasedFormatRefused: a database a development build after 0.1.0
+// wrote (its versions 8 to 10: a content_at column, or version 8 over the
+// old event table) is refused with an error that says what to do, and
+// left as it was.
+func TestUnreleasedFormatRefused(t *testing.T) {
+	for name, marks := range map[string]string{
+		"0008 to 0010": `ALTER TABLE messages ADD COLUMN content_at TEXT;
+			INSERT INTO schema_migrations VALUES (8, 'x'), (9, 'x'), (10, 'x')`,
+		"0008 alone": `INSERT INTO schema_migrations VALUES (8, 'x')`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "crow.db")
+			db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(marks); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Open(t.Context(), path)
+			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") {
+				t.Fatalf("open: %v, want the unreleased-format error", err)
+			}
+			var v int
+			if err := db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != 10 && name == "0008 to 0010" {
+				t.Errorf("the database was changed: version %d (%v)", v, err)
+			}
+		})
+	}
 }

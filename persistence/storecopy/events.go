@@ -27,44 +27,25 @@ func isHistory(k persistence.EventKind) bool {
 	return false
 }
 
-// history returns the history events of a session's stream, in seq order,
-// each readable on its own: a run of frames packed against the record
-// saved after it (a projection event, which is not copied, and whose seq
-// differs in the destination) is packed again by itself, the same frames.
+// history returns the history events of a session's stream, in seq
+// order, their bodies as stored (each reads back on its own).
 func history(ctx context.Context, s persistence.Store, stream string) ([]persistence.Event, error) {
-	var out, carry []persistence.Event
+	var out []persistence.Event
 	f := persistence.EventFilter{Limit: historyPage}
 	for {
 		page, err := s.Events(ctx, stream, f)
 		if err != nil {
 			return nil, err
 		}
-		last := len(page) < f.Limit
-		if len(page) > 0 {
-			f.AfterSeq = page[len(page)-1].Seq
-		}
-		evs := append(carry, page...)
-		carry = nil
-		for i, e := range evs {
-			if !isHistory(e.Kind) {
-				continue
+		for _, e := range page {
+			if isHistory(e.Kind) {
+				out = append(out, e)
 			}
-			if want, ok := e.PackedAgainst(); ok {
-				if !last && want > evs[len(evs)-1].Seq {
-					carry = evs[i:] // its record is in the next page
-					break
-				}
-				frames, err := persistence.FramesAt(evs, i)
-				if err != nil {
-					return nil, err
-				}
-				e.Body = persistence.PackFrames(bytes.Join(frames, []byte("\n")))
-			}
-			out = append(out, e)
 		}
-		if last {
+		if len(page) < f.Limit {
 			return out, nil
 		}
+		f.AfterSeq = page[len(page)-1].Seq
 	}
 }
 

@@ -381,7 +381,7 @@ func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, add
 	if len(added) > 0 {
 		rows, err := tx.Query(ctx, `SELECT `+MessageColumns+` FROM messages
 			WHERE session_id = ? AND {in_ids} ORDER BY seq`, sessionID, s.d.IDs(added))
-		msgs, err := s.scanMessages(ctx, &tx, rows, err, sessionID)
+		msgs, err := s.scanMessages(rows, err, sessionID)
 		if err != nil {
 			return err
 		}

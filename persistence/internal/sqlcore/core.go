@@ -54,17 +54,6 @@ type MessageRow struct {
 	Content, Reasoning, ToolCallID string
 	Seq                            int64
 	Active                         bool
-	// Ref: the row does not hold Content, which only its message_appended
-	// record keeps (persistence.KeepsText); content_at points at it.
-	Ref bool
-}
-
-// ContentColumn is what the row's content column holds.
-func (r *MessageRow) ContentColumn() string {
-	if r.Ref {
-		return ""
-	}
-	return r.Content
 }
 
 // EventRow is what an event insert assigns: Seq, At and the numbers of
@@ -109,14 +98,6 @@ type Dialect struct {
 	IDArray  func(field string, ids []int64) (any, error)
 	ScanIDs  func(ids *[]int64) any
 	IsNoRows func(err error) bool
-	// ScanBytes is a Scan destination that sets *b to the column's bytes
-	// in the driver's buffer, valid until the next row, or for good with
-	// BytesKept (a driver that copies each value out: no copy of ours).
-	ScanBytes func(b *[]byte) any
-	BytesKept bool
-	// JoinRecords: a read of messages joins each row's record rather than
-	// reading its body by a subquery for each row (MessagesJoinQuery).
-	JoinRecords bool
 	// Classify wraps storage faults in persistence.ErrStorageFull and
 	// ErrStorageReadOnly.
 	Classify func(err error) error
@@ -143,12 +124,12 @@ type Fragments struct {
 	Active       string // {active}: the message is active (a literal, for partial indexes)
 	InIDs        string // {in_ids}: id is in the list parameter (Dialect.IDs)
 	Greatest     string // {greatest}: the larger of two values
-	FirstTextID  string // {first_text_id}: the first event id m.content_at lists (NULL for NULL)
 	ForUpdate    string // {for_update}: lock the selected row (with RowLocks)
 	ForNoKey     string // {for_no_key_update}: lock the row against deletion and takeover
 	MigrateTable string // {migrate_table}: CREATE TABLE IF NOT EXISTS schema_migrations
 	MigrateLock  string // {migrate_lock}: a statement that serialises migrators
 	AppliedAt    string // {applied_at}: the applied_at parameter (RFC 3339 text)
+	HasColumn    string // {has_column}: how many columns the table (1st parameter) has of a name (2nd)
 }
 
 // Store implements persistence.Recorder over a Dialect.
@@ -202,9 +183,9 @@ func (s *Store) sql(q string) string {
 // placeholders into $1, $2... in order.
 func Rewrite(q string, f Fragments, numbered bool) string {
 	r := strings.NewReplacer(
-		"{later}", f.Later, "{active}", f.Active, "{in_ids}", f.InIDs, "{greatest}", f.Greatest, "{first_text_id}", f.FirstTextID,
+		"{later}", f.Later, "{active}", f.Active, "{in_ids}", f.InIDs, "{greatest}", f.Greatest,
 		"{for_update}", f.ForUpdate, "{for_no_key_update}", f.ForNoKey,
-		"{migrate_table}", f.MigrateTable, "{migrate_lock}", f.MigrateLock, "{applied_at}", f.AppliedAt)
+		"{migrate_table}", f.MigrateTable, "{migrate_lock}", f.MigrateLock, "{applied_at}", f.AppliedAt, "{has_column}", f.HasColumn)
 	q = r.Replace(q)
 	if !numbered {
 		return q

@@ -57,10 +57,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...*persistence.Event) err
 		}
 	}
 	t := s.now()
+	packed := persistence.PackEvents(evs) // before the write: no lock held while compressing
 	var filled []EventRow
 	err := s.write(ctx, func(tx conn) error {
 		var err error
-		filled, err = s.appendEventsTx(ctx, tx, evs, t)
+		filled, err = s.appendEventsTx(ctx, tx, packed, t)
 		return err
 	})
 	if err != nil {
@@ -143,8 +144,8 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 }
 
 // projectionTx appends, inside tx, the pending events of the write's origin
-// and then evs, the events of one projection change, packed together
-// (persistence.PackWrite: a streamed run against the record after it).
+// (streamed runs packed: persistence.PackEvents) and then evs, the events
+// of one projection change.
 func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
 	_, err := s.recordTx(ctx, tx, evs, t)
 	return err
@@ -173,12 +174,13 @@ func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event,
 	if len(evs) == 0 && len(s.origin.Pending) == 0 {
 		return nil, nil
 	}
-	out, err := s.appendEventsTx(ctx, tx, persistence.PackWrite(s.origin.Pending, evs), t)
+	all := append(persistence.PackEvents(s.origin.Pending), evs...)
+	out, err := s.appendEventsTx(ctx, tx, all, t)
 	if err != nil {
 		return nil, err
 	}
 	ids := make([]int64, len(evs))
-	for i, r := range out[len(out)-len(evs):] { // PackWrite puts the records last
+	for i, r := range out[len(out)-len(evs):] { // the records come last
 		ids[i] = r.ID
 	}
 	return ids, nil
@@ -198,46 +200,30 @@ func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, bo
 	}, nil
 }
 
-// prior is a message as an update finds it: its text (content whole;
-// parts set when the parts column holds the content marker, contentParts:
-// they are the old content's, which an update of the content must then
-// store as JSON), and its content and content_at columns (textAt).
-type prior struct {
-	persistence.Message
-	base string
-	at   sql.NullString
-}
-
 // priorText reads, inside tx, the text a message holds before an update
 // rewrites it (none if there is no such message): its message_updated event
 // records only what the update appends to it (persistence.UpdateRecord).
-func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (prior, error) {
+// Parts are set when the parts column holds the content marker
+// (contentParts): they are the old content's, which an update of the
+// content must then store as JSON.
+func (s *Store) priorText(ctx context.Context, tx conn, sessionID string, id int64) (persistence.Message, error) {
 	var (
-		p     prior
+		p     persistence.Message
 		parts sql.NullString
 	)
-	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts, content_at FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
-		Scan(&p.base, &p.Reasoning, &parts, &p.at)
+	err := tx.QueryRow(ctx, `SELECT content, reasoning, parts FROM messages WHERE id = ? AND session_id = ?`, id, sessionID).
+		Scan(&p.Content, &p.Reasoning, &parts)
 	if s.d.IsNoRows(err) {
 		return p, nil
 	}
 	if err != nil {
 		return p, err
 	}
-	p.ID, p.Content = id, p.base
-	ref := textRef{at: p.at.String, contentParts: parts.String == contentParts}
-	if !p.at.Valid {
-		if ref.contentParts {
-			p.Parts, err = readParts(parts, p.Content)
-		}
-		return p, err
+	p.ID = id
+	if parts.String == contentParts {
+		p.Parts, err = readParts(parts, p.Content)
 	}
-	msgs := []persistence.Message{p.Message}
-	if err := s.resolveText(ctx, tx, sessionID, msgs, []textRef{ref}, nil); err != nil {
-		return p, err
-	}
-	p.Message = msgs[0]
-	return p, nil
+	return p, err
 }
 
 // EventsQuery reads a stream's events after a seq. The stream's number is

@@ -66,43 +66,7 @@ func readParts(col sql.NullString, content string) ([]persistence.Part, error) {
 	case col.String == contentParts:
 		return []persistence.Part{{Type: "text", Text: content}}, nil
 	}
-	return jsoncol.DecodeObjects("parts", col.String, setPart)
-}
-
-// setPart and setToolCall store one JSON field of a part or a tool call
-// (their json tags) for jsoncol.DecodeObjects.
-func setPart(p *persistence.Part, key, val string) bool {
-	switch key {
-	case "type":
-		p.Type = val
-	case "text":
-		p.Text = val
-	case "uri":
-		p.URI = val
-	case "name":
-		p.Name = val
-	case "mimeType":
-		p.MimeType = val
-	case "data":
-		p.Data = val
-	default:
-		return false
-	}
-	return true
-}
-
-func setToolCall(c *persistence.ToolCall, key, val string) bool {
-	switch key {
-	case "id":
-		c.ID = val
-	case "name":
-		c.Name = val
-	case "arguments":
-		c.Arguments = val
-	default:
-		return false
-	}
-	return true
+	return jsoncol.DecodeSlice[persistence.Part]("parts", []byte(col.String))
 }
 
 // encodeMessages encodes msgs; what names them in errors ("message 2").
@@ -136,8 +100,7 @@ func (s *Store) insertNew(ctx context.Context, tx conn, sessionID string, rows [
 }
 
 // appended records, inside tx, the message_appended events of rows
-// inserted with ids, and points the rows that do not hold their text at
-// them (MessageRow.Ref).
+// inserted with ids.
 func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids []int64, t time.Time) error {
 	evs := make([]*persistence.Event, len(rows))
 	for i := range rows {
@@ -147,11 +110,7 @@ func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []
 			return err
 		}
 	}
-	recIDs, err := s.recordTx(ctx, tx, evs, t)
-	if err != nil {
-		return err
-	}
-	return s.setTextAt(ctx, tx, rows, ids, recIDs)
+	return s.projectionTx(ctx, tx, evs, t)
 }
 
 // fill copies what the store assigned into the callers' messages.
@@ -183,9 +142,6 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 	if err != nil {
 		return err
 	}
-	for i := range rows {
-		rows[i].Ref = persistence.KeepsText(rows[i].Content)
-	}
 	var ids []int64
 	err = s.write(ctx, func(tx conn) error {
 		last, err := s.bumpSession(ctx, tx, sessionID, len(msgs), at)
@@ -206,7 +162,7 @@ func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*pe
 
 // MessageColumns are the columns every message read selects, in scan order.
 const MessageColumns = `id, seq, role, content, parts, reasoning, tool_call_id,
-	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at, content_at`
+	tool_calls, status, meta, is_active, compacted_into_id, token_count, token_encoding, created_at`
 
 // Messages returns a session's messages in seq order.
 func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
@@ -219,12 +175,7 @@ func (s *Store) Messages(ctx context.Context, sessionID string, f persistence.Me
 
 func (s *Store) messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error) {
 	q := MessagesQuery
-	switch {
-	case s.d.JoinRecords && f.ActiveOnly:
-		q = ActiveMessagesJoinQuery
-	case s.d.JoinRecords:
-		q = MessagesJoinQuery
-	case f.ActiveOnly:
+	if f.ActiveOnly {
 		q = ActiveMessagesQuery
 	}
 	limit := int64(f.Limit)
@@ -247,9 +198,8 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 		}
 		hint = min(max(last-f.AfterSeq, 0), limit, maxRowsHint)
 	}
-	rd := s.read()
-	rows, err := rd.Query(ctx, q, sessionID, sessionID, f.AfterSeq, limit)
-	msgs, err := s.scanJoined(ctx, rd, rows, err, int(hint), sessionID)
+	rows, err := s.read().Query(ctx, q, sessionID, f.AfterSeq, limit)
+	msgs, err := collectN(rows, err, int(hint), s.newMessageScanner(sessionID).scan)
 	if err != nil {
 		return nil, err
 	}
@@ -265,70 +215,19 @@ func (s *Store) messages(ctx context.Context, sessionID string, f persistence.Me
 // last_seq must not allocate gigabytes.
 const maxRowsHint = 1 << 16
 
-// scanMessages reads rows of MessageColumns and closes them, and then
-// through q the text the rows do not hold (resolveText); with q nil, such
-// a row is read with its content column's text.
-func (s *Store) scanMessages(ctx context.Context, q *conn, rows Rows, err error, sessionID string) ([]persistence.Message, error) {
-	sc := s.newMessageScanner(sessionID, false)
-	msgs, err := collectN(rows, err, 0, sc.scan)
-	if err != nil || q == nil || len(sc.refs) == 0 {
-		return msgs, err
-	}
-	if err := s.resolveText(ctx, *q, sessionID, msgs, sc.refs, nil); err != nil {
-		return nil, err
-	}
-	return msgs, nil
+// scanMessages reads rows of MessageColumns and closes them.
+func (s *Store) scanMessages(rows Rows, err error, sessionID string) ([]persistence.Message, error) {
+	return collectN(rows, err, 0, s.newMessageScanner(sessionID).scan)
 }
 
-// The reads of a session's messages after a seq, at most a limit, each
-// with the body of the record its content_at lists first (resolveText),
-// if that is a message record of the session's stream: one query, not one
-// for the rows and one for their text. Their arguments: the session's id
-// (for the record's stream: a subquery that does not depend on the row,
-// so run once), then the session's id, the seq and the limit. The Active
-// ones read the active messages ({active} is a literal, so the partial
-// index applies).
-//
-// On PostgreSQL the body is a subquery for each row: joined, the planner
-// merged on record ids and then sorted the joined rows, text and all, by
-// seq (on disk: 47 ms for 10,000 messages, against 19 ms). On SQLite the
-// join is faster (Dialect.JoinRecords: 37 against 39 ms), and its rows
-// come in the index's order either way.
+// The reads of a session's messages after a seq, at most a limit: their
+// arguments are the session's id, the seq and the limit. The Active ones
+// read the active messages ({active} is a literal, so the partial index
+// applies).
 const (
-	MessagesQuery           = `SELECT ` + messageColumnsOfM + recordBody + ` FROM messages m` + messagesAfter
-	ActiveMessagesQuery     = `SELECT ` + messageColumnsOfM + recordBody + ` FROM messages m` + activeMessagesAfter
-	MessagesJoinQuery       = `SELECT ` + messageColumnsOfM + `e.body FROM messages m ` + recordJoin + messagesAfter
-	ActiveMessagesJoinQuery = `SELECT ` + messageColumnsOfM + `e.body FROM messages m ` + recordJoin + activeMessagesAfter
-
-	messagesAfter       = ` WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?`
-	activeMessagesAfter = ` WHERE m.session_id = ? AND m.seq > ? AND {active} ORDER BY m.seq LIMIT ?`
-	recordIsMessage     = `e.id = {first_text_id} AND e.stream_id = (SELECT id FROM event_streams WHERE stream = ?)
-	AND e.kind IN ('message_appended', 'message_updated')`
-	recordBody = `(SELECT e.body FROM events e WHERE ` + recordIsMessage + `)`
-	recordJoin = `LEFT JOIN events e ON ` + recordIsMessage
+	MessagesQuery       = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	ActiveMessagesQuery = `SELECT ` + MessageColumns + ` FROM messages WHERE session_id = ? AND seq > ? AND {active} ORDER BY seq LIMIT ?`
 )
-
-// messageColumnsOfM are MessageColumns of messages m (TestJoinedColumns),
-// and a comma: the record's body follows.
-const messageColumnsOfM = `m.id, m.seq, m.role, m.content, m.parts, m.reasoning, m.tool_call_id,
-	m.tool_calls, m.status, m.meta, m.is_active, m.compacted_into_id, m.token_count, m.token_encoding,
-	m.created_at, m.content_at, `
-
-// scanJoined reads rows of the messages queries and closes them, decoding the
-// records' text while it reads, and then through q the text of records
-// other than the first.
-func (s *Store) scanJoined(ctx context.Context, q conn, rows Rows, err error, n int, sessionID string) ([]persistence.Message, error) {
-	sc := s.newMessageScanner(sessionID, true)
-	msgs, err := collectN(rows, err, n, sc.scan)
-	firsts := sc.dec.results(len(sc.refs))
-	if err != nil || len(sc.refs) == 0 {
-		return msgs, err
-	}
-	if err := s.resolveText(ctx, q, sessionID, msgs, sc.refs, firsts); err != nil {
-		return nil, err
-	}
-	return msgs, nil
-}
 
 // messageScanner reads rows of MessageColumns. Its Scan destinations are
 // made once for a read, not for each row: every variable whose address
@@ -340,44 +239,32 @@ type messageScanner struct {
 	role, status string
 	meta         []byte
 	// The JSON columns are read as strings: database/sql hands SQLite's
-	// text over as one, and what decodes them keeps substrings of it.
+	// text over as one.
 	parts, toolCalls sql.NullString
 	// database/sql reaches an *int through a string and ParseInt, a
 	// **int64 through reflection.
 	compactedInto sql.NullInt64
 	tokens        int64
-	textAt        sql.NullString
-	body          []byte // joined: the record textAt lists first
 	dest          []any
-	n             int          // rows scanned
-	refs          []textRef    // the rows that do not hold their text
-	dec           *textDecoder // joined: decodes body
 }
 
-// newMessageScanner returns a scanner of MessageColumns, or, joined, of
-// them and a record's body (MessagesQuery).
-func (s *Store) newMessageScanner(sessionID string, joined bool) *messageScanner {
+// newMessageScanner returns a scanner of MessageColumns.
+func (s *Store) newMessageScanner(sessionID string) *messageScanner {
 	sc := &messageScanner{sessionID: sessionID}
 	m := &sc.m
 	sc.dest = []any{&m.ID, &m.Seq, &sc.role, &m.Content, &sc.parts, &m.Reasoning,
 		&m.ToolCallID, &sc.toolCalls, &sc.status, &sc.meta, &m.IsActive, &sc.compactedInto,
-		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt), &sc.textAt}
-	if joined {
-		sc.dest = append(sc.dest, s.d.ScanBytes(&sc.body))
-		sc.dec = &textDecoder{kept: s.d.BytesKept}
-	}
+		&sc.tokens, &m.TokenEncoding, s.d.ScanTime(&m.CreatedAt)}
 	return sc
 }
 
 // scan reads one row.
 func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	sc.m = persistence.Message{}
-	sc.meta, sc.body = nil, nil
+	sc.meta = nil
 	if err := r.Scan(sc.dest...); err != nil {
 		return persistence.Message{}, err
 	}
-	i := sc.n
-	sc.n++
 	m := sc.m
 	m.SessionID = sc.sessionID
 	m.Role, m.Status = persistence.Role(sc.role), persistence.MessageStatus(sc.status)
@@ -387,22 +274,11 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 	}
 	m.TokenCount = int(sc.tokens)
 	var err error
-	if sc.textAt.Valid {
-		// Parts that are the content are made once the content is.
-		ref := textRef{i: i, at: sc.textAt.String, contentParts: sc.parts.Valid && sc.parts.String == contentParts}
-		if sc.body != nil {
-			sc.dec.add(len(sc.refs), sc.body)
-		}
-		sc.refs = append(sc.refs, ref)
-		if ref.contentParts {
-			sc.parts.Valid = false
-		}
-	}
 	if m.Parts, err = readParts(sc.parts, m.Content); err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if sc.toolCalls.Valid {
-		m.ToolCalls, err = jsoncol.DecodeObjects("tool calls", sc.toolCalls.String, setToolCall)
+		m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", []byte(sc.toolCalls.String))
 	}
 	if err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
@@ -453,19 +329,6 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 			return err
 		}
 		content := s.d.Text(m.Content)
-		text, from := persistence.AppendedText(prior.Content, content)
-		// Where the content goes: the row keeps it whole (content_at
-		// NULL), or the row keeps what it had and the update's record what
-		// it adds (ref: content_at lists the record after what it listed).
-		base, keepAt, ref := content, sql.NullString{}, false
-		switch {
-		case content == prior.Content:
-			base, keepAt = prior.base, prior.at
-		case from > 0 && (prior.at.Valid || persistence.KeepsText(text)):
-			base, keepAt, ref = prior.base, prior.at, true
-		case from == 0 && persistence.KeepsText(content):
-			base, ref = "", true
-		}
 		// Parts stored as the content marker keep their text when the
 		// content changes: written out as JSON (NULL keeps the column).
 		var parts any
@@ -475,32 +338,23 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 			}
 		}
 		rows, err := tx.Query(ctx, `
-			UPDATE messages SET content = ?, content_at = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?,
+			UPDATE messages SET content = ?, reasoning = ?, tool_calls = ?, status = ?, meta = ?, token_count = ?,
 				parts = COALESCE(?, parts)
 			WHERE id = ? AND session_id = ?
-			RETURNING `+MessageColumns, base, keepAt, s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
+			RETURNING `+MessageColumns, content, s.d.Text(m.Reasoning), toolCalls, string(m.Status), meta, m.TokenCount,
 			parts, m.ID, m.SessionID)
-		msgs, err := s.scanMessages(ctx, nil, rows, err, m.SessionID) // the text is content
+		msgs, err := s.scanMessages(rows, err, m.SessionID)
 		if err != nil {
 			return err
 		}
 		if len(msgs) == 0 {
 			return notFound
 		}
-		msgs[0].Content = content
-		if msgs[0].Parts == nil && prior.Parts != nil && prior.Content == content {
-			msgs[0].Parts = prior.Parts // the marker, in a row that does not hold its text
-		}
 		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
 		if err != nil {
 			return err
 		}
-		recIDs, err := s.recordTx(ctx, tx, []*persistence.Event{ev}, t)
-		if err != nil || !ref {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE messages SET content_at = ? WHERE id = ?`, textAt(keepAt.String, recIDs[0]), m.ID)
-		return err
+		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
 	})
 }
 
@@ -512,7 +366,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 		rows, err := tx.Query(ctx, `
 			UPDATE messages SET status = ? WHERE session_id = ? AND status = ?
 			RETURNING `+MessageColumns, string(persistence.StatusInterrupted), sessionID, string(persistence.StatusStreaming))
-		msgs, err := s.scanMessages(ctx, &tx, rows, err, sessionID)
+		msgs, err := s.scanMessages(rows, err, sessionID)
 		if err != nil {
 			return err
 		}

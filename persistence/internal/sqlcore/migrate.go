@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -48,6 +49,18 @@ func Migrate(ctx context.Context, d *Dialect, begin func(ctx context.Context, fn
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if current >= unreleasedFrom {
+		var unreleased bool
+		if err := run(func(tx conn) error {
+			unreleased, err = unreleasedFormat(ctx, tx)
+			return err
+		}); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if unreleased {
+			return ErrUnreleasedFormat
+		}
+	}
 	if current > known {
 		return fmt.Errorf("migrate: database schema version %d is newer than this binary supports (%d); upgrade crow-acp", current, known)
 	}
@@ -76,4 +89,36 @@ func Migrate(ctx context.Context, d *Dialect, begin func(ctx context.Context, fn
 		}
 	}
 	return nil
+}
+
+// unreleasedFrom is the first version development builds between 0.1.0
+// and 0.2.0 recorded (8 to 10) for storage formats that were never
+// released and that this version does not read.
+const unreleasedFrom = 8
+
+// ErrUnreleasedFormat refuses a database a development build wrote in a
+// storage format that was never released.
+var ErrUnreleasedFormat = errors.New("migrate: this database was written by an unreleased development build of " +
+	"crow-acp (schema versions 8-10, a storage format no release reads). Open it with the build that wrote it and " +
+	"export what you need (crow-acp sessions export <id>), then move it aside: crow-acp creates a new database " +
+	"in its place. A database of crow-acp 0.1.0 is upgraded in place")
+
+// unreleasedFormat reports whether the database holds what only those
+// builds made: a content_at column on messages (their 0009), or version 8
+// recorded over events still named by stream text (their 0008, which
+// changed no table).
+func unreleasedFormat(ctx context.Context, tx conn) (bool, error) {
+	has := func(table, column string) (bool, error) {
+		var n int
+		err := tx.QueryRow(ctx, `{has_column}`, table, column).Scan(&n)
+		return n > 0, err
+	}
+	if ok, err := has("messages", "content_at"); ok || err != nil {
+		return ok, err
+	}
+	var v8 int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = 8`).Scan(&v8); err != nil || v8 == 0 {
+		return false, err
+	}
+	return has("events", "stream")
 }

@@ -1,13 +1,12 @@
--- 0010: events name their stream and connection by number (issue 19: a
--- lean frame log); the same version as sqlite/0010. Each row held the
--- session's id and the connection's id as text, 76 bytes of every event
--- and 38 again in the (stream, seq) index: a streamed turn writes about ten
--- rows, so more than the turn's text. event_streams now numbers every
--- stream and every connection (a connection with no stream yet gets a row
--- with no events); events refer to those numbers. The table is rebuilt
--- with its ids unchanged (message rows list them in content_at) and its
--- identity counter carried over, so no id is ever given twice. Its columns
--- are ordered so that no padding falls between them.
+-- 0008: the event log after 0.1.0 (issue 30); the same version as
+-- sqlite/0008. Events name their stream and connection by number: each row
+-- held the session's id and the connection's id as text, 76 bytes of every
+-- event and 38 again in the (stream, seq) index. event_streams now numbers
+-- every stream and every connection (a connection with no stream yet gets
+-- a row with no events); events refer to those numbers. The table is
+-- rebuilt with its ids unchanged and its identity counter carried over, so
+-- no id is ever given twice. Its columns are ordered so that no padding
+-- falls between them. Bodies are kept as they are (see sqlite/0008).
 
 DROP TRIGGER sessions_delete_events ON sessions;
 
@@ -26,7 +25,7 @@ WHERE connection_id <> '' AND connection_id NOT IN (SELECT stream FROM event_str
 ORDER BY connection_id;
 
 -- connection_stream_id 0: no connection (events a command wrote).
-CREATE TABLE events_v10 (
+CREATE TABLE events_new (
     id                   bigint GENERATED ALWAYS AS IDENTITY,
     stream_id            bigint      NOT NULL,
     seq                  bigint      NOT NULL,
@@ -39,7 +38,7 @@ CREATE TABLE events_v10 (
     body                 bytea       NOT NULL
 );
 
-INSERT INTO events_v10 (id, stream_id, seq, connection_stream_id, at, turn, direction, kind, method, body)
+INSERT INTO events_new (id, stream_id, seq, connection_stream_id, at, turn, direction, kind, method, body)
 OVERRIDING SYSTEM VALUE
 SELECT e.id, s.id, e.seq, COALESCE(c.id, 0), e.at, e.turn, e.direction, e.kind, e.method, e.body
 FROM events e
@@ -49,14 +48,14 @@ ORDER BY e.id;
 
 -- The counter: past the largest id ever given, which pruning may have
 -- deleted.
-SELECT setval(pg_get_serial_sequence('events_v10', 'id'), GREATEST(n, 1), n > 0)
+SELECT setval(pg_get_serial_sequence('events_new', 'id'), GREATEST(n, 1), n > 0)
 FROM (SELECT GREATEST(
     COALESCE(pg_sequence_last_value(pg_get_serial_sequence('events', 'id')::regclass), 0),
     COALESCE((SELECT MAX(id) FROM events), 0)) AS n) AS last;
 
 DROP TABLE events;
-ALTER TABLE events_v10 RENAME TO events;
-ALTER SEQUENCE events_v10_id_seq RENAME TO events_id_seq;
+ALTER TABLE events_new RENAME TO events;
+ALTER SEQUENCE events_new_id_seq RENAME TO events_id_seq;
 ALTER TABLE events ADD PRIMARY KEY (id);
 ALTER TABLE events ADD UNIQUE (stream_id, seq);
 
