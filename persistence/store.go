@@ -206,6 +206,7 @@ type Store interface {
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
 
 	Importer        // dump.go
+	Forker          // fork.go
 	CompactionStore // compaction.go
 
 	Close() error
