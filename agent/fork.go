@@ -72,13 +72,16 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	} else if err != nil {
 		return nil, storeError("fork session", err)
 	}
-	busy := acp.InvalidRequest("A prompt is running in session %s: wait for it to end (or send session/cancel), then fork it; a fork copies finished turns only.", req.SessionID)
-	if a.runningTurn(req.SessionID) != nil {
-		return nil, busy
+	running, err := a.turnRunning(ctx, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if running {
+		return nil, acp.InvalidRequest("A prompt is running in session %s: wait for it to end (or send session/cancel), then fork it; a fork copies finished turns only.", req.SessionID)
 	}
 	fenced, err := a.leases.hold(ctx, req.SessionID, nil)
 	if errors.Is(err, errHeldHere) {
-		return nil, busy
+		return nil, acp.InvalidRequest("Session %s is being written in this process (a compaction after it was opened): fork it again in a moment.", req.SessionID)
 	}
 	if err != nil {
 		return nil, storeError("fork session", err) // another process's turn: its -32600 as it is
@@ -100,6 +103,29 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	a.afterOpen(ctx, fork)
 	meta := decodeMeta(fork.Metadata)
 	return &acp.ForkSessionResponse{SessionID: fork.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
+}
+
+// turnRunning reports whether a turn of the session is still at work. A
+// turn that has answered its prompt only has its answer to write: that
+// is waited for, so a fork sent right after a prompt's answer forks it.
+func (a *Agent) turnRunning(ctx context.Context, sessionID string) (bool, error) {
+	for {
+		a.mu.Lock()
+		t := a.turnLocked(sessionID)
+		answered := t != nil && t.answered
+		a.mu.Unlock()
+		switch {
+		case t == nil:
+			return false, nil
+		case !answered:
+			return true, nil
+		}
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 // forkFrom copies session srcID into a new session. The fork keeps the

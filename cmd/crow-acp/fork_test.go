@@ -89,6 +89,9 @@ func TestForkListedAndLogged(t *testing.T) {
 		}
 	}
 
+	// The fork's log rebuilds it: its stream holds the copy's snapshot.
+	run("sessions", "verify", fork)
+
 	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
