@@ -173,6 +173,9 @@ var forkCommand = slashCommand{
 		if err != nil {
 			return "", err
 		}
+		// The frame log has the command in the source's stream; the
+		// fork's starts, as after session/fork, with its creation.
+		a.record(ctx, fork.ID, persistence.EventSessionCreated, map[string]any{"forkedFrom": s.ID, "via": "/fork"})
 		text := fmt.Sprintf("[Forked into session %s (%d messages copied). Open it from your editor's session history, "+
 			"or read it with `crow-acp sessions show %s`. This session goes on unchanged.]\n\n", fork.ID, st.Messages, fork.ID)
 		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text)}})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,17 @@ func TestForkListedAndLogged(t *testing.T) {
 	if fork == "" || fork == src {
 		t.Fatalf("session/fork answered %s", frames[len(frames)-1])
 	}
+	// /fork: the reply names the new session.
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":` + quote(src) + `,"prompt":[{"type":"text","text":"/fork"}]}}`)
+	var said strings.Builder
+	for _, f := range p.until("4", 10*time.Second) {
+		said.Write(f)
+	}
+	named := regexp.MustCompile(`Forked into session (sess_[0-9a-f]{32})`).FindStringSubmatch(said.String())
+	if named == nil || named[1] == fork {
+		t.Fatalf("/fork did not name a new session: %s", said.String())
+	}
+	cmdFork := named[1]
 	p.close()
 
 	run := func(args ...string) string {
@@ -119,15 +131,17 @@ func TestForkListedAndLogged(t *testing.T) {
 	if !request || !answer {
 		t.Errorf("the source's stream lacks the fork's request (%v) or answer (%v)", request, answer)
 	}
-	forkEvents, err := store.Events(ctx, fork, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var createdFrom bool
-	for _, e := range forkEvents {
-		createdFrom = createdFrom || e.Kind == persistence.EventSessionCreated && bytes.Contains(e.Body, []byte(`"forkedFrom":"`+src+`"`))
-	}
-	if !createdFrom {
-		t.Errorf("the fork's stream does not start with its creation from %s: %d events", src, len(forkEvents))
+	for _, id := range []string{fork, cmdFork} {
+		forkEvents, err := store.Events(ctx, id, persistence.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var createdFrom bool
+		for _, e := range forkEvents {
+			createdFrom = createdFrom || e.Kind == persistence.EventSessionCreated && bytes.Contains(e.Body, []byte(`"forkedFrom":"`+src+`"`))
+		}
+		if !createdFrom {
+			t.Errorf("the stream of fork %s does not hold its creation from %s: %d events", id, src, len(forkEvents))
+		}
 	}
 }
