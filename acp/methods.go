@@ -81,6 +81,7 @@ var methods = map[string]method{
 	"session/resume":            route(bindOptional[SessionResumer](SessionResumer.ResumeSession)),
 	"session/close":             route(bindOptional[SessionCloser](SessionCloser.CloseSession)),
 	"session/delete":            route(bindOptional[SessionDeleter](SessionDeleter.DeleteSession)),
+	"session/fork":              route(bindOptional[SessionForker](SessionForker.ForkSession)),
 	"session/set_config_option": route(bindOptional[ConfigOptionSetter](ConfigOptionSetter.SetSessionConfigOption)),
 	"session/set_mode":          route(bindOptional[ModeSetter](ModeSetter.SetSessionMode)),
 	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {

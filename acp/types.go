@@ -116,6 +116,9 @@ type SessionCapabilities struct {
 	// SystemPrompt (unstable, SDK 2.4): systemPrompt on new, load, resume.
 	SystemPrompt *SessionSystemPromptCapabilities `json:"systemPrompt,omitempty"`
 	Meta         Meta                             `json:"_meta,omitempty"`
+
+	// Fork (unstable, SDK 2.4): session/fork.
+	Fork *Marker `json:"fork,omitempty"`
 }
 
 // AuthMethod is one way to sign in. Without Type it is an "agent" method:

@@ -276,6 +276,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				AdditionalDirectories: &acp.Marker{},
 				SystemPrompt: &acp.SessionSystemPromptCapabilities{
 					Mode: &acp.SessionSystemPromptModeCapabilities{Override: &acp.Marker{}}},
+				Fork: a.forkCapability(),
 			},
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},

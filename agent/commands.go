@@ -21,7 +21,11 @@ type slashCommand struct {
 
 // slashCommands lists the registered commands, in the order advertised.
 func (a *Agent) slashCommands() []slashCommand {
-	return []slashCommand{compactCommand}
+	cmds := []slashCommand{compactCommand}
+	if a.forker() != nil {
+		cmds = append(cmds, forkCommand)
+	}
+	return cmds
 }
 
 // parseSlashCommand finds a registered command at the start of the prompt.

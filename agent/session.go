@@ -32,6 +32,8 @@ type sessionMeta struct {
 	// Instructions are the nested instruction files already loaded into
 	// the session (paths relative to the repository root).
 	Instructions []string `json:"instructions,omitempty"`
+	// ForkedFrom: the session this one was forked from (fork.go).
+	ForkedFrom *forkOrigin `json:"forkedFrom,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {

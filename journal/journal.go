@@ -391,7 +391,7 @@ type envelope struct {
 }
 
 // carriesMCPServers are the client requests whose params list MCP servers.
-var carriesMCPServers = map[string]bool{"session/new": true, "session/load": true, "session/resume": true}
+var carriesMCPServers = map[string]bool{"session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
 
 type sessionParams struct {
 	SessionID string          `json:"sessionId"`
@@ -640,6 +640,12 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		j.sessions[res.SessionID] = &sessionState{}
 		r.session = res.SessionID
 		j.lifecycleLocked(r.session, 0, persistence.EventSessionCreated, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
+	case r.method == "session/fork" && ok && res.SessionID != "":
+		// The request and this answer stay in the source's stream; the
+		// fork's starts with its creation, naming the source.
+		j.sessions[res.SessionID] = &sessionState{}
+		j.lifecycleLocked(res.SessionID, 0, persistence.EventSessionCreated,
+			map[string]any{"connectionId": j.conn, "pid": os.Getpid(), "forkedFrom": r.session})
 	case r.method == "session/prompt" && r.session != "":
 		if st := j.sessions[r.session]; st != nil && st.active == r.turn {
 			st.active = 0

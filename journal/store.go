@@ -118,6 +118,20 @@ func (o *orderedStore) ImportSession(ctx context.Context, d *persistence.Session
 	return o.write(d.Session.ID, func(s persistence.Store) error { return s.ImportSession(ctx, d) })
 }
 
+// ForkSession writes the fork as ImportSession does, as this connection.
+func (o *orderedStore) ForkSession(ctx context.Context, sourceID string, fork *persistence.Session) (persistence.ForkStats, error) {
+	if fork == nil {
+		return o.s.ForkSession(ctx, sourceID, fork)
+	}
+	var st persistence.ForkStats
+	err := o.write(fork.ID, func(s persistence.Store) error {
+		var err error
+		st, err = s.ForkSession(ctx, sourceID, fork)
+		return err
+	})
+	return st, err
+}
+
 // DeleteSession commits the pending frames first, so that the session's
 // events all go with it.
 func (o *orderedStore) DeleteSession(ctx context.Context, id string) error {

@@ -170,6 +170,10 @@ func TestProjectionWritesCarryTheirConnection(t *testing.T) {
 		"CollapseCompaction": {"sess_a", func() error { return w.CollapseCompaction(ctx, "sess_a", c.ID) }},
 		"DeleteCompaction":   {"sess_a", func() error { return w.DeleteCompaction(ctx, "sess_a", c.ID) }},
 		"ImportSession":      {"src", func() error { return w.ImportSession(ctx, dump) }},
+		"ForkSession": {"fork_a", func() error {
+			_, err := w.ForkSession(ctx, "sess_a", &persistence.Session{ID: "fork_a"})
+			return err
+		}},
 	}
 	// Methods that record no projection event (reads, the session row, the
 	// event log itself, leases, rules, the token-count cache).
@@ -188,7 +192,7 @@ func TestProjectionWritesCarryTheirConnection(t *testing.T) {
 		}
 	}
 	order := []string{"AppendMessages", "UpdateMessage", "InterruptStreaming", "Compact", "ExpandCompaction",
-		"CollapseCompaction", "DeleteCompaction", "ImportSession"}
+		"CollapseCompaction", "DeleteCompaction", "ImportSession", "ForkSession"}
 	if len(order) != len(recording) {
 		t.Fatalf("order lists %d writes, recording %d", len(order), len(recording))
 	}

@@ -210,6 +210,7 @@ type Store interface {
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
 
 	Importer        // dump.go
+	Forker          // fork.go
 	CompactionStore // compaction.go
 
 	Close() error

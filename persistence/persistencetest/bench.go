@@ -190,6 +190,18 @@ func Bench(b *testing.B, open func(b *testing.B) persistence.Store) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bc.want), "ns/msg")
 		})
 	}
+	// session/fork of the long session: read whole, written whole as a
+	// new session (the source's lease is held meanwhile).
+	b.Run("Fork10k", func(b *testing.B) {
+		setup(b)
+		i := 0
+		for b.Loop() {
+			i++
+			if _, err := s.ForkSession(ctx, "long", &persistence.Session{ID: fmt.Sprint("fork", i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // benchTurn makes the store writes of one turn that streams a reply.

@@ -67,6 +67,7 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"ApplyCompactionErrors", testApplyCompactionErrors},
 		{"CanceledContext", testCanceledContext},
 		{"ImportSession", testImportSession},
+		{"ForkSession", testForkSession},
 		{"OddText", testOddText},
 		{"PermissionRules", testPermissionRules},
 		{"WindowCache", testWindowCache},

@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 )
@@ -144,6 +145,9 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		fmt.Fprintf(w, "title     %s\n", termsafe.Line(s.Title))
 	}
 	fmt.Fprintf(w, "directory %s\n", termsafe.Line(s.Cwd))
+	if from, at, ok := agent.ForkedFrom(&s); ok {
+		fmt.Fprintf(w, "forked    from %s on %s\n", termsafe.Line(from), LocalTime(at))
+	}
 	fmt.Fprintf(w, "created   %s\n", LocalTime(s.CreatedAt))
 	fmt.Fprintf(w, "updated   %s\n", LocalTime(s.UpdatedAt))
 	fmt.Fprintf(w, "messages  %d", len(d.Messages))
@@ -300,6 +304,9 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 		title := termsafe.Line(OneLine(s.Title, 60))
 		if title == "" {
 			title = "-"
+		}
+		if from, _, ok := agent.ForkedFrom(&s); ok {
+			title += " [fork of " + termsafe.Line(from) + "]"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
 	}

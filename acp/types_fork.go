@@ -1,0 +1,40 @@
+package acp
+
+import "context"
+
+// session/fork (unstable in SDK 2.4, sessionCapabilities.fork): a new
+// session whose history is an existing one's.
+
+// SessionForker implements session/fork.
+type SessionForker interface {
+	ForkSession(ctx context.Context, req *ForkSessionRequest) (*ForkSessionResponse, error)
+}
+
+type ForkSessionRequest struct {
+	SessionID             string        `json:"sessionId"`
+	Cwd                   string        `json:"cwd"`
+	AdditionalDirectories []string      `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer   `json:"mcpServers,omitempty"`
+	SystemPrompt          *SystemPrompt `json:"systemPrompt,omitempty"`
+	Meta                  Meta          `json:"_meta,omitempty"`
+}
+
+func (r *ForkSessionRequest) Validate() error {
+	if r.SessionID == "" {
+		return MissingParam("sessionId", "pass the id of the session to fork, as session/new or session/list gave it")
+	}
+	if err := validateCwd(r.Cwd); err != nil {
+		return err
+	}
+	if err := r.SystemPrompt.Validate(); err != nil {
+		return err
+	}
+	return validateDirs(r.AdditionalDirectories)
+}
+
+type ForkSessionResponse struct {
+	SessionID     string                `json:"sessionId"`
+	Modes         *SessionModeState     `json:"modes,omitempty"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitempty"`
+	Meta          Meta                  `json:"_meta,omitempty"`
+}

@@ -1,0 +1,106 @@
+package persistencetest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// testForkSession: a fork holds the source's whole history (compaction
+// state included) under its own ids, and the two then change alone.
+func testForkSession(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	RichSession(t, s, "src")
+	src, err := persistence.Dump(ctx, s, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Second)
+	fork := &persistence.Session{ID: "fork", Cwd: "/w/fork", Title: "forked", Metadata: json.RawMessage(`{"forkedFrom":{"sessionId":"src"}}`)}
+	st, err := s.ForkSession(ctx, "src", fork)
+	if err != nil {
+		t.Fatalf("ForkSession: %v", err)
+	}
+	if st.Messages != RichSessionMessages || st.Compactions != RichSessionCompactions || st.LastSeq != src.LastSeq() {
+		t.Errorf("ForkSession copied %+v, want %d messages, %d compactions, up to seq %d", st,
+			RichSessionMessages, RichSessionCompactions, src.LastSeq())
+	}
+	if fork.CreatedAt.Before(before) || !fork.UpdatedAt.Equal(fork.CreatedAt) {
+		t.Errorf("fork times: created %v, updated %v; want both now", fork.CreatedAt, fork.UpdatedAt)
+	}
+	got, err := persistence.Dump(ctx, s, "fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSession(t, *fork, got.Session)
+	// The same history: the digest names messages by seq and compactions
+	// by position, so only the session's own fields differ.
+	want := *src
+	want.Session = got.Session
+	if mustDigest(t, &want) != mustDigest(t, got) {
+		t.Error("the fork's history differs from the source's")
+	}
+	// Nothing shared: every message and compaction has an id of its own.
+	srcIDs := map[int64]bool{}
+	for _, m := range src.Messages {
+		srcIDs[m.ID] = true
+	}
+	for _, m := range got.Messages {
+		if srcIDs[m.ID] || m.SessionID != "fork" {
+			t.Errorf("fork message seq %d: id %d session %q shared with the source", m.Seq, m.ID, m.SessionID)
+		}
+	}
+	for i, c := range got.Compactions {
+		if c.ID == src.Compactions[i].ID {
+			t.Errorf("fork compaction %d kept the source id %d", i, c.ID)
+		}
+	}
+
+	// Each goes on alone: a message and an undone compaction in the fork
+	// leave the source as it was; deleting the source leaves the fork
+	// whole, its long texts included.
+	next := userMsg("only in the fork")
+	mustAppend(t, s, "fork", next)
+	if next.Seq != src.LastSeq()+1 {
+		t.Errorf("first seq in the fork = %d, want %d", next.Seq, src.LastSeq()+1)
+	}
+	if err := s.ExpandCompaction(ctx, "fork", got.Compactions[0].ID); err != nil {
+		t.Fatalf("expand in the fork: %v", err)
+	}
+	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
+		t.Error("changing the fork changed the source")
+	}
+	forked, _ := persistence.Dump(ctx, s, "fork")
+	if err := s.DeleteSession(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := persistence.Dump(ctx, s, "fork")
+	if err != nil {
+		t.Fatalf("the fork after its source was deleted: %v", err)
+	}
+	if mustDigest(t, after) != mustDigest(t, forked) {
+		t.Error("deleting the source changed the fork")
+	}
+
+	// Errors change nothing.
+	if _, err := s.ForkSession(ctx, "src", &persistence.Session{ID: "orphan"}); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("fork of an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetSession(ctx, "orphan"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("a failed fork left a session behind: %v", err)
+	}
+	dup := &persistence.Session{ID: "fork", Title: "again"}
+	if _, err := s.ForkSession(ctx, "fork", dup); !errors.Is(err, persistence.ErrConflict) {
+		t.Errorf("fork onto an existing id: %v, want ErrConflict", err)
+	}
+	mustCreate(t, s, &persistence.Session{ID: "other", CreatedAt: base})
+	if _, err := s.ForkSession(ctx, "fork", &persistence.Session{ID: "other"}); !errors.Is(err, persistence.ErrConflict) {
+		t.Errorf("fork onto an existing id: %v, want ErrConflict", err)
+	}
+	if n := len(mustMessages(t, s, "other", persistence.MessageFilter{})); n != 0 {
+		t.Errorf("a refused fork wrote %d messages into the existing session", n)
+	}
+}
