@@ -50,11 +50,7 @@ func ForkedFrom(s *persistence.Session) (sessionID string, at time.Time, ok bool
 // beneath the context cache's wrapper: a fork writes a new session, of
 // which nothing is cached.
 func (a *Agent) forker() persistence.Forker {
-	store := a.store
-	if c, ok := store.(cacheStore); ok {
-		store = c.Store
-	}
-	f, _ := store.(persistence.Forker)
+	f, _ := a.store.(persistence.Forker)
 	return f
 }
 
@@ -72,22 +68,23 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	} else if err != nil {
 		return nil, storeError("fork session", err)
 	}
-	running, err := a.turnRunning(ctx, req.SessionID)
+	src := a.session(req.SessionID)
+	running, err := turnRunning(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if running {
 		return nil, acp.InvalidRequest("A prompt is running in session %s: wait for it to end (or send session/cancel), then fork it; a fork copies finished turns only.", req.SessionID)
 	}
-	fenced, err := a.leases.hold(ctx, req.SessionID, nil)
+	err = a.leases.hold(ctx, src, nil)
 	if errors.Is(err, errHeldHere) {
 		return nil, acp.InvalidRequest("Session %s is being written in this process (a compaction after it was opened): fork it again in a moment.", req.SessionID)
 	}
 	if err != nil {
 		return nil, storeError("fork session", err) // another process's turn: its -32600 as it is
 	}
-	defer a.leases.release(ctx, req.SessionID)
-	fork, _, err := a.forkFrom(fenced, req.SessionID, func(s *persistence.Session, m *sessionMeta) {
+	defer a.leases.release(ctx, src)
+	fork, _, err := a.forkFrom(ctx, src, func(s *persistence.Session, m *sessionMeta) {
 		s.Cwd = req.Cwd
 		m.McpServers = maskServers(req.McpServers)
 		m.AdditionalDirectories = req.AdditionalDirectories
@@ -98,9 +95,10 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	a.markOpened(fork.ID)
-	a.connectMCP(fork.ID, req.McpServers) // in the background, as for session/new
-	a.afterOpen(ctx, fork)
+	forked := a.session(fork.ID)
+	forked.markOpened()
+	a.connectMCP(forked, req.McpServers) // in the background, as for session/new
+	a.afterOpen(ctx, forked, fork)
 	meta := decodeMeta(fork.Metadata)
 	return &acp.ForkSessionResponse{SessionID: fork.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
@@ -108,12 +106,12 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 // turnRunning reports whether a turn of the session is still at work. A
 // turn that has answered its prompt only has its answer to write: that
 // is waited for, so a fork sent right after a prompt's answer forks it.
-func (a *Agent) turnRunning(ctx context.Context, sessionID string) (bool, error) {
+func turnRunning(ctx context.Context, sess *session) (bool, error) {
 	for {
-		a.mu.Lock()
-		t := a.turnLocked(sessionID)
+		sess.mu.Lock()
+		t := sess.turn
 		answered := t != nil && t.answered
-		a.mu.Unlock()
+		sess.mu.Unlock()
 		switch {
 		case t == nil:
 			return false, nil
@@ -128,11 +126,13 @@ func (a *Agent) turnRunning(ctx context.Context, sessionID string) (bool, error)
 	}
 }
 
-// forkFrom copies session srcID into a new session. The fork keeps the
+// forkFrom copies the session into a new one, its writes fenced by the
+// source's lease (held by the caller). The fork keeps the
 // source's cwd, title and metadata, except its cost (the source's spending
 // stays the source's) and what adjust changes.
-func (a *Agent) forkFrom(ctx context.Context, srcID string, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
-	f := a.forker()
+func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
+	srcID := from.id
+	f, _ := a.writes(from).(persistence.Forker)
 	if f == nil {
 		return nil, persistence.ForkStats{}, acp.InternalError("This session store cannot copy sessions, so forking is not available.")
 	}
@@ -168,8 +168,8 @@ func (a *Agent) forkFrom(ctx context.Context, srcID string, adjust func(s *persi
 var forkCommand = slashCommand{
 	name:        "fork",
 	description: "Copy this conversation into a new session (history, mode, model and settings) to try another way there; this one goes on unchanged",
-	run: func(ctx context.Context, a *Agent, s *persistence.Session, _ string) (acp.StopReason, error) {
-		fork, st, err := a.forkFrom(ctx, s.ID, nil)
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, _ string) (acp.StopReason, error) {
+		fork, st, err := a.forkFrom(ctx, sess, nil)
 		if err != nil {
 			return "", err
 		}
@@ -178,7 +178,7 @@ var forkCommand = slashCommand{
 		a.record(ctx, fork.ID, persistence.EventSessionCreated, map[string]any{"forkedFrom": s.ID, "via": "/fork"})
 		text := fmt.Sprintf("[Forked into session %s (%d messages copied). Open it from your editor's session history, "+
 			"or read it with `crow-acp sessions show %s`. This session goes on unchanged.]\n\n", fork.ID, st.Messages, fork.ID)
-		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text)}})
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text)}})
 		return acp.StopEndTurn, nil
 	},
 }
