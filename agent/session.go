@@ -32,6 +32,8 @@ type sessionMeta struct {
 	// Instructions are the nested instruction files already loaded into
 	// the session (paths relative to the repository root).
 	Instructions []string `json:"instructions,omitempty"`
+	// Subagent names the subagent parent of a child session (subagent.go).
+	Subagent *subagentLink `json:"subagent,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {
