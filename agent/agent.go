@@ -227,7 +227,7 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 		counters: make(map[string]compaction.Counter),
 		sessions: make(map[string]*sessionState),
 		windows:  make(map[string]learnedWindow),
-		children: make(chan struct{}, cfg.Subagents.withDefaults().MaxConcurrent),
+		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
 	}
 	a.store = cacheStore{Store: store, a: a}
 	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log, a.leased)

@@ -46,13 +46,13 @@ const (
 
 // SubagentLimits bounds subagents; zero fields take the defaults above.
 type SubagentLimits struct {
-	MaxConcurrent int // children running at once
+	MaxConcurrent int // children running at once; negative: no task tool
 	MaxSteps      int // model requests per child
 	MaxTokens     int // tokens per child
 }
 
 func (l SubagentLimits) withDefaults() SubagentLimits {
-	if l.MaxConcurrent <= 0 {
+	if l.MaxConcurrent == 0 {
 		l.MaxConcurrent = DefaultMaxSubagents
 	}
 	if l.MaxSteps <= 0 {
@@ -105,7 +105,7 @@ func subagentTools() []tool.Tool {
 // taskToolFor is the task tool of session s, nil where it is not offered:
 // in a child, without tools, or to a client that cannot show children.
 func (a *Agent) taskToolFor(s *persistence.Session) tool.Tool {
-	if a.cfg.NoTools || isSubagent(s) || !a.capabilities().SupportsSubagents() {
+	if a.cfg.NoTools || a.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !a.capabilities().SupportsSubagents() {
 		return nil
 	}
 	return taskTool{a: a, parent: s}
@@ -189,7 +189,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	case a.children <- struct{}{}:
 		defer func() { <-a.children }()
 	default:
-		return tool.Failure("%d subagents are already running, the limit (setting subagents.max_concurrent, env CROW_MAX_SUBAGENTS): do this task yourself or try again once one has finished", limits.MaxConcurrent)
+		return tool.Failure("%d subagents are already running, the limit (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself or try again once one has finished", limits.MaxConcurrent)
 	}
 	child, err := a.createChild(ctx, parent, callID, title, prompt)
 	if err != nil {
@@ -207,7 +207,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	a.sendUpdate(context.WithoutCancel(ctx), parent.ID, acp.SubagentUpdate{
 		SessionID: child.ID, State: &acp.SubagentState{State: acp.SubagentIdle, StopReason: run.stop, Usage: run.usage},
 	}.Update())
-	res := run.result(env, child.ID)
+	res := run.result(ctx, env)
 	res.Child = ref
 	return res
 }
@@ -255,11 +255,14 @@ type childRun struct {
 }
 
 // result is the task call's result: the report, cut to the tool output
-// limit (the whole of it stays readable with read_output).
-func (r childRun) result(env *tool.Env, childID string) tool.Result {
+// limit (the whole of it stays readable with read_output). ctx is the
+// parent's turn: a child cancelled while it goes on was stopped alone.
+func (r childRun) result(ctx context.Context, env *tool.Env) tool.Result {
 	switch {
+	case r.stop == acp.StopCancelled && ctx.Err() != nil:
+		return tool.Failure("cancelled: the user cancelled the turn while the subagent worked (its own session keeps what it did)")
 	case r.stop == acp.StopCancelled:
-		return tool.Failure("cancelled: the user cancelled the turn while the subagent worked (its session %s keeps what it did)", childID)
+		return tool.Failure("the user stopped the subagent before it finished (session/cancel on its session); do not start it again unless asked")
 	case r.err != nil:
 		return tool.Failure("the subagent failed: %v", r.err)
 	}
@@ -370,11 +373,11 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, s *persistence.Sessio
 			return run
 		}
 		if reported && usage.TotalTokens >= limits.MaxTokens {
-			run.stop, run.limit = acp.StopMaxTokens, fmt.Sprintf("its limit of %d tokens (setting subagents.max_tokens)", limits.MaxTokens)
+			run.stop, run.limit = acp.StopMaxTokens, fmt.Sprintf("its limit of %d tokens (setting limits.subagent_tokens)", limits.MaxTokens)
 			return run
 		}
 	}
-	run.stop, run.limit = acp.StopMaxTurnRequests, fmt.Sprintf("its limit of %d model requests (setting subagents.max_steps)", steps)
+	run.stop, run.limit = acp.StopMaxTurnRequests, fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
 	return run
 }
 
