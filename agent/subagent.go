@@ -189,7 +189,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	case a.children <- struct{}{}:
 		defer func() { <-a.children }()
 	default:
-		return tool.Failure("%d subagents are already running, the limit (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself or try again once one has finished", limits.MaxConcurrent)
+		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
 	child, err := a.createChild(ctx, parent, callID, title, prompt)
 	if err != nil {
