@@ -195,6 +195,9 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	if err != nil {
 		return tool.Failure("could not start the subagent: %v", err)
 	}
+	// The child's state in this process goes with its turn (a child's
+	// context cache would otherwise stay for the connection's life).
+	defer a.dropState(child.ID)
 	ref := &tool.ChildSession{SessionID: child.ID, Title: title, Description: taskDescription(prompt)}
 	a.sendUpdate(ctx, parent.ID, acp.SubagentUpdate{
 		SessionID: child.ID, Title: ref.Title, Description: ref.Description,
@@ -210,6 +213,21 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	res := run.result(ctx, env)
 	res.Child = ref
 	return res
+}
+
+// subagentAsking tells the client, on the parent, that child s waits for
+// the user's answer to a permission request (requires_action) and then
+// runs again. Nothing for a session that is not a child.
+func (a *Agent) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
+	parent := SubagentParent(s)
+	if parent == "" {
+		return
+	}
+	state := acp.SubagentRunning
+	if asking {
+		state = acp.SubagentRequiresAction
+	}
+	a.sendUpdate(context.WithoutCancel(ctx), parent, acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
 }
 
 // subagentMeta links a subagent_update to the parent's task call.
