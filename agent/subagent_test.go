@@ -111,6 +111,15 @@ func TestTaskToolOffered(t *testing.T) {
 	}
 }
 
+// Claude Code's name for its subagent tool runs ours.
+func TestTaskAlias(t *testing.T) {
+	schemas := map[string]toolSchema{subagentTool: schemaOf(taskTool{}.Definition().Parameters)}
+	r, ok := repairCall("Task", `{"description":"d","prompt":"p","subagent_type":"Explore"}`, schemas)
+	if !ok || r.Name != subagentTool {
+		t.Fatalf("Task ran as %q (%v)", r.Name, ok)
+	}
+}
+
 func TestTaskTitle(t *testing.T) {
 	for _, c := range []struct{ desc, prompt, want string }{
 		{"Find  the\tgreeting", "x", "Find the greeting"},
