@@ -96,6 +96,9 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
+	if err := a.deleteChildren(context.WithoutCancel(ctx), req.SessionID); err != nil {
+		return nil, storeError("delete the session's subagent sessions", err)
+	}
 	a.dropState(req.SessionID)
 	if err := a.store.DeleteSession(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)

@@ -433,3 +433,44 @@ func (a *Agent) listVisible(ctx context.Context, opts persistence.ListSessionsOp
 	}
 	return list, next, empty, nil
 }
+
+// deleteChildren deletes the sessions the subagents of parentID ran,
+// before the parent goes: session/list hides them, so a client could never
+// delete them otherwise. Children are created in the parent's directory;
+// its sessions are read in pages (at most maxListPages of them).
+func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
+	parent, err := a.store.GetSession(ctx, parentID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var children []string
+	cursor := ""
+	for range maxListPages {
+		page, next, err := a.store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: parent.Cwd, Limit: persistence.MaxListLimit, Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			if SubagentParent(&page[i]) == parentID {
+				children = append(children, page[i].ID)
+			}
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	for _, id := range children {
+		if err := a.stopTurn(ctx, id); err != nil {
+			return err
+		}
+		a.dropState(id)
+		if err := a.store.DeleteSession(ctx, id); err != nil {
+			return err
+		}
+		a.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
+	}
+	return nil
+}

@@ -111,6 +111,36 @@ func TestTaskToolOffered(t *testing.T) {
 	}
 }
 
+// session/delete of a parent deletes its subagents' sessions (hidden from
+// session/list, a client could not delete them), and nothing else.
+func TestDeleteParentDeletesChildren(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := newTestAgent(t, Config{Model: "m"})
+	dir := t.TempDir()
+	mk := func(id string, parent string) {
+		m := sessionMeta{}
+		if parent != "" {
+			m.Subagent = &subagentLink{ParentSessionID: parent, ParentToolCallID: "call_1"}
+		}
+		if err := a.store.CreateSession(ctx, &persistence.Session{ID: id, Cwd: dir, Metadata: encodeMeta(m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("sess_parent", "")
+	mk("sess_child", "sess_parent")
+	mk("sess_other", "")
+	mk("sess_other_child", "sess_other")
+	if _, err := a.DeleteSession(ctx, &acp.DeleteSessionRequest{SessionID: "sess_parent"}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"sess_parent": false, "sess_child": false, "sess_other": true, "sess_other_child": true} {
+		_, err := a.store.GetSession(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("%s exists: %v, want %v (%v)", id, got, want, err)
+		}
+	}
+}
+
 // Claude Code's name for its subagent tool runs ours.
 func TestTaskAlias(t *testing.T) {
 	schemas := map[string]toolSchema{subagentTool: schemaOf(taskTool{}.Definition().Parameters)}
