@@ -191,7 +191,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	default:
 		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
-	child, err := a.createChild(ctx, parent, callID, title, prompt)
+	child, err := a.createChild(ctx, parent, callID, title)
 	if err != nil {
 		return tool.Failure("could not start the subagent: %v", err)
 	}
@@ -244,7 +244,7 @@ func taskDescription(prompt string) string {
 // createChild stores the child session: the parent's directories, model
 // and mode, no MCP servers, and the subagent instructions appended to its
 // system prompt.
-func (a *Agent) createChild(ctx context.Context, parent *persistence.Session, callID, title, prompt string) (*persistence.Session, error) {
+func (a *Agent) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
 	pm := decodeMeta(parent.Metadata)
 	meta := sessionMeta{
 		AdditionalDirectories: pm.AdditionalDirectories,
