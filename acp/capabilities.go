@@ -62,6 +62,8 @@ func (c *Conn) checkUpdateKind(kind string) error {
 	switch kind {
 	case "notice":
 		ok = caps.Session != nil && caps.Session.Notices != nil && string(*caps.Session.Notices) != "null"
+	case "subagent_update":
+		ok = caps.SupportsSubagents()
 	case "compaction_update", "compaction_summary_chunk":
 		ok = caps.Session != nil && caps.Session.Compaction != nil && string(*caps.Session.Compaction) != "null"
 	}

@@ -161,3 +161,28 @@ func TestUnstableUpdateKindsNeedTheClientCapability(t *testing.T) {
 		t.Fatalf("want the update on the wire, got %v", m)
 	}
 }
+
+func TestSubagentUpdateNeedsTheClientCapability(t *testing.T) {
+	var conn *Conn
+	c, _ := startWith(t, func(cn *Conn) Agent {
+		conn = cn
+		return &fakeAgent{client: cn, cancelled: make(chan string, 1)}
+	})
+	u := &SessionNotification{SessionID: "s1", Update: SubagentUpdate{SessionID: "s2", State: &SubagentState{State: SubagentRunning}}.Update()}
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"subagents":null}}}`)
+	c.recv()
+	if err := conn.SessionUpdate(context.Background(), u); err == nil {
+		t.Fatal("subagent_update sent to a client that did not advertise subagents")
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"subagents":{}}}}`)
+	c.recv()
+	errc := make(chan error, 1)
+	go func() { errc <- conn.SessionUpdate(context.Background(), u) }() // the pipe needs a reader
+	m := c.recv()
+	if err := <-errc; err != nil {
+		t.Fatalf("advertised: %v", err)
+	}
+	if want := `{"sessionId":"s1","update":{"sessionUpdate":"subagent_update","sessionId":"s2","state":{"state":"running"}}}`; string(m["params"]) != want {
+		t.Fatalf("got %s, want %s", m["params"], want)
+	}
+}

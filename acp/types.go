@@ -34,7 +34,10 @@ type ClientCapabilities struct {
 	Terminal bool                       `json:"terminal,omitempty"`
 	Session  *ClientSessionCapabilities `json:"session,omitempty"`
 	Auth     *AuthCapabilities          `json:"auth,omitempty"`
-	Meta     Meta                       `json:"_meta,omitempty"`
+	// Subagents (SDK 2.4, unstable): the client shows child sessions
+	// announced with subagent_update (SupportsSubagents).
+	Subagents *json.RawMessage `json:"subagents,omitempty"`
+	Meta      Meta             `json:"_meta,omitempty"`
 }
 
 // AuthCapabilities says which auth method types the client can handle.

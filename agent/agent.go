@@ -129,6 +129,8 @@ type Config struct {
 	// CancelGrace is how long a cancelled turn may take to stop before its
 	// prompt is answered "cancelled" anyway. 0 = DefaultCancelGrace.
 	CancelGrace time.Duration
+	// Subagents bounds the task tool's child sessions (subagent.go).
+	Subagents SubagentLimits
 }
 
 // Journal records lifecycle events; journal.Journal implements it.
@@ -172,7 +174,8 @@ type Agent struct {
 	windows    map[string]learnedWindow // real context windows learned from the endpoint, by model
 	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
 
-	discovery discovery // window lookups running in the background
+	discovery discovery     // window lookups running in the background
+	children  chan struct{} // one token per running subagent (subagent.go)
 }
 
 var (
@@ -227,6 +230,7 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 		sessions: make(map[string]*session),
 		windows:  make(map[string]learnedWindow),
 		closed:   make(chan struct{}),
+		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
 	}
 	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
 	a.startDiscovery()

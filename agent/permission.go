@@ -138,7 +138,9 @@ func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Ses
 		// tool call's title and locations.
 		Options: permissionOptions(keys, mustAsk),
 	}
+	a.subagentAsking(ctx, s, true)
 	res, err := a.client.RequestPermission(ctx, req)
+	a.subagentAsking(ctx, s, false)
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return verdictCancelled, "", nil
 	}

@@ -67,6 +67,8 @@ var toolAliases = map[string]string{
 	"Grep": "search", "grep": "search", "search_file_content": "search", "grep_search": "search", "rg": "search",
 	"TodoWrite": "update_plan", "todowrite": "update_plan", "todo_write": "update_plan",
 	"BashOutput": "read_output",
+	// Claude Code's subagent tool (its subagent_type is ignored).
+	"Task": "task", "Agent": "task",
 }
 
 // editorTools take a command argument that picks the operation

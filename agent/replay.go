@@ -33,6 +33,7 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 		return err
 	}
 	calls := newCallIndex(msgs)
+	calls.subagents = a.capabilities().SupportsSubagents()
 	var buf []acp.SessionUpdate // one message's updates, reused: send copies them
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {

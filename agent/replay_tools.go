@@ -17,7 +17,8 @@ import (
 type callIndex struct {
 	calls      map[string]persistence.ToolCall // the latest call replayed, by id
 	unanswered map[callAt]bool
-	next       int // the position of the message appendReplay is given next
+	next       int  // the position of the message appendReplay is given next
+	subagents  bool // the client shows subagents: a task call announces its child
 }
 
 // callAt is one call of the message at a position of the conversation.
@@ -95,9 +96,12 @@ func (ix *callIndex) appendReplay(out []acp.SessionUpdate, m persistence.Message
 		if meta.Content == nil {
 			meta.Content = []acp.ToolCallContent{acp.ToolText(m.Content)}
 		}
+		out = append(out, acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
+			Status: acp.ToolStatusPending, Locations: meta.Locations, RawInput: rawInput(c.Arguments)}})
+		if meta.Child != nil && ix.subagents {
+			out = append(out, subagentReplay(meta.Child, m.ToolCallID))
+		}
 		return append(out,
-			acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
-				Status: acp.ToolStatusPending, Locations: meta.Locations, RawInput: rawInput(c.Arguments)}},
 			acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: m.ToolCallID, Title: meta.Title, Kind: meta.Kind,
 				Status: meta.Status, Content: meta.Content}})
 	}

@@ -34,6 +34,8 @@ type sessionMeta struct {
 	Instructions []string `json:"instructions,omitempty"`
 	// ForkedFrom: the session this one was forked from (fork.go).
 	ForkedFrom *forkOrigin `json:"forkedFrom,omitempty"`
+	// Subagent names the subagent parent of a child session (subagent.go).
+	Subagent *subagentLink `json:"subagent,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {

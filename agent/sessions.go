@@ -15,7 +15,7 @@ import (
 // leaving out (and cleaning up) sessions that never had a message (see
 // empty.go). The cursor is the store's keyset cursor, opaque to the client.
 func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) (*acp.ListSessionsResponse, error) {
-	list, next, empty, err := ListNonEmpty(ctx, a.store, persistence.ListSessionsOptions{
+	list, next, empty, err := a.listVisible(ctx, persistence.ListSessionsOptions{
 		Cwd:    req.Cwd,
 		Limit:  a.cfg.ListPageSize,
 		Cursor: req.Cursor,
@@ -95,6 +95,9 @@ func (a *Agent) CloseSession(ctx context.Context, req *acp.CloseSessionRequest) 
 func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest) (*acp.DeleteSessionResponse, error) {
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
+	}
+	if err := a.deleteChildren(context.WithoutCancel(ctx), req.SessionID); err != nil {
+		return nil, storeError("delete the session's subagent sessions", err)
 	}
 	a.dropSession(req.SessionID)
 	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {

@@ -32,6 +32,7 @@ type toolMeta struct {
 	Content   []acp.ToolCallContent  `json:"content,omitempty"`
 	Full      string                 `json:"full,omitempty"` // the whole output when the model's copy was cut
 	Plan      *acp.Plan              `json:"plan,omitempty"`
+	Child     *tool.ChildSession     `json:"child,omitempty"` // a task call's subagent session
 }
 
 // toolDefinitions are the tools offered to the model in session s: the
@@ -56,8 +57,14 @@ func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
 	if a.cfg.NoTools {
 		return nil
 	}
+	if isSubagent(s) {
+		return subagentTools()
+	}
 	m := a.sessionModel(s)
 	all := tool.ForModel(cmp.Or(m.Name, a.cfg.Model), m.EditTool)
+	if t := a.taskToolFor(s); t != nil {
+		all = append(all, t)
+	}
 	if set := sess.mcpServers(); set != nil {
 		all = append(all, set.Tools()...)
 	}
@@ -157,7 +164,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 	// Only one editing tool is offered (tool.ForModel), but a call to the
 	// other is run too: a model calls the one it was trained on. It is not
 	// listed to the model as available.
-	if len(byName) > 0 {
+	if len(byName) > 0 && !isSubagent(s) {
 		for _, t := range tool.EditTools() {
 			if d := t.Definition(); byName[d.Name] == nil {
 				schemas[d.Name] = schemaOf(d.Parameters)
@@ -230,7 +237,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		return failEarly(tool.Failure("%s", rep.Refusal))
 	}
 	t := byName[c.Name]
-	if t == nil && len(byName) > 0 {
+	if t == nil && len(byName) > 0 && !isSubagent(s) {
 		t = unofferedEditTool(c.Name)
 	}
 	if t == nil {
@@ -242,7 +249,9 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 	if c.ArgumentsError != "" {
 		return failEarly(tool.Failure("the arguments of %s are not a JSON object (%s); call it again with valid JSON", c.Name, c.ArgumentsError))
 	}
-	act, err := t.Prepare(env, json.RawMessage(c.Arguments))
+	callEnv := *env
+	callEnv.CallID = c.ID
+	act, err := t.Prepare(&callEnv, json.RawMessage(c.Arguments))
 	if err != nil {
 		return failEarly(tool.Failure("%s: %v", c.Name, err))
 	}
@@ -299,7 +308,7 @@ func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistenc
 	res tool.Result, status persistence.MessageStatus) error {
 	meta := toolMeta{
 		Name: c.Name, Title: call.Title, Kind: call.Kind, Status: call.Status,
-		Locations: call.Locations, Content: replayContent(res), Full: res.Full, Plan: res.Plan,
+		Locations: call.Locations, Content: replayContent(res), Full: res.Full, Plan: res.Plan, Child: res.Child,
 	}
 	raw, err := json.Marshal(meta)
 	if err != nil {

@@ -363,6 +363,11 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 	turn := int64(0)
 	if st := j.sessions[sessionID]; st != nil {
 		turn = st.active
+	} else if kind == persistence.EventSessionCreated {
+		// The agent made a session no request named (a subagent's child,
+		// a /fork): it tells the journal so, and the frames sent about it
+		// on this connection go to its stream.
+		j.sessions[sessionID] = &sessionState{}
 	}
 	j.lifecycleLocked(sessionID, turn, kind, data)
 	j.mu.Unlock()

@@ -32,6 +32,8 @@ const (
 // Env is what a tool may use while it runs in one session.
 type Env struct {
 	SessionID string
+	// CallID is the id of the call being prepared (set per call).
+	CallID string
 	// Roots are the workspace directories, symlinks resolved: the session's
 	// cwd first, then any additional directories. Paths inside them are
 	// "inside"; everything else needs the user's permission.
@@ -111,6 +113,17 @@ type Result struct {
 	// Release, when set, frees what Content shows (a client terminal). The
 	// caller runs it once, after the final update of the call was sent.
 	Release func()
+	// Child names the session a subagent's task ran in (agent/subagent.go),
+	// kept with the stored result so that a replay announces it again.
+	Child *ChildSession
+}
+
+// ChildSession is a subagent's child session as its parent shows it.
+type ChildSession struct {
+	SessionID   string `json:"sessionId"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	StopReason  string `json:"stopReason,omitempty"`
 }
 
 // Tool is one function the model can call.

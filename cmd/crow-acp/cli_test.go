@@ -167,6 +167,7 @@ func seedSessions(t *testing.T, dbPath, data string) {
 			ID       string
 			Cwd      string
 			Title    string
+			Metadata json.RawMessage // the agent's session metadata, as stored
 			Messages []*persistence.Message
 			// Compact applies a compaction of the messages with these seqs.
 			Compact *struct {
@@ -177,7 +178,7 @@ func seedSessions(t *testing.T, dbPath, data string) {
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("sessions section: %v: %s", err, line)
 		}
-		if err := store.CreateSession(ctx, &persistence.Session{ID: s.ID, Cwd: s.Cwd, Title: s.Title}); err != nil {
+		if err := store.CreateSession(ctx, &persistence.Session{ID: s.ID, Cwd: s.Cwd, Title: s.Title, Metadata: s.Metadata}); err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range s.Messages {

@@ -115,8 +115,9 @@ func TestForkListedAndLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var request, answer bool
-	for i, e := range srcEvents {
-		fs, err := persistence.FramesAt(srcEvents, i)
+	budget := persistence.NewBudget(persistence.MaxDecoded)
+	for _, e := range srcEvents {
+		fs, err := e.Frames(budget)
 		if err != nil {
 			t.Fatal(err)
 		}

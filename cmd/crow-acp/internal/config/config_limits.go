@@ -17,6 +17,10 @@ type limitsFile struct {
 	ReplyBytes     *int `toml:"reply_bytes"`     // text and reasoning of one model reply
 	ArgumentBytes  *int `toml:"arguments_bytes"` // one tool call's arguments
 	EventBytes     *int `toml:"event_bytes"`     // one server-sent event of the model stream
+	// Subagents: the task tool's children (agent/subagent.go).
+	Subagents      *int `toml:"subagents"`       // running at once; 0 turns the tool off
+	SubagentSteps  *int `toml:"subagent_steps"`  // model requests of one child
+	SubagentTokens *int `toml:"subagent_tokens"` // tokens of one child
 }
 
 // requestsFile is the [requests] table: how model requests are retried and
@@ -39,6 +43,9 @@ type limitsConfig struct {
 	argumentBytes  Value[int]
 	eventBytes     Value[int]
 	timeout        Value[time.Duration]
+	subagents      Value[int]
+	subagentSteps  Value[int]
+	subagentTokens Value[int]
 }
 
 func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) {
@@ -72,6 +79,9 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 		{&c.replyBytes, "CROW_MAX_REPLY_BYTES", l.ReplyBytes, "limits.reply_bytes", streaming.DefaultMaxReplyBytes},
 		{&c.argumentBytes, "CROW_MAX_ARGUMENTS_BYTES", l.ArgumentBytes, "limits.arguments_bytes", streaming.DefaultMaxArgumentBytes},
 		{&c.eventBytes, "CROW_MAX_EVENT_BYTES", l.EventBytes, "limits.event_bytes", streaming.DefaultMaxEventBytes},
+		{&c.subagents, "CROW_MAX_SUBAGENTS", l.Subagents, "limits.subagents", agent.DefaultMaxSubagents},
+		{&c.subagentSteps, "CROW_SUBAGENT_STEPS", l.SubagentSteps, "limits.subagent_steps", agent.DefaultSubagentSteps},
+		{&c.subagentTokens, "CROW_SUBAGENT_TOKENS", l.SubagentTokens, "limits.subagent_tokens", agent.DefaultSubagentTokens},
 	} {
 		if *b.v, err = r.int("", b.env, b.file, b.key, b.def); err != nil {
 			return c, err
@@ -103,6 +113,15 @@ func (c limitsConfig) validate() error {
 		if b.V < 1024 {
 			return usagef("model output limit %d bytes is too small: at least 1024 (from %s)", b.V, b.From)
 		}
+	}
+	if n := c.subagents.V; n < 0 || n > 64 {
+		return usagef("subagents limit %d: use 0 (no task tool) to 64 (from %s)", n, c.subagents.From)
+	}
+	if n := c.subagentSteps.V; n < 1 {
+		return usagef("subagent steps limit %d: must be at least 1 (from %s)", n, c.subagentSteps.From)
+	}
+	if n := c.subagentTokens.V; n < 1000 {
+		return usagef("subagent tokens limit %d is too small: at least 1000 (from %s)", n, c.subagentTokens.From)
 	}
 	return nil
 }
@@ -160,6 +179,9 @@ func (c limitsConfig) rows() []Row {
 		{"limits.reply_bytes", strconv.Itoa(c.replyBytes.V), c.replyBytes.From},
 		{"limits.arguments_bytes", strconv.Itoa(c.argumentBytes.V), c.argumentBytes.From},
 		{"limits.event_bytes", strconv.Itoa(c.eventBytes.V), c.eventBytes.From},
+		{"limits.subagents", strconv.Itoa(c.subagents.V), c.subagents.From},
+		{"limits.subagent_steps", strconv.Itoa(c.subagentSteps.V), c.subagentSteps.From},
+		{"limits.subagent_tokens", strconv.Itoa(c.subagentTokens.V), c.subagentTokens.From},
 		{"requests.retries", strconv.Itoa(c.retries.V), c.retries.From},
 		{"requests.retry_delay", c.retryDelay.V.String(), c.retryDelay.From},
 		{"requests.idle_timeout", c.idleTimeout.V.String(), c.idleTimeout.From},
@@ -180,4 +202,8 @@ func (c limitsConfig) apply(ac *agent.Config) {
 	ac.MaxConcurrentTurns = c.activeSessions.V
 	ac.Retry.MaxAttempts = c.retries.V + 1
 	ac.Retry.BaseDelay = c.retryDelay.V
+	ac.Subagents = agent.SubagentLimits{MaxConcurrent: c.subagents.V, MaxSteps: c.subagentSteps.V, MaxTokens: c.subagentTokens.V}
+	if c.subagents.V == 0 {
+		ac.Subagents.MaxConcurrent = -1 // off
+	}
 }

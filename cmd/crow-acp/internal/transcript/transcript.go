@@ -13,6 +13,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,11 +62,14 @@ type SessionJSON struct {
 	CreatedAt time.Time       `json:"createdAt"`
 	UpdatedAt time.Time       `json:"updatedAt"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	// Parent is the session whose subagent ran this one (agent/subagent.go).
+	Parent string `json:"parentSessionId,omitempty"`
 }
 
 // Session is s in the export's shape.
 func Session(s persistence.Session) SessionJSON {
-	return SessionJSON{ID: s.ID, Cwd: s.Cwd, Title: s.Title, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), Metadata: s.Metadata}
+	return SessionJSON{ID: s.ID, Cwd: s.Cwd, Title: s.Title, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), Metadata: s.Metadata,
+		Parent: agent.SubagentParent(&s)}
 }
 
 type messageOut struct {
@@ -299,14 +303,30 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tDIRECTORY")
-	for _, s := range sessions {
+	// A PARENT column only when a subagent's child is listed: the
+	// subagent parent, the session whose task call ran it.
+	parents := make([]string, len(sessions))
+	withParent := false
+	for i := range sessions {
+		parents[i] = agent.SubagentParent(&sessions[i])
+		withParent = withParent || parents[i] != ""
+	}
+	if withParent {
+		fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tPARENT\tDIRECTORY")
+	} else {
+		fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tDIRECTORY")
+	}
+	for i, s := range sessions {
 		title := termsafe.Line(OneLine(s.Title, 60))
 		if title == "" {
 			title = "-"
 		}
 		if from, _, ok := agent.ForkedFrom(&s); ok {
 			title += " [fork of " + termsafe.Line(from) + "]"
+		}
+		if withParent {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, cmp.Or(termsafe.Line(parents[i]), "-"), termsafe.Line(s.Cwd))
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
 	}
