@@ -171,6 +171,7 @@ type Agent struct {
 	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
 
 	discovery discovery // window lookups running in the background
+	authSeen  authSeen  // what the endpoint last said about the key (logout.go)
 }
 
 var (
@@ -274,7 +275,11 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				AdditionalDirectories: &acp.Marker{},
 				SystemPrompt: &acp.SessionSystemPromptCapabilities{
 					Mode: &acp.SessionSystemPromptModeCapabilities{Override: &acp.Marker{}}},
+				Title:   &acp.Marker{},
+				Archive: &acp.Marker{},
+				Status:  &acp.Marker{},
 			},
+			Auth: a.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},
 		AuthMethods: a.authMethods(req.ClientCapabilities),

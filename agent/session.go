@@ -32,6 +32,11 @@ type sessionMeta struct {
 	// Instructions are the nested instruction files already loaded into
 	// the session (paths relative to the repository root).
 	Instructions []string `json:"instructions,omitempty"`
+	// TitleByUser: the title was set by the user (session/set_title,
+	// `sessions rename`); generated titles never replace it (archive.go).
+	TitleByUser bool `json:"titleByUser,omitempty"`
+	// Archived hides the session from listings unless asked (archive.go).
+	Archived bool `json:"archived,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {

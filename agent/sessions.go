@@ -15,11 +15,11 @@ import (
 // leaving out (and cleaning up) sessions that never had a message (see
 // empty.go). The cursor is the store's keyset cursor, opaque to the client.
 func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) (*acp.ListSessionsResponse, error) {
-	list, next, empty, err := ListNonEmpty(ctx, a.store, persistence.ListSessionsOptions{
+	list, next, empty, err := ListShown(ctx, a.store, persistence.ListSessionsOptions{
 		Cwd:    req.Cwd,
 		Limit:  a.cfg.ListPageSize,
 		Cursor: req.Cursor,
-	})
+	}, ArchiveFilter(req.Archived))
 	if errors.Is(err, persistence.ErrInvalidCursor) {
 		return nil, acp.InvalidParams("Invalid cursor: pass the nextCursor of a previous session/list response unchanged.")
 	}
@@ -41,6 +41,7 @@ func sessionInfo(s *persistence.Session) acp.SessionInfo {
 		AdditionalDirectories: decodeMeta(s.Metadata).AdditionalDirectories,
 		Title:                 s.Title,
 		UpdatedAt:             isoTime(s.UpdatedAt),
+		Archived:              IsArchived(s),
 	}
 }
 

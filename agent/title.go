@@ -37,7 +37,8 @@ func (a *Agent) setTitle(ctx context.Context, s *persistence.Session, old, title
 	st := a.state(s.ID)
 	st.meta.Lock()
 	cur, err := a.store.GetSession(ctx, s.ID)
-	changed := err == nil && cur.Title == old
+	// A title the user chose is never replaced by a generated one.
+	changed := err == nil && cur.Title == old && !decodeMeta(cur.Metadata).TitleByUser
 	if changed {
 		cur.Title = title
 		err = a.store.UpdateSession(ctx, cur)

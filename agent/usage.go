@@ -14,6 +14,9 @@ import (
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
 func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+	if res.FinishReason != "" {
+		a.authSeen.answered()
+	}
 	a.reportUsage(ctx, s, req, res)
 }
 
