@@ -279,7 +279,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				Archive: &acp.Marker{},
 				Status:  &acp.Marker{},
 			},
-			Auth: a.authCapabilities(),
+			Auth:            a.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},
 		AuthMethods: a.authMethods(req.ClientCapabilities),
