@@ -54,6 +54,9 @@ type Config struct {
 	// session (one short extra request); otherwise the title is the start
 	// of the first prompt.
 	ModelTitles bool
+	// PromptUsage: the prompt response carries the turn's token usage
+	// (ACP unstable `usage`; cost.go).
+	PromptUsage bool
 	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
 	// The window and output reserve come from each session's Model.
 	Compaction *compaction.Settings

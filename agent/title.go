@@ -86,7 +86,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, s *persistence.S
 			if m.Cost == nil {
 				m.Cost = make(map[string]float64)
 			}
-			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
 		})
 	}
 	if err != nil {

@@ -130,6 +130,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, 
 	}
 	titled := a.titleAfterPrompt(persistCtx, s, parts)
 
+	turnCtx, usage := withTurnUsage(turnCtx)
 	stop, err := a.runTurn(turnCtx, persistCtx, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
@@ -141,7 +142,11 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, s *persistence.Session, 
 	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
 		a.titleFromModel(turnCtx, persistCtx, s, modelText(parts))
 	}
-	return &acp.PromptResponse{StopReason: stop}, nil
+	res := &acp.PromptResponse{StopReason: stop}
+	if a.cfg.PromptUsage {
+		res.Usage = usage.wire()
+	}
+	return res, nil
 }
 
 // interruptedResponse answers a turn whose context ended: cancelled, or

@@ -31,6 +31,9 @@ func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, r
 func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
 	model := a.modelNamed(req.Model)
 	u := res.Usage
+	if u != nil {
+		addTurnUsage(ctx, *u)
+	}
 	if u == nil {
 		if res.FinishReason == "" {
 			return // a failed request: nothing to measure
@@ -54,7 +57,7 @@ func (a *Agent) reportUsage(ctx context.Context, s *persistence.Session, req str
 		}
 		// Rounded to a billionth: float sums would otherwise show
 		// 0.0061600000000000005.
-		total = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+		total = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
 		m.Cost[model.Currency] = total
 	})
 	switch {
