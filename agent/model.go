@@ -92,7 +92,6 @@ func (m Model) DisplayName() string {
 // Priced reports whether a cost can be computed for this model.
 func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
 
-
 // withDefaults fills unset attributes.
 func (m Model) withDefaults() Model {
 	switch {

@@ -48,8 +48,8 @@ func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
 		// model's estimated tokens, which move with every change to the
 		// system prompt: only the fixtures about it turn it on.
 		"CROW_PROMPT_USAGE": "off",
-		"CROW_DB":             env.DBPath,
-		"CROW_LOG_LEVEL":      "debug",
+		"CROW_DB":           env.DBPath,
+		"CROW_LOG_LEVEL":    "debug",
 		// Retries of failed model requests wait 1-2ms, not seconds.
 		"CROW_MODEL_RETRY_DELAY": "1ms",
 		// No developer's config.toml may reach a test.

@@ -167,4 +167,3 @@ func (c *Settings) toolAndSessionRows() (tools, sessions []Row) {
 	}
 	return tools, sessions
 }
-
