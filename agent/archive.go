@@ -145,3 +145,45 @@ func ArchiveFilter(archived string) func(*persistence.Session) bool {
 		return func(s *persistence.Session) bool { return !IsArchived(s) }
 	}
 }
+
+// SessionMarker is what changing a stored session's marks needs.
+type SessionMarker interface {
+	GetSession(ctx context.Context, id string) (*persistence.Session, error)
+	UpdateSession(ctx context.Context, s *persistence.Session) error
+}
+
+// RetitleStored sets the user's title of a stored session, for the
+// `sessions rename` command, as session/set_title does; it returns the
+// title as stored. A running crow-acp sees it at its next read of the
+// session.
+func RetitleStored(ctx context.Context, store SessionMarker, id, title string) (string, error) {
+	title = NormalizeTitle(title)
+	if title == "" {
+		return "", errors.New("the title is empty once control characters and spaces are removed")
+	}
+	err := changeStored(ctx, store, id, func(s *persistence.Session, m *sessionMeta) {
+		s.Title, m.TitleByUser = title, true
+	})
+	return title, err
+}
+
+// ArchiveStored archives or unarchives a stored session, for the
+// `sessions archive` and `unarchive` commands.
+func ArchiveStored(ctx context.Context, store SessionMarker, id string, archived bool) error {
+	return changeStored(ctx, store, id, func(_ *persistence.Session, m *sessionMeta) { m.Archived = archived })
+}
+
+func changeStored(ctx context.Context, store SessionMarker, id string, fn func(*persistence.Session, *sessionMeta)) error {
+	s, err := store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	m := decodeMeta(s.Metadata)
+	fn(s, &m)
+	s.Metadata = encodeMeta(m)
+	return store.UpdateSession(ctx, s)
+}
+
+// SessionCost is a stored session's cumulative model cost by currency
+// (none when its models had no prices).
+func SessionCost(s *persistence.Session) map[string]float64 { return decodeMeta(s.Metadata).Cost }

@@ -16,10 +16,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 )
@@ -143,6 +147,9 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 	if s.Title != "" {
 		fmt.Fprintf(w, "title     %s\n", termsafe.Line(s.Title))
 	}
+	if agent.IsArchived(&s) {
+		fmt.Fprintf(w, "archived  yes (crow-acp sessions unarchive %s lists it again)\n", s.ID)
+	}
 	fmt.Fprintf(w, "directory %s\n", termsafe.Line(s.Cwd))
 	fmt.Fprintf(w, "created   %s\n", LocalTime(s.CreatedAt))
 	fmt.Fprintf(w, "updated   %s\n", LocalTime(s.UpdatedAt))
@@ -151,6 +158,7 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		fmt.Fprintf(w, " (%d compacted, %s)", n, Plural(len(d.Compactions), "compaction"))
 	}
 	fmt.Fprintln(w)
+	writeCost(w, agent.SessionCost(&s))
 	names := toolNames(d)
 	for _, m := range d.Messages {
 		fmt.Fprintf(w, "\n── %s", messageHeading(m, names))
@@ -170,6 +178,14 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		for _, c := range m.ToolCalls {
 			fmt.Fprintf(w, "→ %s %s\n", termsafe.Line(c.Name), termsafe.Line(OneLine(c.Arguments, 200)))
 		}
+	}
+}
+
+// writeCost prints the session's total model cost, one line per currency
+// (none for a session whose models had no prices).
+func writeCost(w io.Writer, cost map[string]float64) {
+	for _, cur := range slices.Sorted(maps.Keys(cost)) {
+		fmt.Fprintf(w, "cost      %s %s (model requests so far, at the configured prices)\n", strconv.FormatFloat(cost[cur], 'f', -1, 64), cur)
 	}
 }
 
