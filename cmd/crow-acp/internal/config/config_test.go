@@ -12,7 +12,7 @@ import (
 // TestExampleConfig keeps config.example.toml valid and complete: it parses,
 // and it sets every key of the schema.
 func TestExampleConfig(t *testing.T) {
-	const path = "../../config.example.toml"
+	const path = "../../../../config.example.toml"
 	lf, err := readConfigFile(path)
 	if err != nil {
 		t.Fatalf("%v", err)
