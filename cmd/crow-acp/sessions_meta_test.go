@@ -45,7 +45,7 @@ func TestSessionsRenameArchive(t *testing.T) {
 	if code, out := cli("sessions", "list"); code != exitOK || strings.Contains(out, "sess_x") || !strings.Contains(out, "sess_y") {
 		t.Fatalf("list hides the archived session: %d %s", code, out)
 	}
-	if code, out := cli("sessions", "list", "--archived"); code != exitOK || !strings.Contains(out, "Login [2J flake") {
+	if code, out := cli("sessions", "list", "--archived"); code != exitOK || !strings.Contains(out, "Login [2J flake (archived)") {
 		t.Fatalf("list --archived: %d %s", code, out)
 	}
 	code, out := cli("sessions", "show", "sess_x")

@@ -317,6 +317,9 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 		if title == "" {
 			title = "-"
 		}
+		if agent.IsArchived(&s) {
+			title += " (archived)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
 	}
 	return tw.Flush()
