@@ -107,3 +107,10 @@ func (a *Agent) AuthStatus(_ context.Context, _ *acp.AuthStatusRequest) (*acp.Au
 	}
 	return res, nil
 }
+
+// defaultEndpoint reports whether m is served by the agent's own endpoint,
+// the one Auth's key is for (clientFor's choice).
+func (a *Agent) defaultEndpoint(m Model) bool {
+	p, ok := a.cfg.Providers[m.Provider]
+	return !ok || p.Client == nil
+}

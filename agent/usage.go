@@ -14,8 +14,8 @@ import (
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
 func (a *Agent) afterModelRequest(ctx context.Context, s *persistence.Session, req streaming.Request, res *streaming.Result) {
-	if res.FinishReason != "" {
-		a.authSeen.answered()
+	if res.FinishReason != "" && a.defaultEndpoint(a.modelNamed(req.Model)) {
+		a.authSeen.answered() // the endpoint signing in is about (logout.go)
 	}
 	a.reportUsage(ctx, s, req, res)
 }
