@@ -59,11 +59,22 @@ func (a *Agent) SetSessionTitle(ctx context.Context, req *acp.SetSessionTitleReq
 		return nil, a.metaError("set the session title", req.SessionID, err)
 	}
 	a.log.Info("session retitled", zap.String("session", s.ID))
-	updated := isoTime(s.UpdatedAt)
-	acp.AfterResponse(ctx, func() {
-		a.sendUpdate(ctx, s.ID, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &s.Title, UpdatedAt: &updated}})
-	})
+	if a.isOpen(s.ID) { // updates go only to a connection that has the session open
+		updated := isoTime(s.UpdatedAt)
+		acp.AfterResponse(ctx, func() {
+			a.sendUpdate(ctx, s.ID, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &s.Title, UpdatedAt: &updated}})
+		})
+	}
 	return &acp.SetSessionTitleResponse{Title: s.Title}, nil
+}
+
+// isOpen reports whether this connection created, loaded or resumed the
+// session and has not closed it; it creates no state.
+func (a *Agent) isOpen(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.sessions[id]
+	return st != nil && st.opened
 }
 
 // ArchiveSession hides the session from session/list. As the protocol
@@ -107,11 +118,7 @@ func (a *Agent) setArchived(ctx context.Context, id string, archived bool) error
 // connection created, loaded or resumed it and has not closed it) or only
 // has it stored. It changes nothing: the state map is read, never filled.
 func (a *Agent) SessionStatus(ctx context.Context, req *acp.SessionStatusRequest) (*acp.SessionStatusResponse, error) {
-	a.mu.Lock()
-	st := a.sessions[req.SessionID]
-	open := st != nil && st.opened
-	a.mu.Unlock()
-	if open {
+	if a.isOpen(req.SessionID) {
 		return &acp.SessionStatusResponse{Status: acp.SessionOpen}, nil
 	}
 	if _, err := a.store.GetSession(ctx, req.SessionID); err != nil {
