@@ -55,6 +55,13 @@ func builtinPrice(name string) (price, bool) {
 	return p, ok
 }
 
+// BuiltinPrice is the built-in list price of a model, in USD per million
+// tokens (input, cached input, output); ok is false for a model without one.
+func BuiltinPrice(name string) (in, cached, out float64, ok bool) {
+	p, ok := builtinPrice(name)
+	return p.in, p.cached, p.out, ok
+}
+
 // withBuiltinPrices gives a model the configuration did not price its
 // built-in list price, in USD.
 func (m Model) withBuiltinPrices() Model {
