@@ -73,6 +73,7 @@ func ListShown(ctx context.Context, store SessionStore, opts persistence.ListSes
 			case isEmpty:
 				empty = append(empty, s)
 			case keep != nil && !keep(&s):
+				// not asked for (an archived session)
 			default:
 				list = append(list, s)
 			}

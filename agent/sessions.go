@@ -35,13 +35,14 @@ func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) 
 }
 
 func sessionInfo(s *persistence.Session) acp.SessionInfo {
+	m := decodeMeta(s.Metadata)
 	return acp.SessionInfo{
 		SessionID:             s.ID,
 		Cwd:                   s.Cwd,
-		AdditionalDirectories: decodeMeta(s.Metadata).AdditionalDirectories,
+		AdditionalDirectories: m.AdditionalDirectories,
 		Title:                 s.Title,
 		UpdatedAt:             isoTime(s.UpdatedAt),
-		Archived:              IsArchived(s),
+		Archived:              m.Archived,
 	}
 }
 
