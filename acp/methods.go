@@ -39,6 +39,28 @@ type ConfigOptionSetter interface {
 	SetSessionConfigOption(ctx context.Context, req *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error)
 }
 
+// SessionTitler implements session/set_title.
+type SessionTitler interface {
+	SetSessionTitle(ctx context.Context, req *SetSessionTitleRequest) (*SetSessionTitleResponse, error)
+}
+
+// SessionArchiver implements session/archive and session/unarchive.
+type SessionArchiver interface {
+	ArchiveSession(ctx context.Context, req *ArchiveSessionRequest) (*ArchiveSessionResponse, error)
+	UnarchiveSession(ctx context.Context, req *UnarchiveSessionRequest) (*UnarchiveSessionResponse, error)
+}
+
+// SessionStatuser implements session/status.
+type SessionStatuser interface {
+	SessionStatus(ctx context.Context, req *SessionStatusRequest) (*SessionStatusResponse, error)
+}
+
+// LogoutHandler implements logout and auth/status.
+type LogoutHandler interface {
+	Logout(ctx context.Context, req *LogoutRequest) (*LogoutResponse, error)
+	AuthStatus(ctx context.Context, req *AuthStatusRequest) (*AuthStatusResponse, error)
+}
+
 // ExtMethodHandler handles extension requests (methods starting with "_").
 type ExtMethodHandler interface {
 	HandleExtMethod(ctx context.Context, method string, params json.RawMessage) (any, error)
@@ -84,6 +106,12 @@ var methods = map[string]method{
 	"session/fork":              route(bindOptional[SessionForker](SessionForker.ForkSession)),
 	"session/set_config_option": route(bindOptional[ConfigOptionSetter](ConfigOptionSetter.SetSessionConfigOption)),
 	"session/set_mode":          route(bindOptional[ModeSetter](ModeSetter.SetSessionMode)),
+	"session/set_title":         route(bindOptional[SessionTitler](SessionTitler.SetSessionTitle)),
+	"session/archive":           route(bindOptional[SessionArchiver](SessionArchiver.ArchiveSession)),
+	"session/unarchive":         route(bindOptional[SessionArchiver](SessionArchiver.UnarchiveSession)),
+	"session/status":            route(bindOptional[SessionStatuser](SessionStatuser.SessionStatus)),
+	"logout":                    route(bindOptional[LogoutHandler](LogoutHandler.Logout)),
+	"auth/status":               route(bindOptional[LogoutHandler](LogoutHandler.AuthStatus)),
 	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {
 		return a.Prompt
 	})),

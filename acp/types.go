@@ -90,11 +90,12 @@ type Marker struct {
 }
 
 type AgentCapabilities struct {
-	LoadSession         bool                 `json:"loadSession"`
-	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
-	McpCapabilities     McpCapabilities      `json:"mcpCapabilities"`
-	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
-	Meta                Meta                 `json:"_meta,omitempty"`
+	LoadSession         bool                   `json:"loadSession"`
+	PromptCapabilities  PromptCapabilities     `json:"promptCapabilities"`
+	McpCapabilities     McpCapabilities        `json:"mcpCapabilities"`
+	SessionCapabilities *SessionCapabilities   `json:"sessionCapabilities,omitempty"`
+	Auth                *AgentAuthCapabilities `json:"auth,omitempty"`
+	Meta                Meta                   `json:"_meta,omitempty"`
 }
 
 type PromptCapabilities struct {
@@ -118,10 +119,15 @@ type SessionCapabilities struct {
 	Close                 *Marker `json:"close,omitempty"`
 	// SystemPrompt (unstable, SDK 2.4): systemPrompt on new, load, resume.
 	SystemPrompt *SessionSystemPromptCapabilities `json:"systemPrompt,omitempty"`
-	Meta         Meta                             `json:"_meta,omitempty"`
 
 	// Fork (unstable, SDK 2.4): session/fork.
 	Fork *Marker `json:"fork,omitempty"`
+	// Title, Archive, Status (unstable, SDK 2.4): session/set_title,
+	// session/archive and unarchive, session/status.
+	Title   *Marker `json:"title,omitempty"`
+	Archive *Marker `json:"archive,omitempty"`
+	Status  *Marker `json:"status,omitempty"`
+	Meta    Meta    `json:"_meta,omitempty"`
 }
 
 // AuthMethod is one way to sign in. Without Type it is an "agent" method:
@@ -296,6 +302,7 @@ const (
 
 type PromptResponse struct {
 	StopReason StopReason `json:"stopReason"`
+	Usage      *Usage     `json:"usage,omitempty"` // unstable (SDK 2.4)
 	Meta       Meta       `json:"_meta,omitempty"`
 }
 

@@ -13,10 +13,17 @@ import (
 type ListSessionsRequest struct {
 	Cwd    string `json:"cwd,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
-	Meta   Meta   `json:"_meta,omitempty"`
+	// Archived (unstable): ArchivedExclude (also ""), Include or Only.
+	Archived string `json:"archived,omitempty"`
+	Meta     Meta   `json:"_meta,omitempty"`
 }
 
 func (r *ListSessionsRequest) Validate() error {
+	switch r.Archived {
+	case "", ArchivedExclude, ArchivedInclude, ArchivedOnly:
+	default:
+		return InvalidParams("Unknown archived filter %q: pass exclude, include or only.", r.Archived)
+	}
 	if r.Cwd != "" {
 		return validateCwd(r.Cwd)
 	}
@@ -30,6 +37,7 @@ type SessionInfo struct {
 	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 	Title                 string   `json:"title,omitempty"`
 	UpdatedAt             string   `json:"updatedAt,omitempty"` // ISO 8601
+	Archived              bool     `json:"archived,omitempty"`  // unstable
 	Meta                  Meta     `json:"_meta,omitempty"`
 }
 

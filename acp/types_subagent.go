@@ -42,13 +42,6 @@ type SubagentState struct {
 	Usage      *Usage     `json:"usage,omitempty"`      // idle only
 }
 
-// Usage is the schema's (unstable) token usage of completed work.
-type Usage struct {
-	TotalTokens  int `json:"totalTokens"`
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
-}
-
 // Update wraps the subagent update as a session update.
 func (u SubagentUpdate) Update() SessionUpdate {
 	tagged, err := marshalTagged("sessionUpdate", "subagent_update", u)

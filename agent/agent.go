@@ -54,6 +54,9 @@ type Config struct {
 	// session (one short extra request); otherwise the title is the start
 	// of the first prompt.
 	ModelTitles bool
+	// PromptUsage: the prompt response carries the turn's token usage
+	// (ACP unstable `usage`; cost.go).
+	PromptUsage bool
 	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
 	// The window and output reserve come from each session's Model.
 	Compaction *compaction.Settings
@@ -176,6 +179,7 @@ type Agent struct {
 
 	discovery discovery     // window lookups running in the background
 	children  chan struct{} // one token per running subagent (subagent.go)
+	authSeen  authSeen      // what the endpoint last said about the key (logout.go)
 }
 
 var (
@@ -280,8 +284,12 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 				AdditionalDirectories: &acp.Marker{},
 				SystemPrompt: &acp.SessionSystemPromptCapabilities{
 					Mode: &acp.SessionSystemPromptModeCapabilities{Override: &acp.Marker{}}},
-				Fork: a.forkCapability(),
+				Fork:    a.forkCapability(),
+				Title:   &acp.Marker{},
+				Archive: &acp.Marker{},
+				Status:  &acp.Marker{},
 			},
+			Auth:            a.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 		},
 		AuthMethods: a.authMethods(req.ClientCapabilities),

@@ -27,6 +27,12 @@ type Auth struct {
 	// HasKey reads the credentials again and reports whether a key is
 	// available now (a `crow-acp login` in another process counts).
 	HasKey func() bool
+	// KeyFrom says where the key comes from now: KeyFromEnv, KeyFromLogin
+	// or "" (none); nil: unknown (logout.go).
+	KeyFrom func() string
+	// Logout removes the key `crow-acp login` saved for the endpoint;
+	// nil: logout is not offered (logout.go).
+	Logout func() error
 }
 
 // Auth method ids.
@@ -78,6 +84,7 @@ func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*
 			if !a.cfg.Auth.HasKey() {
 				return nil, a.authRequired("No API key is set yet")
 			}
+			a.authSeen.reset() // a new key may be there: not known to be rejected
 			return &acp.AuthenticateResponse{}, nil
 		}
 		ids = append(ids, m.ID)
@@ -95,6 +102,7 @@ func (a *Agent) authError(err error) error {
 	if a.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
+	a.authSeen.rejected()
 	if a.cfg.Auth.HasKey() {
 		return a.authRequired("The model endpoint rejected the API key (HTTP 401)")
 	}

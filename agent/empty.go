@@ -46,6 +46,12 @@ const maxListPages = 20
 // returns apart. The page holds up to opts.Limit sessions; next continues
 // right after the last session read, shown or not.
 func ListNonEmpty(ctx context.Context, store SessionStore, opts persistence.ListSessionsOptions) (list []persistence.Session, next string, empty []persistence.Session, err error) {
+	return ListShown(ctx, store, opts, nil)
+}
+
+// ListShown is ListNonEmpty that also leaves out the non-empty sessions
+// keep rejects (nil keeps all): the archive filter (archive.go).
+func ListShown(ctx context.Context, store SessionStore, opts persistence.ListSessionsOptions, keep func(*persistence.Session) bool) (list []persistence.Session, next string, empty []persistence.Session, err error) {
 	want := opts.Limit
 	if want <= 0 {
 		want = persistence.DefaultListLimit
@@ -66,6 +72,8 @@ func ListNonEmpty(ctx context.Context, store SessionStore, opts persistence.List
 				return nil, "", nil, err
 			case isEmpty:
 				empty = append(empty, s)
+			case keep != nil && !keep(&s):
+				// not asked for (an archived session)
 			default:
 				list = append(list, s)
 			}

@@ -25,9 +25,14 @@ type Model struct {
 	// Images: the model accepts image content parts (vision models).
 	Images bool
 	// Prices per million tokens; both 0 = unknown, no cost is reported.
-	InputPrice  float64
-	OutputPrice float64
-	Currency    string // ISO 4217; "" = DefaultCurrency
+	// CachedInputPrice is for prompt tokens the provider served from its
+	// cache (0 = InputPrice). PricesSet: the configuration named prices
+	// (even 0), so the built-in ones (cost.go) do not apply.
+	InputPrice       float64
+	OutputPrice      float64
+	CachedInputPrice float64
+	PricesSet        bool
+	Currency         string // ISO 4217; "" = DefaultCurrency
 	// Provider names the endpoint that serves the model (a key of
 	// Config.Providers); "" or an unknown name: the agent's default client.
 	Provider string
@@ -87,11 +92,6 @@ func (m Model) DisplayName() string {
 // Priced reports whether a cost can be computed for this model.
 func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
 
-// Cost is the price of one request with the given token counts.
-func (m Model) Cost(promptTokens, completionTokens int) float64 {
-	return (float64(promptTokens)*m.InputPrice + float64(completionTokens)*m.OutputPrice) / 1e6
-}
-
 // withDefaults fills unset attributes.
 func (m Model) withDefaults() Model {
 	switch {
@@ -106,6 +106,9 @@ func (m Model) withDefaults() Model {
 	}
 	if m.OutputReserve <= 0 {
 		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)
+	}
+	if !m.PricesSet {
+		m = m.withBuiltinPrices()
 	}
 	if m.Currency == "" {
 		m.Currency = DefaultCurrency
@@ -138,8 +141,8 @@ func normalizeModels(models []Model, def string) ([]Model, string) {
 //	gpt-4o-mini;window=128000;image;in=0.15;out=0.60, qwen3:8b;window=32768;title=Qwen 3 8B
 //
 // Attributes: window (tokens), reserve (output tokens kept free), image (the
-// model accepts images; also image=true/false), in and out (prices per
-// million tokens), currency (ISO 4217, default USD), title (display name),
+// model accepts images; also image=true/false), in, out and cached (prices
+// per million tokens: input, output, cached input), currency (ISO 4217, default USD), title (display name),
 // tokenizer (the encoding compaction counts with: auto, estimate,
 // o200k_base, cl100k_base), reasoning (what goes back of the model's
 // reasoning: auto, strip, echo, require), think (where an inline <think>
@@ -207,8 +210,13 @@ func (m *Model) setAttr(attr string) error {
 		}
 	case "in":
 		m.InputPrice, err = price()
+		m.PricesSet = true
 	case "out":
 		m.OutputPrice, err = price()
+		m.PricesSet = true
+	case "cached":
+		m.CachedInputPrice, err = price()
+		m.PricesSet = true
 	case "currency":
 		if len(val) != 3 {
 			return fmt.Errorf("currency=%q: want an ISO 4217 code such as USD", val)
@@ -245,7 +253,7 @@ func (m *Model) setAttr(attr string) error {
 		}
 		m.EditTool = val
 	default:
-		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, currency, title, tokenizer, reasoning, think, tool_ids, edit)", key)
+		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, cached, currency, title, tokenizer, reasoning, think, tool_ids, edit)", key)
 	}
 	if err != nil {
 		return err

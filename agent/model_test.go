@@ -13,7 +13,7 @@ func TestParseModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Model{
-		{Name: "gpt-4o-mini", ContextWindow: 128000, Images: true, InputPrice: 0.15, OutputPrice: 0.6},
+		{Name: "gpt-4o-mini", ContextWindow: 128000, Images: true, InputPrice: 0.15, OutputPrice: 0.6, PricesSet: true},
 		{Name: "qwen3:8b", Title: "Qwen 3 8B", ContextWindow: 32768, OutputReserve: 2048, Currency: "EUR"},
 	}
 	if len(got) != len(want) {
@@ -87,7 +87,7 @@ func TestNormalizeModels(t *testing.T) {
 
 func TestModelCost(t *testing.T) {
 	m := Model{InputPrice: 2.5, OutputPrice: 10}
-	if got := m.Cost(1_000_000, 100_000); got != 3.5 {
+	if got := m.Cost(streaming.Usage{PromptTokens: 1_000_000, CompletionTokens: 100_000}); got != 3.5 {
 		t.Fatalf("cost = %v, want 3.5", got)
 	}
 	if (Model{}).Priced() {

@@ -36,6 +36,11 @@ type sessionMeta struct {
 	ForkedFrom *forkOrigin `json:"forkedFrom,omitempty"`
 	// Subagent names the subagent parent of a child session (subagent.go).
 	Subagent *subagentLink `json:"subagent,omitempty"`
+	// TitleByUser: the title was set by the user (session/set_title,
+	// `sessions rename`); generated titles never replace it (archive.go).
+	TitleByUser bool `json:"titleByUser,omitempty"`
+	// Archived hides the session from listings unless asked (archive.go).
+	Archived bool `json:"archived,omitempty"`
 }
 
 func decodeMeta(raw json.RawMessage) sessionMeta {

@@ -15,11 +15,11 @@ import (
 // leaving out (and cleaning up) sessions that never had a message (see
 // empty.go). The cursor is the store's keyset cursor, opaque to the client.
 func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) (*acp.ListSessionsResponse, error) {
-	list, next, empty, err := a.listVisible(ctx, persistence.ListSessionsOptions{
+	list, next, empty, err := ListShown(ctx, a.store, persistence.ListSessionsOptions{
 		Cwd:    req.Cwd,
 		Limit:  a.cfg.ListPageSize,
 		Cursor: req.Cursor,
-	})
+	}, notChild(ArchiveFilter(req.Archived)))
 	if errors.Is(err, persistence.ErrInvalidCursor) {
 		return nil, acp.InvalidParams("Invalid cursor: pass the nextCursor of a previous session/list response unchanged.")
 	}
@@ -35,12 +35,14 @@ func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) 
 }
 
 func sessionInfo(s *persistence.Session) acp.SessionInfo {
+	m := decodeMeta(s.Metadata)
 	return acp.SessionInfo{
 		SessionID:             s.ID,
 		Cwd:                   s.Cwd,
-		AdditionalDirectories: decodeMeta(s.Metadata).AdditionalDirectories,
+		AdditionalDirectories: m.AdditionalDirectories,
 		Title:                 s.Title,
 		UpdatedAt:             isoTime(s.UpdatedAt),
+		Archived:              m.Archived,
 	}
 }
 

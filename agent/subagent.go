@@ -410,30 +410,13 @@ func subagentReplay(c *tool.ChildSession, callID string) acp.SessionUpdate {
 	return u.Update()
 }
 
-// listVisible is ListNonEmpty without subagents' children: session/list
-// shows the sessions a user started; a child is reached through its
-// parent (the subagent_update of its task call names it) and is loadable
-// by id. A page may come back shorter than asked.
-func (a *Agent) listVisible(ctx context.Context, opts persistence.ListSessionsOptions) (list []persistence.Session, next string, empty []persistence.Session, err error) {
-	next = opts.Cursor
-	for range maxListPages {
-		opts.Cursor = next
-		page, cursor, gone, err := ListNonEmpty(ctx, a.store, opts)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		empty = append(empty, gone...)
-		for _, s := range page {
-			if !isSubagent(&s) {
-				list = append(list, s)
-			}
-		}
-		next = cursor
-		if next == "" || len(list) > 0 {
-			break
-		}
+// notChild is keep without subagents' children: session/list shows the
+// sessions a user started; a child is reached through its parent (the
+// subagent_update of its task call names it) and is loadable by id.
+func notChild(keep func(*persistence.Session) bool) func(*persistence.Session) bool {
+	return func(s *persistence.Session) bool {
+		return !isSubagent(s) && (keep == nil || keep(s))
 	}
-	return list, next, empty, nil
 }
 
 // deleteChildren deletes the sessions the subagents of parentID ran,

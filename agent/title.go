@@ -36,7 +36,8 @@ func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Sess
 	}
 	sess.meta.Lock()
 	cur, err := a.store.GetSession(ctx, s.ID)
-	changed := err == nil && cur.Title == old
+	// A title the user chose is never replaced by a generated one.
+	changed := err == nil && cur.Title == old && !decodeMeta(cur.Metadata).TitleByUser
 	if changed {
 		cur.Title = title
 		err = a.writes(sess).UpdateSession(ctx, cur)
@@ -84,7 +85,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s
 			if m.Cost == nil {
 				m.Cost = make(map[string]float64)
 			}
-			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
 		})
 	}
 	if err != nil {

@@ -129,6 +129,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
 
+	turnCtx, usage := withTurnUsage(turnCtx)
 	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
@@ -140,7 +141,11 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
 		a.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
 	}
-	return &acp.PromptResponse{StopReason: stop}, nil
+	res := &acp.PromptResponse{StopReason: stop}
+	if a.cfg.PromptUsage {
+		res.Usage = usage.wire()
+	}
+	return res, nil
 }
 
 // interruptedResponse answers a turn whose context ended: cancelled, or

@@ -15,6 +15,9 @@ import (
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
 func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req streaming.Request, res *streaming.Result) {
+	if res.FinishReason != "" && a.defaultEndpoint(a.modelNamed(req.Model)) {
+		a.authSeen.answered() // the endpoint signing in is about (logout.go)
+	}
 	a.reportUsage(ctx, sess, s, req, res)
 }
 
@@ -29,6 +32,9 @@ func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persist
 func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req streaming.Request, res *streaming.Result) {
 	model := a.modelNamed(req.Model)
 	u := res.Usage
+	if u != nil {
+		addTurnUsage(ctx, *u)
+	}
 	if u == nil {
 		if res.FinishReason == "" {
 			return // a failed request: nothing to measure
@@ -52,7 +58,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 		}
 		// Rounded to a billionth: float sums would otherwise show
 		// 0.0061600000000000005.
-		total = math.Round((m.Cost[model.Currency]+model.Cost(u.PromptTokens, u.CompletionTokens))*1e9) / 1e9
+		total = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
 		m.Cost[model.Currency] = total
 	})
 	switch {

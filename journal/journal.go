@@ -677,9 +677,10 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 			data["replay"] = replay.record()
 		}
 		j.lifecycleLocked(r.session, 0, persistence.EventSessionLoaded, data)
-	case r.method == "session/close" && r.session != "" && ok:
-		// Closed on this connection: not again when the connection ends.
-		j.lifecycleLocked(r.session, 0, persistence.EventSessionClosed, map[string]any{"reason": "session/close"})
+	case (r.method == "session/close" || r.method == "session/archive") && r.session != "" && ok:
+		// Closed on this connection (archiving closes too): not again when
+		// the connection ends.
+		j.lifecycleLocked(r.session, 0, persistence.EventSessionClosed, map[string]any{"reason": r.method})
 		delete(j.sessions, r.session)
 	case r.method == "session/prompt" && r.session != "":
 		switch {

@@ -68,6 +68,8 @@ type ChunkUsage struct {
 	PromptTokens     int
 	CompletionTokens int
 	TotalTokens      int
+	CachedTokens     int // prompt_tokens_details.cached_tokens, or DeepSeek's prompt_cache_hit_tokens
+	ReasoningTokens  int // completion_tokens_details.reasoning_tokens
 }
 
 // DecodeChunk reads the data of one SSE event.
@@ -261,6 +263,16 @@ func readUsage(v gjson.Result) *ChunkUsage {
 			u.CompletionTokens = count(f)
 		case "total_tokens":
 			u.TotalTokens = count(f)
+		case "prompt_tokens_details":
+			if c := count(f.Get("cached_tokens")); c > 0 {
+				u.CachedTokens = c
+			}
+		case "prompt_cache_hit_tokens":
+			if u.CachedTokens == 0 {
+				u.CachedTokens = count(f)
+			}
+		case "completion_tokens_details":
+			u.ReasoningTokens = count(f.Get("reasoning_tokens"))
 		}
 		return true
 	})

@@ -83,7 +83,7 @@ func refDecode(data []byte) (Chunk, error) {
 		c.Choices = append(c.Choices, cc)
 	}
 	if r.Usage != nil {
-		c.Usage = &ChunkUsage{refCount(r.Usage.PromptTokens), refCount(r.Usage.CompletionTokens), refCount(r.Usage.TotalTokens)}
+		c.Usage = &ChunkUsage{PromptTokens: refCount(r.Usage.PromptTokens), CompletionTokens: refCount(r.Usage.CompletionTokens), TotalTokens: refCount(r.Usage.TotalTokens)}
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
 		c.Error = r.Error

@@ -62,6 +62,11 @@ func checkResult(t *testing.T, res *Result, text, reasoning string) {
 	if res.Reasoning != reasoning {
 		t.Fatalf("Result.Reasoning %q, events carried %q", res.Reasoning, reasoning)
 	}
+	// Cached and reasoning tokens are parts of the counts they belong to:
+	// a cost is never billed on more cached tokens than were sent.
+	if u := res.Usage; u != nil && (u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens || u.ReasoningTokens < 0 || u.ReasoningTokens > u.CompletionTokens) {
+		t.Fatalf("usage parts out of range: %+v", *u)
+	}
 	ids := make(map[string]bool)
 	for _, c := range res.ToolCalls {
 		if c.ID == "" {
@@ -168,6 +173,11 @@ func FuzzStream(f *testing.F) {
 const fuzzHead = `"id":"c","object":"chat.completion.chunk","created":1,"model":"m"`
 
 var parserSeeds = []string{
+	// Usage details: OpenAI's, DeepSeek's, duplicated, out of range, of
+	// the wrong type, with control characters and invalid UTF-8 in keys.
+	`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":3}}}`,
+	`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":4,"prompt_cache_hit_tokens":99,"prompt_tokens_details":{"cached_tokens":"7"},"completion_tokens_details":{"reasoning_tokens":1e300}}}`,
+	`{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":5},"prompt_tokens_details":{"cached_tokens":-1},"prompt_tokens":2,"\u0000\u001b":1,"` + "\xff\xfe" + `":{"cached_tokens":1}}}`,
 	// Gemini 3: a thought signature on the first of two whole calls; odd
 	// extra_content values.
 	`{"choices":[{"index":0,"delta":{"tool_calls":[{"extra_content":{"google":{"thought_signature":"CpMC\u0000\u001b"}},"function":{"arguments":"{}","name":"a"},"id":"f1","type":"function"},{"extra_content":{"google":{"thought_signature":7}},"function":{"arguments":"{}","name":"b"},"id":"f2","type":"function"}]},"finish_reason":"stop"}]}`,

@@ -108,6 +108,11 @@ type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	TotalTokens      int
+	// CachedTokens is the part of PromptTokens the provider served from
+	// its prompt cache (billed cheaper); ReasoningTokens the part of
+	// CompletionTokens spent reasoning. 0 when not reported.
+	CachedTokens    int
+	ReasoningTokens int
 }
 
 // FinishReason is the model's reason for ending a completion.

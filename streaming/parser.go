@@ -67,6 +67,9 @@ func (p *Parser) Add(chunk Chunk) []Event {
 			PromptTokens:     int(chunk.Usage.PromptTokens),
 			CompletionTokens: int(chunk.Usage.CompletionTokens),
 			TotalTokens:      int(chunk.Usage.TotalTokens),
+			// A cached count larger than the prompt is not believed.
+			CachedTokens:    min(chunk.Usage.CachedTokens, chunk.Usage.PromptTokens),
+			ReasoningTokens: min(chunk.Usage.ReasoningTokens, chunk.Usage.CompletionTokens),
 		}
 		if u.TotalTokens == 0 {
 			u.TotalTokens = u.PromptTokens + u.CompletionTokens

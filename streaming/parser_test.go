@@ -248,7 +248,7 @@ func TestParserUsage(t *testing.T) {
 	if got := kinds(evs); fmt.Sprint(got) != fmt.Sprint([]EventKind{EventText, EventFinish, EventUsage}) {
 		t.Fatalf("kinds %v", got)
 	}
-	want := Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}
+	want := Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18, CachedTokens: 3}
 	if evs[2].Usage != want {
 		t.Fatalf("usage event %+v", evs[2])
 	}
@@ -468,5 +468,27 @@ func TestThoughtSignaturesBounded(t *testing.T) {
 	}
 	if s.byID[fmt.Sprint("call-", maxThoughtSignatures)] != "sig" {
 		t.Fatal("the newest signature is missing")
+	}
+}
+
+// Cached prompt tokens as DeepSeek reports them, reasoning tokens as
+// OpenAI does, and counts that cannot be true (more cached than sent).
+func TestParserUsageDetails(t *testing.T) {
+	for _, c := range []struct {
+		usage string
+		want  Usage
+	}{
+		{`{"prompt_tokens":100,"completion_tokens":20,"prompt_cache_hit_tokens":64,"prompt_cache_miss_tokens":36}`,
+			Usage{PromptTokens: 100, CompletionTokens: 20, TotalTokens: 120, CachedTokens: 64}},
+		{`{"prompt_tokens":100,"completion_tokens":20,"completion_tokens_details":{"reasoning_tokens":15}}`,
+			Usage{PromptTokens: 100, CompletionTokens: 20, TotalTokens: 120, ReasoningTokens: 15}},
+		{`{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":999},"completion_tokens_details":{"reasoning_tokens":"x"}}`,
+			Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12, CachedTokens: 10}},
+	} {
+		var p Parser
+		feed(t, &p, text("hi"), finishChunk("stop"), `{`+head+`,"choices":[],"usage":`+c.usage+`}`)
+		if r := p.Finish(); r.Usage == nil || *r.Usage != c.want {
+			t.Errorf("%s: usage %+v, want %+v", c.usage, r.Usage, c.want)
+		}
 	}
 }

@@ -329,7 +329,9 @@ func (a *responsesAccumulator) add(ev responses.ResponseStreamEventUnion) ([]Eve
 		}
 	case "response.completed", "response.incomplete":
 		u := ev.Response.Usage
-		a.usage = &Usage{PromptTokens: int(u.InputTokens), CompletionTokens: int(u.OutputTokens), TotalTokens: int(u.TotalTokens)}
+		a.usage = &Usage{PromptTokens: int(u.InputTokens), CompletionTokens: int(u.OutputTokens), TotalTokens: int(u.TotalTokens),
+			CachedTokens:    int(min(max(u.InputTokensDetails.CachedTokens, 0), u.InputTokens)),
+			ReasoningTokens: int(min(max(u.OutputTokensDetails.ReasoningTokens, 0), u.OutputTokens))}
 		a.done = true
 		switch ev.Response.IncompleteDetails.Reason {
 		case "max_output_tokens":

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 )
@@ -98,6 +99,12 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 				priceOrDash(m.InputPrice), priceOrDash(m.OutputPrice), priceOrDash(m.CachedInputPrice), m.Line)
 		}
 		_ = tw.Flush()
+		for _, m := range cfg.Models {
+			if in, cached, out, ok := agent.BuiltinPrice(m.Name); ok && !m.PricesSet && (m.Currency == "" || m.Currency == agent.DefaultCurrency) {
+				fmt.Fprintf(e.std.out, "  %s: built-in list price %s in, %s cached, %s out USD per 1M tokens (read %s; set prices to replace it)\n",
+					m.Name, priceOrDash(in), priceOrDash(cached), priceOrDash(out), agent.BuiltinPricesRead)
+			}
+		}
 	}
 	return exitOK
 }

@@ -44,8 +44,12 @@ func fixtureEnv(f *fixture.Fixture, env fixture.Env) map[string]string {
 		// Two models: a priced text model (the default) and a vision model.
 		"CROW_MODELS":         "fixture-model;window=8192;in=1;out=2, fixture-vision;window=32768;image;title=Fixture Vision",
 		"CROW_LIST_PAGE_SIZE": "2",
-		"CROW_DB":             env.DBPath,
-		"CROW_LOG_LEVEL":      "debug",
+		// The prompt response's usage (ACP unstable) counts the fake
+		// model's estimated tokens, which move with every change to the
+		// system prompt: only the fixtures about it turn it on.
+		"CROW_PROMPT_USAGE": "off",
+		"CROW_DB":           env.DBPath,
+		"CROW_LOG_LEVEL":    "debug",
 		// Retries of failed model requests wait 1-2ms, not seconds.
 		"CROW_MODEL_RETRY_DELAY": "1ms",
 		// No developer's config.toml may reach a test.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/agent"
@@ -17,18 +18,24 @@ import (
 )
 
 const sessionsUsage = `Usage:
-  crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all]
+  crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all] [--archived]
   crow-acp sessions show ID
   crow-acp sessions export ID [--format markdown|json] [--output FILE]
   crow-acp sessions delete ID
+  crow-acp sessions rename ID TITLE
+  crow-acp sessions archive ID
+  crow-acp sessions unarchive ID
   crow-acp sessions verify ID
   crow-acp sessions rebuild ID
   crow-acp sessions prune-frames --older-than DURATION
 
 Manages the sessions stored in the database (the same ones editors load).
-list prints the newest first (without never-prompted sessions unless --all); show prints one conversation as text; export
+list prints the newest first (without never-prompted sessions unless --all,
+without archived ones unless --archived); show prints one conversation as text; export
 writes it as Markdown or as JSON (every message, compacted ones included, and
 the compaction records); delete removes a session and everything it owns;
+rename sets its title (no generated title replaces it); archive hides it
+from lists (editors' too) until unarchive, keeping everything;
 verify rebuilds a session's messages from its event log and reports every
 difference from the live tables (exit 1 if any); rebuild prints the rebuilt
 messages as JSON lines; prune-frames deletes raw frames older than DURATION
@@ -55,6 +62,12 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 		fn = sessionsExport
 	case "delete", "rm":
 		fn = sessionsDelete
+	case "rename":
+		fn = sessionsRename // sessions_meta.go
+	case "archive":
+		fn = sessionsArchive(true)
+	case "unarchive":
+		fn = sessionsArchive(false)
 	case "verify":
 		fn = sessionsVerify // sessions_verify.go
 	case "rebuild":
@@ -62,7 +75,7 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "prune-frames":
 		fn = sessionsPruneFrames // sessions_prune.go
 	default:
-		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, verify, rebuild or prune-frames", sub))
+		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)
@@ -102,8 +115,9 @@ func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *
 func sessionsList(ctx context.Context, e *env, args []string) error {
 	var cwd string
 	var limit int
-	var asJSON, withEmpty bool
-	pos, cfg, err := sessionFlags("list", "Usage: crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all]\n\nLists stored sessions, the most recently used first. Sessions that never had a message\n(an editor opens one per thread view) are left out unless --all.\n", args, e, func(fs *flag.FlagSet) {
+	var asJSON, withEmpty, archived bool
+	pos, cfg, err := sessionFlags("list", "Usage: crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all] [--archived]\n\nLists stored sessions, the most recently used first. Sessions that never had a message\n(an editor opens one per thread view) are left out unless --all, archived ones unless --archived.\n", args, e, func(fs *flag.FlagSet) {
+		fs.BoolVar(&archived, "archived", false, "also list archived sessions")
 		fs.StringVar(&cwd, "cwd", "", "only sessions whose project directory is DIR")
 		fs.IntVar(&limit, "limit", 50, "list at most N sessions (0: all)")
 		fs.BoolVar(&asJSON, "json", false, "print JSON lines, one session each")
@@ -128,7 +142,11 @@ func sessionsList(ctx context.Context, e *env, args []string) error {
 	}
 	defer store.Close()
 
-	all, err := listSessions(ctx, store, cwd, limit, withEmpty)
+	keep := agent.ArchiveFilter("")
+	if archived {
+		keep = nil
+	}
+	all, err := listSessions(ctx, store, cwd, limit, withEmpty, keep)
 	if err != nil {
 		return err
 	}
@@ -142,7 +160,7 @@ func sessionsList(ctx context.Context, e *env, args []string) error {
 // listSessions reads up to limit sessions (0: all), newest first, through
 // the pages of the store; without withEmpty the never-prompted ones are
 // left out.
-func listSessions(ctx context.Context, store agent.SessionStore, cwd string, limit int, withEmpty bool) ([]persistence.Session, error) {
+func listSessions(ctx context.Context, store agent.SessionStore, cwd string, limit int, withEmpty bool, keep func(*persistence.Session) bool) ([]persistence.Session, error) {
 	var all []persistence.Session
 	cursor := ""
 	for {
@@ -156,8 +174,9 @@ func listSessions(ctx context.Context, store agent.SessionStore, cwd string, lim
 		var err error
 		if withEmpty {
 			ss, next, err = store.ListSessions(ctx, opts)
+			ss = slices.DeleteFunc(ss, func(s persistence.Session) bool { return keep != nil && !keep(&s) })
 		} else {
-			ss, next, _, err = agent.ListNonEmpty(ctx, store, opts)
+			ss, next, _, err = agent.ListShown(ctx, store, opts, keep)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list sessions: %w", err)

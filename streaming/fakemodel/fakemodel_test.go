@@ -372,7 +372,7 @@ func TestParseScript(t *testing.T) {
 	want := []Reply{
 		{Text: "hello", Chunks: 2},
 		{Status: 429, Headers: map[string]string{"Retry-After": "1"}},
-		{ToolCalls: []ToolCall{{ID: "c1", Name: "ls", Arguments: "{}"}}, Usage: &Usage{1, 2, 3}},
+		{ToolCalls: []ToolCall{{ID: "c1", Name: "ls", Arguments: "{}"}}, Usage: &Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v", got)

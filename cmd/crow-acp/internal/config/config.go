@@ -84,6 +84,7 @@ type Settings struct {
 
 	listPageSize Value[int]           // sessions per session/list page
 	titles       Value[string]        // "local" or "model" (file key session_titles)
+	promptUsage  Value[string]        // "on" or "off" (file key prompt_usage)
 	leaseTTL     Value[time.Duration] // a session's lock outlives its holder's last heartbeat by this
 
 	toolOutputLimit Value[int]           // bytes of one tool result the model sees
@@ -117,6 +118,7 @@ type ModelSpec struct {
 	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
 	OutputPrice      float64 `json:"outputPrice,omitempty"`
 	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
+	PricesSet        bool    `json:"pricesSet,omitempty"`        // prices were configured: the built-in ones do not apply
 	Title            string  `json:"title,omitempty"`            // display name in model pickers
 	Currency         string  `json:"currency,omitempty"`         // of the prices; "" = USD
 	ReasoningHistory string  `json:"reasoningHistory,omitempty"` // "" = by the model's name
@@ -205,6 +207,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.InputPrice = deref(m.InputPrice, 0)
 		spec.OutputPrice = deref(m.OutputPrice, 0)
 		spec.CachedInputPrice = deref(m.CachedInputPrice, 0)
+		spec.PricesSet = m.InputPrice != nil || m.OutputPrice != nil || m.CachedInputPrice != nil
 		spec.Title = deref(m.Title, "")
 		spec.Currency = deref(m.Currency, "")
 		spec.ReasoningHistory = deref(m.ReasoningHistory, "")
@@ -225,7 +228,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		for _, m := range list {
 			cfg.Models = append(cfg.Models, ModelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
 				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
-				Currency: m.Currency, Tokenizer: m.Tokenizer,
+				CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet, Currency: m.Currency, Tokenizer: m.Tokenizer,
 				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink), EditTool: m.EditTool})
 		}
 		cfg.ModelsFrom = Source{Kind: "env", Detail: "CROW_MODELS"}
@@ -478,6 +481,7 @@ func (c *Settings) Agent(version string) agent.Config {
 	for _, m := range c.Models {
 		am := agent.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
 			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
+			CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet,
 			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
 			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}
 		// Validated when read (configfile.go, agent.ParseModels).
@@ -507,6 +511,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		MaxModelCalls: explicit(c.maxModelCalls),
 		ListPageSize:  c.listPageSize.V,
 		ModelTitles:   c.titles.V == "model",
+		PromptUsage:   c.promptUsage.V == "on",
 
 		SystemPrompt:       c.systemPrompt.V,
 		SystemPromptAppend: c.systemPromptAppend.V,

@@ -15,6 +15,7 @@ import (
 // rules live here once: the file's errors name the line and the key, the
 // environment's name the variable.
 
+// checkTools checks a switch (tools, prompt_usage): on or off.
 func checkTools(s string) error {
 	if s != "on" && s != "off" {
 		return fmt.Errorf("unknown value %q: use on or off", s)
@@ -66,7 +67,7 @@ func (f *loadedFile) validateToolsAndSessions() error {
 		key   string
 		v     *string
 		check func(string) error
-	}{{"tools", c.Tools, checkTools}, {"session_titles", c.SessionTitles, checkSessionTitles}} {
+	}{{"tools", c.Tools, checkTools}, {"session_titles", c.SessionTitles, checkSessionTitles}, {"prompt_usage", c.PromptUsage, checkTools}} {
 		if k.v != nil {
 			if err := k.check(*k.v); err != nil {
 				return f.errorAt(k.key, "%v", err)
@@ -116,6 +117,7 @@ func (c *Settings) resolveToolsAndSessions(r resolver, fc fileConfig) error {
 		return err
 	}
 	c.titles = r.str("", "CROW_TITLES", fc.SessionTitles, "session_titles", "local")
+	c.promptUsage = r.str("", "CROW_PROMPT_USAGE", fc.PromptUsage, "prompt_usage", "on")
 	if c.listPageSize, err = r.int("", "CROW_LIST_PAGE_SIZE", fc.ListPageSize, "list_page_size", persistence.DefaultListLimit); err != nil {
 		return err
 	}
@@ -139,6 +141,7 @@ func (c *Settings) validateToolsAndSessions() error {
 		{"session_titles", checkSessionTitles(c.titles.V), c.titles.From},
 		{"list_page_size", checkListPageSize(c.listPageSize.V), c.listPageSize.From},
 		{"lease_ttl", checkLeaseTTL(c.leaseTTL.V), c.leaseTTL.From},
+		{"prompt_usage", checkTools(c.promptUsage.V), c.promptUsage.From},
 	}
 	for _, k := range checks {
 		if k.err != nil {
@@ -160,6 +163,7 @@ func (c *Settings) toolAndSessionRows() (tools, sessions []Row) {
 		{"session_titles", c.titles.V, c.titles.From},
 		{"list_page_size", strconv.Itoa(c.listPageSize.V), c.listPageSize.From},
 		{"lease_ttl", c.leaseTTL.V.String(), c.leaseTTL.From},
+		{"prompt_usage", c.promptUsage.V, c.promptUsage.From},
 	}
 	return tools, sessions
 }

@@ -77,6 +77,14 @@ func TestToolAndSessionKeys(t *testing.T) {
 			badEnv: "30", badEnvMsg: `env CROW_LEASE_TTL: "30" is not a duration`,
 			agent: func(ac agent.Config) any { return ac.LeaseTTL },
 		},
+		{
+			key: "prompt_usage", env: "CROW_PROMPT_USAGE",
+			file: `"off"`, fileShow: "off", fileAgent: false,
+			envVal: "on", envShow: "on", envAgent: true,
+			badFile: `"yes"`, badFileMsg: `unknown value "yes": use on or off`,
+			badEnv: "1", badEnvMsg: `prompt_usage: unknown value "1": use on or off (from env CROW_PROMPT_USAGE)`,
+			agent: func(ac agent.Config) any { return ac.PromptUsage },
+		},
 	}
 	dir := t.TempDir()
 	load := func(t *testing.T, doc string, env map[string]string) (*Settings, string, error) {
@@ -145,12 +153,12 @@ func TestToolAndSessionDefaults(t *testing.T) {
 	}
 	ac := cfg.Agent("test")
 	if ac.NoTools || ac.ModelTitles || ac.CommandTimeout != 2*time.Minute || ac.ToolOutputLimit != 0 || ac.MaxModelCalls != 0 ||
-		ac.ListPageSize != 50 || ac.LeaseTTL != agent.DefaultLeaseTTL {
+		ac.ListPageSize != 50 || ac.LeaseTTL != agent.DefaultLeaseTTL || !ac.PromptUsage {
 		t.Errorf("defaults: %+v", ac)
 	}
 	for _, r := range cfg.Rows() {
 		switch r.Key {
-		case "tools", "command_timeout", "tool_output_limit", "session_titles", "list_page_size", "lease_ttl":
+		case "tools", "command_timeout", "tool_output_limit", "session_titles", "list_page_size", "lease_ttl", "prompt_usage":
 			if r.From != fromDefault {
 				t.Errorf("%s comes from %s, want default", r.Key, r.From)
 			}

@@ -86,6 +86,20 @@ func readCredentials(path string) (map[string]string, error) {
 // concurrent logins (an editor's sign-in for several agents at once) all
 // keep their keys.
 func SaveCredential(path, name, value string) error {
+	return rewriteCredential(path, name, name+"="+value+"\n")
+}
+
+// RemoveCredential removes name from the file (logout). A file or a name
+// that is not there is not an error: the key is gone either way.
+func RemoveCredential(path, name string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return rewriteCredential(path, name, "")
+}
+
+// rewriteCredential replaces the line of name with line ("" = none).
+func rewriteCredential(path, name, line string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("credentials file: %w", err)
 	}
@@ -108,7 +122,7 @@ func SaveCredential(path, name, value string) error {
 		}
 		out.WriteString(line + "\n")
 	}
-	out.WriteString(name + "=" + value + "\n")
+	out.WriteString(line)
 	// CreateTemp makes the file 0600.
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".credentials-*")
 	if err != nil {
@@ -229,8 +243,21 @@ func (c *Settings) auth() *agent.Auth {
 		exe = "crow-acp"
 	}
 	keys := c.keySource(c.Provider.V)
-	return &agent.Auth{KeyVariable: c.APIKeyEnv.V, Command: exe, LoginArgs: []string{"login"},
-		HasKey: func() bool { return keys.key() != "" }}
+	auth := &agent.Auth{KeyVariable: c.APIKeyEnv.V, Command: exe, LoginArgs: []string{"login"},
+		HasKey: func() bool { return keys.key() != "" },
+		KeyFrom: func() string {
+			switch {
+			case keys.envKey != "":
+				return agent.KeyFromEnv
+			case keys.key() != "":
+				return agent.KeyFromLogin
+			}
+			return ""
+		}}
+	if c.Credentials != "" {
+		auth.Logout = func() error { return RemoveCredential(c.Credentials, keys.name) }
+	}
+	return auth
 }
 
 // keySource is where the key of provider name is found at each request.

@@ -45,3 +45,43 @@ func TestCredentialsFile(t *testing.T) {
 		t.Fatalf("a world-readable file: %v, want a refusal naming chmod 600", err)
 	}
 }
+
+// Logout removes one key and keeps the others; the auth the agent gets
+// says where the key comes from and signs out of the saved one only.
+func TestLogoutRemovesTheSavedKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "crow-acp", "credentials")
+	if err := RemoveCredential(path, "OPENAI_API_KEY"); err != nil {
+		t.Fatalf("logout without a credentials file: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("logout created the credentials file: %v", err)
+	}
+	for k, v := range map[string]string{"DEEPSEEK_API_KEY": "sk-ds", "OPENAI_API_KEY": "sk-old"} {
+		if err := SaveCredential(path, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, _, err := loadTestConfigIn(t, dir, "", map[string]string{"XDG_CONFIG_HOME": dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := cfg.Agent("test").Auth
+	if auth == nil || auth.Logout == nil || !auth.HasKey() || auth.KeyFrom() != "login" {
+		t.Fatalf("with a saved key: %+v", auth)
+	}
+	if err := auth.Logout(); err != nil {
+		t.Fatal(err)
+	}
+	vars, err := readCredentials(path)
+	if err != nil || len(vars) != 1 || vars["DEEPSEEK_API_KEY"] != "sk-ds" {
+		t.Fatalf("after logout: %v, %v; want only the other key", vars, err)
+	}
+	if auth.HasKey() || auth.KeyFrom() != "" {
+		t.Fatal("a key is still found after logout")
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file after logout: %v %v", err, st)
+	}
+}

@@ -37,6 +37,7 @@ type fileConfig struct {
 	SessionTitles   *string `toml:"session_titles"`    // CROW_TITLES: "local" or "model"
 	ListPageSize    *int    `toml:"list_page_size"`    // CROW_LIST_PAGE_SIZE
 	LeaseTTL        *string `toml:"lease_ttl"`         // CROW_LEASE_TTL: a Go duration
+	PromptUsage     *string `toml:"prompt_usage"`      // CROW_PROMPT_USAGE: "on" or "off"
 
 	// The system prompt (config_prompt.go).
 	SystemPrompt       *string `toml:"system_prompt"`        // CROW_SYSTEM_PROMPT: replaces the built-in one

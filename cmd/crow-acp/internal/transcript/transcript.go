@@ -17,6 +17,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -148,6 +151,9 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 	if s.Title != "" {
 		fmt.Fprintf(w, "title     %s\n", termsafe.Line(s.Title))
 	}
+	if agent.IsArchived(&s) {
+		fmt.Fprintf(w, "archived  yes (crow-acp sessions unarchive %s lists it again)\n", s.ID)
+	}
 	fmt.Fprintf(w, "directory %s\n", termsafe.Line(s.Cwd))
 	if from, at, ok := agent.ForkedFrom(&s); ok {
 		fmt.Fprintf(w, "forked    from %s on %s\n", termsafe.Line(from), LocalTime(at))
@@ -159,6 +165,7 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		fmt.Fprintf(w, " (%d compacted, %s)", n, Plural(len(d.Compactions), "compaction"))
 	}
 	fmt.Fprintln(w)
+	writeCost(w, agent.SessionCost(&s))
 	names := toolNames(d)
 	for _, m := range d.Messages {
 		fmt.Fprintf(w, "\n── %s", messageHeading(m, names))
@@ -178,6 +185,14 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 		for _, c := range m.ToolCalls {
 			fmt.Fprintf(w, "→ %s %s\n", termsafe.Line(c.Name), termsafe.Line(OneLine(c.Arguments, 200)))
 		}
+	}
+}
+
+// writeCost prints the session's total model cost, one line per currency
+// (none for a session whose models had no prices).
+func writeCost(w io.Writer, cost map[string]float64) {
+	for _, cur := range slices.Sorted(maps.Keys(cost)) {
+		fmt.Fprintf(w, "cost      %s %s (model requests so far, at the configured prices)\n", strconv.FormatFloat(cost[cur], 'f', -1, 64), cur)
 	}
 }
 
@@ -323,6 +338,9 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 		}
 		if from, _, ok := agent.ForkedFrom(&s); ok {
 			title += " [fork of " + termsafe.Line(from) + "]"
+		}
+		if agent.IsArchived(&s) {
+			title += " (archived)"
 		}
 		if withParent {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, cmp.Or(termsafe.Line(parents[i]), "-"), termsafe.Line(s.Cwd))
