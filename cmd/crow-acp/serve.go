@@ -60,18 +60,25 @@ func serve(ctx context.Context, cfg *config.Settings, std stdio) int {
 
 	conn, ag, closeAgent := connectAgent(ctx, cfg, store, std.in, std.out, log)
 	defer closeAgent()
-	// Before closeAgent: the connection's record and frames are written
-	// if the database opens in time.
-	defer store.settle(storeGrace)
 	connID := ag.ConnectionID()
 	log.Info("serving ACP on stdio", zap.String("model", cfg.Model.V), zap.String("db", backend.Describe(cfg.DB.V)),
 		zap.String("config", cfg.File), zap.Bool("configFound", cfg.FileFound),
 		zap.String("connection", connID), zap.Bool("apiKeySet", cfg.APIKey.V != ""))
-	if err := conn.Serve(ctx, ag); err != nil {
-		log.Error("serve", zap.Error(err))
+	serveErr := conn.Serve(ctx, ag)
+	// Before closeAgent: the connection's record and frames are written
+	// if the database opens in time.
+	store.settle(storeGrace)
+	if serveErr != nil {
+		log.Error("serve", zap.Error(serveErr))
 		return exitError
 	}
 	log.Info("client disconnected; exiting")
+	if err := store.failed(); err != nil {
+		// Served without a database: the client saw the reason on each
+		// request that needed it; a shell sees it here.
+		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
+		return exitError
+	}
 	return exitOK
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +147,8 @@ func TestStoreThatCannotOpen(t *testing.T) {
 
 // TestExitWhileStoreBlocks: a client that leaves while the database still
 // does not answer does not keep the process: it waits storeGrace for the
-// open (to write the connection's record), then exits cleanly.
+// open (to write the connection's record), then exits with status 1,
+// saying why.
 func TestExitWhileStoreBlocks(t *testing.T) {
 	bin := testBinary(t)
 	_, db, env, _ := procSetup(t)
@@ -154,11 +157,23 @@ func TestExitWhileStoreBlocks(t *testing.T) {
 	p.send(initializeLine)
 	p.recv(3 * time.Second)
 	start := time.Now()
-	p.close() // fails after 10 s
+	p.stdin.Close()
+	for range p.lines {
+	}
+	var err error
+	select {
+	case err = <-p.waited:
+	case <-time.After(9 * time.Second): // under the busy timeout
+		t.Fatal("the process did not exit while the database was locked")
+	}
 	if d := time.Since(start); d < storeGrace-time.Second {
 		t.Fatalf("exited after %s, before the grace of %s", d, storeGrace)
 	}
-	if !strings.Contains(p.logs(), "did not open in time") {
-		t.Errorf("the log does not say why:\n%s", p.logs())
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitError {
+		t.Errorf("exit %v, want status %d", err, exitError)
+	}
+	if !strings.Contains(p.logs(), "crow-acp: "+errStoreAbandoned.Error()) {
+		t.Errorf("stderr does not say why:\n%s", p.logs())
 	}
 }

@@ -126,6 +126,19 @@ func (o *openingStore) settle(grace time.Duration) {
 	}
 }
 
+// failed is why the store is not open after settle: the last open's
+// error, or errStoreAbandoned; nil if it is open.
+func (o *openingStore) failed() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-o.cur.done:
+		return o.cur.err
+	default:
+		return errStoreAbandoned
+	}
+}
+
 // Close closes the store if it opened; it does not wait for an open still
 // running (settle first).
 func (o *openingStore) Close() error {
