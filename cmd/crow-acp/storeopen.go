@@ -28,6 +28,7 @@ type openingStore struct {
 	cur     *openAttempt
 	gone    chan struct{} // closed by abandon: calls stop waiting
 	stopped bool
+	final   bool // a failed open is not tried again (failedView)
 }
 
 type openAttempt struct {
@@ -84,7 +85,7 @@ func (o *openingStore) store(ctx context.Context) (persistence.Recorder, error) 
 	}
 	select {
 	case <-a.done:
-		if a.err != nil {
+		if a.err != nil && !o.final {
 			o.startLocked()
 			a = o.cur
 		}
@@ -159,13 +160,21 @@ func (o *openingStore) Close() error {
 }
 
 // WithOrigin is the opened store's view; if the store cannot be opened,
-// the view is o, whose every call reports why.
+// the view's every call reports why (and none opens the store without the
+// origin).
 func (o *openingStore) WithOrigin(origin persistence.Origin) persistence.Store {
 	s, err := o.store(context.Background())
 	if err != nil {
-		return o
+		return failedView(err)
 	}
 	return s.WithOrigin(origin)
+}
+
+// failedView is a store whose every call returns err.
+func failedView(err error) *openingStore {
+	a := &openAttempt{done: make(chan struct{}), err: err}
+	close(a.done)
+	return &openingStore{cur: a, gone: make(chan struct{}), final: true}
 }
 
 // The methods of persistence.Store, each once the store is open.
