@@ -16,40 +16,80 @@ import (
 type discovery struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// pending holds, for each model whose lookup was started, a channel
+	// cached is closed once the windows earlier runs cached are read
+	// and applied: a model's window is read only after it
+	// (withLearnedWindow), so none is used before its cached one.
+	cached chan struct{}
+	// pending holds, for each model whose lookup may run, a channel
 	// closed when it ends. Written only by startDiscovery, before the
 	// agent serves anything.
 	pending map[string]chan struct{}
 }
 
 // startDiscovery gives every model the window an earlier run cached for
-// it, when that applies (cachedApplies; read at once: one small query per
-// model), and looks up the window of models that have none configured by
-// asking their endpoint (Provider.Discover) in the background: what is
-// found becomes the model's window once it arrives; until then the model
-// is treated as before (no automatic compaction). A configured window gives
-// way only to one the endpoint proves in this process by refusing or
-// truncating a prompt.
+// it, when that applies (cachedApplies; one small query per model, in the
+// background: the store may still be opening, and initialize does not
+// wait for it), and looks up the window of models that have none
+// configured and none cached by asking their endpoint (Provider.Discover),
+// also in the background: what is found becomes the model's window once it
+// arrives; until then the model is treated as before (no automatic
+// compaction). A configured window gives way only to one the endpoint
+// proves in this process by refusing or truncating a prompt.
 func (a *Agent) startDiscovery() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.discovery.cancel = cancel
-	for _, m := range a.cfg.Models {
-		p := a.providerOf(m)
-		if a.cachedWindow(ctx, p, m) || !m.WindowAssumed || p.Discover == nil {
-			continue
-		}
-		if a.discovery.pending == nil {
-			a.discovery.pending = make(map[string]chan struct{})
-		}
-		done := make(chan struct{})
-		a.discovery.pending[m.Name] = done
-		a.discovery.wg.Add(1)
-		goSafe(a.log, "discovering the context window of "+m.Name, func() {
-			defer a.discovery.wg.Done()
-			defer close(done)
-			a.discoverWindow(ctx, p, m)
-		})
+	a.discovery.cached = make(chan struct{})
+	type lookup struct {
+		p    Provider
+		m    Model
+		done chan struct{} // nil: never asked
 	}
+	var lookups []lookup
+	for _, m := range a.cfg.Models {
+		l := lookup{p: a.providerOf(m), m: m}
+		if m.WindowAssumed && l.p.Discover != nil {
+			if a.discovery.pending == nil {
+				a.discovery.pending = make(map[string]chan struct{})
+			}
+			l.done = make(chan struct{})
+			a.discovery.pending[m.Name] = l.done
+		}
+		lookups = append(lookups, l)
+	}
+	a.discovery.wg.Add(1)
+	goSafe(a.log, "reading the cached context windows", func() {
+		defer a.discovery.wg.Done()
+		asked := 0
+		defer func() { // a panic below must not leave a waiter waiting
+			for _, l := range lookups[asked:] {
+				if l.done != nil {
+					close(l.done)
+				}
+			}
+		}()
+		found := make([]bool, len(lookups))
+		func() {
+			defer close(a.discovery.cached)
+			for i, l := range lookups {
+				found[i] = a.cachedWindow(ctx, l.p, l.m)
+			}
+		}()
+		for i, l := range lookups {
+			asked = i + 1
+			switch {
+			case l.done == nil:
+			case found[i]:
+				close(l.done)
+			default:
+				a.discovery.wg.Add(1)
+				goSafe(a.log, "discovering the context window of "+l.m.Name, func() {
+					defer a.discovery.wg.Done()
+					defer close(l.done)
+					a.discoverWindow(ctx, l.p, l.m)
+				})
+			}
+		}
+	})
 }
 
 // cachedWindow applies the cached window of m, if there is one that

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -316,14 +317,16 @@ const maxRepairBytes = 4 << 20
 // XML-style tool call or a special token such as <|im_end|>.
 const junk = `(?:</?(?:parameter|function|tool_call|tool_calls|arg_value|arg_key|invoke)(?:=[^>]{0,200})?>|<\|[^|<>]{1,40}\|>)`
 
+// Compiled on first use: the bounded repetition makes large programs,
+// about a millisecond of every start before initialize is answered.
 var (
-	leadingJunk  = regexp.MustCompile(`^(?:\s*` + junk + `)+\s*`)
-	trailingJunk = regexp.MustCompile(`\s*(?:` + junk + `\s*)+$`)
+	leadingJunk  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:\s*` + junk + `)+\s*`) })
+	trailingJunk = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*(?:` + junk + `\s*)+$`) })
 )
 
 // trimJunk removes template tokens before and after s.
 func trimJunk(s string) string {
-	return strings.TrimSpace(trailingJunk.ReplaceAllString(leadingJunk.ReplaceAllString(s, ""), ""))
+	return strings.TrimSpace(trailingJunk().ReplaceAllString(leadingJunk().ReplaceAllString(s, ""), ""))
 }
 
 // parseArgs reads a tool call's arguments as a JSON object, repairing what
@@ -377,7 +380,7 @@ func cleanStrings(obj map[string]any, fixes *[]string) map[string]any {
 		if !ok || len(s) > 4096 || strings.ContainsRune(s, '\n') {
 			continue
 		}
-		if t := trailingJunk.ReplaceAllString(s, ""); t != s {
+		if t := trailingJunk().ReplaceAllString(s, ""); t != s {
 			obj[k] = t
 			*fixes = appendOnce(*fixes, "stray tags removed")
 		}

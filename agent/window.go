@@ -36,6 +36,9 @@ type learnedWindow struct {
 
 // withLearnedWindow applies what was learned about m's window.
 func (a *Agent) withLearnedWindow(m Model) Model {
+	if c := a.discovery.cached; c != nil {
+		<-c // the cached windows are read (bounded: 2 s a model)
+	}
 	a.mu.Lock()
 	w, ok := a.windows[m.Name]
 	a.mu.Unlock()

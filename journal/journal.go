@@ -15,7 +15,9 @@
 //     response, in its session_loaded event, when the agent records that
 //     event (Record, once those updates are sent; at most openLoadGrace
 //     later without it): a crash in between loses the record of that load,
-//     never anything stored.
+//     never anything stored. Another: a response outside any session sent
+//     before the connection's record is written (initialize, while the
+//     store opens) is committed right after the record, in order.
 //   - The store wrapper returned by Store commits pending frames before every
 //     write that records a projection event (messages, compactions and their
 //     undo, imports), so a session's seq order is causal order: the prompt
@@ -101,12 +103,13 @@ type Journal struct {
 	requests map[string]request       // inbound requests awaiting our response, by id
 	calls    map[string]request       // our requests awaiting the client's response, by id
 
-	flushMu sync.Mutex  // one batch at a time, in order
-	off     atomic.Bool // the connection could not be recorded: no frame log
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	closed  bool
+	flushMu  sync.Mutex  // one batch at a time, in order
+	off      atomic.Bool // the connection could not be recorded: no frame log
+	recorded atomic.Bool // the connection's record was written (or failed)
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	closed   bool
 }
 
 type sessionState struct {
@@ -192,8 +195,11 @@ type request struct {
 
 // Open starts the journal of a connection. The connection's record is
 // written in the background, before any frame: serving need not wait for a
-// database write (the first after a checkpoint also syncs the WAL), and a
-// response still waits for it, as for every frame before it. If the record
+// database write (the first after a checkpoint also syncs the WAL), nor for
+// the store to open. A response in a session waits for it, as for every
+// frame before it; one outside any session answered before the record is
+// written (initialize: it stores nothing) does not, and its frames are
+// committed right after the record, in order. If the record
 // cannot be written (a read-only or full database), the journal turns
 // itself off, logs why, and the connection is served without a frame log.
 func Open(ctx context.Context, store EventStore, opts Options) *Journal {
@@ -231,7 +237,11 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 			j.pending = nil
 			j.mu.Unlock()
 		}
+		j.recorded.Store(true)
 		j.flushMu.Unlock()
+		// What was answered before the record (initialize) follows it
+		// now, in order.
+		j.flush(context.Background(), true)
 		j.writer()
 	}()
 	return j
@@ -693,6 +703,11 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		}
 	}
 	j.mu.Unlock()
+	if ev.Stream == j.conn && !j.recorded.Load() {
+		// Before the connection's record: the writer commits it
+		// right after the record (Open), with what came before it.
+		return
+	}
 	j.Flush(context.Background())
 }
 

@@ -132,6 +132,7 @@ func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 // orderStore notes the order of the connection record and event writes.
 type orderStore struct {
 	persistence.Store
+	hold  chan struct{} // nil: the record takes 20 ms; else it waits for a close
 	mu    sync.Mutex
 	calls []string
 }
@@ -143,7 +144,11 @@ func (o *orderStore) note(c string) {
 }
 
 func (o *orderStore) CreateConnection(ctx context.Context, c *persistence.Connection) error {
-	time.Sleep(20 * time.Millisecond) // a slow first write
+	if o.hold != nil {
+		<-o.hold // a store still opening
+	} else {
+		time.Sleep(20 * time.Millisecond) // a slow first write
+	}
 	o.note("connection")
 	return o.Store.CreateConnection(ctx, c)
 }
@@ -153,23 +158,75 @@ func (o *orderStore) AppendEvents(ctx context.Context, evs ...*persistence.Event
 	return o.Store.AppendEvents(ctx, evs...)
 }
 
-// The connection's record is written before any of its frames, and a
-// response waits for both.
+// returnsWithin reports whether f returns within d (it is left running
+// otherwise).
+func returnsWithin(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// The connection's record is written before any of its frames. The answer
+// to initialize does not wait for it (issue 30: the store may still be
+// opening): its frames are committed right after the record, in order.
 func TestConnectionRecordedBeforeFrames(t *testing.T) {
 	ctx := context.Background()
 	real := openStore(t)
-	store := &orderStore{Store: real}
+	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
-	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // commits before returning
-	evs, err := real.Events(ctx, "conn_1", persistence.EventFilter{})
-	if err != nil || len(evs) != 2 {
-		t.Fatalf("%d events committed with the response, %v", len(evs), err)
+	if !returnsWithin(2*time.Second, func() {
+		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}) {
+		t.Fatal("the answer to initialize waited for the connection's record")
+	}
+	close(store.hold)
+	var evs []persistence.Event
+	for deadline := time.Now().Add(5 * time.Second); len(evs) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		evs, _ = real.Events(ctx, "conn_1", persistence.EventFilter{})
+	}
+	if len(evs) != 2 || evs[0].Kind != persistence.EventRequest || evs[1].Kind != persistence.EventResponse {
+		t.Fatalf("after the record: %d events %v, want initialize's request and response", len(evs), evs)
 	}
 	j.Close()
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	if len(store.calls) < 2 || store.calls[0] != "connection" || store.calls[1] != "events" {
 		t.Fatalf("writes in order %v, want the connection first", store.calls)
+	}
+}
+
+// A response in a session still waits for the connection's record and
+// every frame before it.
+func TestSessionResponseWaitsForRecord(t *testing.T) {
+	ctx := context.Background()
+	real := openStore(t)
+	store := &orderStore{Store: real, hold: make(chan struct{})}
+	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
+	defer j.Close()
+	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/"}}`))
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess_1"}}`))
+	}()
+	select {
+	case <-answered:
+		t.Fatal("session/new was answered before the connection's record")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(store.hold)
+	<-answered
+	evs, err := real.Events(ctx, "sess_1", persistence.EventFilter{})
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("%d events of the session committed with its answer, %v", len(evs), err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -49,12 +50,12 @@ func serve(ctx context.Context, cfg *config.Settings, std stdio) int {
 	}
 	defer closeLog()
 
-	store, err := cfg.OpenStore(ctx)
-	if err != nil {
-		log.Error("cannot open the session database", zap.String("db", backend.Describe(cfg.DB.V)), zap.Error(err))
-		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
-		return exitError
-	}
+	// The database opens while initialize is answered: an editor waits
+	// for that answer before it shows the agent, and nothing in it is
+	// stored. The first request that needs the store waits for the open;
+	// if it fails, that request gets the reason and a later one tries
+	// again.
+	store := openInBackground(cfg.OpenStore, log)
 	defer store.Close()
 
 	conn, ag, closeAgent := connectAgent(ctx, cfg, store, std.in, std.out, log)
@@ -63,13 +64,27 @@ func serve(ctx context.Context, cfg *config.Settings, std stdio) int {
 	log.Info("serving ACP on stdio", zap.String("model", cfg.Model.V), zap.String("db", backend.Describe(cfg.DB.V)),
 		zap.String("config", cfg.File), zap.Bool("configFound", cfg.FileFound),
 		zap.String("connection", connID), zap.Bool("apiKeySet", cfg.APIKey.V != ""))
-	if err := conn.Serve(ctx, ag); err != nil {
-		log.Error("serve", zap.Error(err))
+	serveErr := conn.Serve(ctx, ag)
+	// Before closeAgent: the connection's record and frames are written
+	// if the database opens in time.
+	store.settle(storeGrace)
+	if serveErr != nil {
+		log.Error("serve", zap.Error(serveErr))
 		return exitError
 	}
 	log.Info("client disconnected; exiting")
+	if err := store.failed(); err != nil {
+		// Served without a database: the client saw the reason on each
+		// request that needed it; a shell sees it here.
+		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
+		return exitError
+	}
 	return exitOK
 }
+
+// storeGrace is how long a process whose client has gone still waits for
+// the database to open, to write the connection's record and frames.
+const storeGrace = 5 * time.Second
 
 // connectAgent wires an agent to an ACP connection over in/out, with the
 // frame log recording every frame into store. closeAgent releases the

@@ -88,8 +88,15 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 		return fmt.Errorf("first run: %w", err)
 	}
 	evicted := evictPageCache(bin)
+	empty, err := buildEmptyAgent(dir)
+	if err != nil {
+		return fmt.Errorf("build the empty agent: %w", err)
+	}
+	if _, _, err := initOnly(empty); err != nil { // warms its pages, as the first run above did crow-acp's
+		return fmt.Errorf("empty agent: %w", err)
+	}
 
-	var initT, newT, turnT, modelT, overT, cpuT []time.Duration
+	var emptyT, emptyCPU, initT, initCPU, newT, turnT, modelT, overT, cpuT []time.Duration
 	var rss, anon, file []int
 	var benchSession string
 	for i := 0; i < runs; i++ {
@@ -99,6 +106,14 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 		}
 		benchSession = r.sessionID
 		initT = append(initT, r.initialize)
+		initCPU = append(initCPU, r.initCPU)
+		// The floor, measured between crow-acp's runs so both see the
+		// same machine load.
+		e, c, err := initOnly(empty)
+		if err != nil {
+			return fmt.Errorf("empty agent: %w", err)
+		}
+		emptyT, emptyCPU = append(emptyT, e), append(emptyCPU, c)
 		newT = append(newT, r.newSession)
 		turnT = append(turnT, r.turns...)
 		modelT = append(modelT, r.model...)
@@ -117,6 +132,13 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 		fmt.Printf("  %-34s %10s   <= %s %s\n", name, v.Round(10*time.Microsecond), target, verdict(v <= target))
 	}
 	row("spawn -> initialize response", median(initT), 10*time.Millisecond)
+	floor := median(emptyT)
+	fmt.Printf("  %-34s %10s   (crow-acp takes %.1fx; target <= 2x %s)\n", "  empty agent (floor)", floor.Round(10*time.Microsecond),
+		float64(median(initT))/float64(floor), verdict(median(initT) <= 2*floor))
+	// CPU time moves far less than wall time on a busy machine.
+	if c, e := median(initCPU), median(emptyCPU); c > 0 && e > 0 {
+		fmt.Printf("  %-34s %10s   (empty agent %s: %.1fx)\n", "  CPU time until answered", c.Round(10*time.Microsecond), e.Round(10*time.Microsecond), float64(c)/float64(e))
+	}
 	row("session/new", median(newT), 5*time.Millisecond)
 	fmt.Printf("  %-34s %10s\n", "turn (prompt -> response)", median(turnT).Round(10*time.Microsecond))
 	fmt.Printf("  %-34s %10s\n", "model stream fetched (bytes only)", median(modelT).Round(10*time.Microsecond))
@@ -197,6 +219,7 @@ func directStreamTime(c rawStream) (time.Duration, error) {
 type result struct {
 	sessionID              string
 	initialize, newSession time.Duration
+	initCPU                time.Duration   // crow-acp's CPU time until initialize was answered (all threads)
 	turns, model           []time.Duration // per turn: through crow-acp, and read directly
 	turnCPU                time.Duration   // crow-acp's CPU time per turn (all threads)
 	peakRSSKiB             int
@@ -219,6 +242,7 @@ func oneProcess(bin, url, db, cwd string, turns int, direct rawStream, model str
 		return nil, err
 	}
 	r.initialize = time.Since(start)
+	r.initCPU = cpuTime(cmd.Process.Pid)
 	t0 := time.Now()
 	sess, err := p.conn.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
@@ -243,6 +267,30 @@ func oneProcess(bin, url, db, cwd string, turns int, direct rawStream, model str
 	st := procStatus(cmd.Process.Pid)
 	r.peakRSSKiB, r.anonKiB, r.fileKiB = st["VmHWM"], st["RssAnon"], st["RssFile"]
 	return r, nil
+}
+
+// buildEmptyAgent builds emptyagent, the floor of spawn→initialize, into dir.
+func buildEmptyAgent(dir string) (string, error) {
+	out := filepath.Join(dir, "emptyagent")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/crow-acp/crow-acp/cmd/crow-bench/emptyagent")
+	cmd.Stderr = os.Stderr
+	return out, cmd.Run()
+}
+
+// initOnly is spawn→initialize response of bin, which is then closed, and
+// the CPU time bin took until then.
+func initOnly(bin string) (time.Duration, time.Duration, error) {
+	cmd := exec.Command(bin)
+	start := time.Now()
+	p, err := startAgent(cmd)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.close()
+	if err := p.initialize(context.Background()); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(start), cpuTime(cmd.Process.Pid), nil
 }
 
 // loadOnly is session/load of session id in a new process (request to
