@@ -34,7 +34,9 @@ type ClientCapabilities struct {
 	Terminal bool                       `json:"terminal,omitempty"`
 	Session  *ClientSessionCapabilities `json:"session,omitempty"`
 	Auth     *AuthCapabilities          `json:"auth,omitempty"`
-	Meta     Meta                       `json:"_meta,omitempty"`
+	// Elicitation: the modes of elicitation/create the client handles.
+	Elicitation *ElicitationCapabilities `json:"elicitation,omitempty"`
+	Meta        Meta                     `json:"_meta,omitempty"`
 }
 
 // AuthCapabilities says which auth method types the client can handle.

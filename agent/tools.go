@@ -118,6 +118,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
+		Elicit: a.elicitFunc(caps),
 	}
 }
 
@@ -164,10 +165,15 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 			}
 		}
 	}
+	var asked *askedInText
 	for _, c := range calls {
-		if ctx.Err() != nil || guard.stopped() {
+		if ctx.Err() != nil || guard.stopped() || asked != nil {
 			status, why := persistence.StatusCancelled, "Error: not run: the user cancelled the turn."
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case asked != nil:
+				status, why = persistence.StatusComplete, notRunAfterQuestion
+			default:
 				status, why = persistence.StatusComplete, "Error: not run: the turn was stopped because the same failing call kept being repeated."
 			}
 			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: status, Content: why}
@@ -177,8 +183,15 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, s *persistence.Ses
 			continue
 		}
 		if err := a.runToolCall(ctx, persistCtx, s, env, byName, schemas, c, guard); err != nil {
+			if q, ok := err.(*askedInText); ok {
+				asked = q
+				continue
+			}
 			return err
 		}
+	}
+	if asked != nil {
+		return asked
 	}
 	return nil
 }
@@ -242,6 +255,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 	if c.ArgumentsError != "" {
 		return failEarly(tool.Failure("the arguments of %s are not a JSON object (%s); call it again with valid JSON", c.Name, c.ArgumentsError))
 	}
+	env.ToolCallID = c.ID
 	act, err := t.Prepare(env, json.RawMessage(c.Arguments))
 	if err != nil {
 		return failEarly(tool.Failure("%s: %v", c.Name, err))
@@ -268,7 +282,10 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, s *persistence.Sess
 		if res.Release != nil {
 			res.Release()
 		}
-		return save(res, status)
+		if err := save(res, status); err != nil || res.EndTurn == "" || status != persistence.StatusComplete {
+			return err
+		}
+		return &askedInText{text: res.EndTurn}
 	}
 
 	verdict, why, err := a.authorize(ctx, s, call, act)

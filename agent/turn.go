@@ -188,6 +188,9 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, s *persistence.Session)
 			return stopReason(res.FinishReason), nil
 		}
 		if err := a.runToolCalls(ctx, persistCtx, s, res.ToolCalls, guard); err != nil {
+			if q, ok := err.(*askedInText); ok && ctx.Err() == nil {
+				return a.replyWithQuestion(persistCtx, s, q)
+			}
 			return "", err
 		}
 		if ctx.Err() != nil {

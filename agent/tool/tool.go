@@ -64,6 +64,14 @@ type Env struct {
 	// StoredOutput returns the full output of an earlier call of this
 	// session (for read_output).
 	StoredOutput func(ctx context.Context, callID string) (string, error)
+
+	// ToolCallID is the call being prepared (questions are tied to it).
+	ToolCallID string
+	// Elicit asks the client with elicitation/create; nil when the client
+	// did not advertise form elicitation (ask.go falls back).
+	Elicit func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
+	// QuestionTimeout bounds an open question; 0 = DefaultQuestionTimeout.
+	QuestionTimeout time.Duration
 }
 
 // Action is one prepared tool call.
@@ -111,6 +119,9 @@ type Result struct {
 	// Release, when set, frees what Content shows (a client terminal). The
 	// caller runs it once, after the final update of the call was sent.
 	Release func()
+	// EndTurn, when set, is the agent's reply that ends the turn after
+	// this call: a question nobody could be asked interactively.
+	EndTurn string
 }
 
 // Tool is one function the model can call.
@@ -121,7 +132,7 @@ type Tool interface {
 
 // Builtins returns the built-in tools, in the order offered to the model.
 func Builtins() []Tool {
-	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}}
+	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}, askUser{}}
 }
 
 // The tools a model can edit files with.
