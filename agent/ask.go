@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
@@ -11,14 +12,21 @@ import (
 // asked with elicitation/create where the client advertised forms, else as
 // a permission request, else as the turn's reply (askedInText).
 
-// elicitFunc is how tools ask the client a form: nil when the client did
-// not advertise form elicitation.
-func (a *Agent) elicitFunc(caps acp.ClientCapabilities) func(context.Context, *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error) {
+// elicitInto gives tools the elicitation modes the client advertised
+// (env.Elicit nil: no forms; the tools fall back).
+func (a *Agent) elicitInto(env *tool.Env, caps acp.ClientCapabilities) {
 	e, ok := a.client.(acp.Elicitor)
-	if !ok || !caps.ElicitsForm() {
-		return nil
+	if !ok {
+		return
 	}
-	return e.CreateElicitation
+	if caps.ElicitsForm() {
+		env.Elicit = e.CreateElicitation
+	}
+	if c, ok := a.client.(interface {
+		CompleteElicitation(context.Context, *acp.CompleteElicitationNotification) error
+	}); ok && caps.ElicitsURL() {
+		env.ElicitURL, env.CompleteElicitation = e.CreateElicitation, c.CompleteElicitation
+	}
 }
 
 // askedInText ends the turn after a question nobody could be asked

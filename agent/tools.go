@@ -101,7 +101,7 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 	if a.client != nil {
 		client = tool.BoundClient(a.client, a.cfg.ClientCallTimeout)
 	}
-	return &tool.Env{
+	env := &tool.Env{
 		SessionID:        s.ID,
 		Roots:            tool.ResolveRoots(workspaceRoots(s)),
 		ClientRoots:      tool.ClientRoots(workspaceRoots(s)),
@@ -118,8 +118,9 @@ func (a *Agent) toolEnv(s *persistence.Session) *tool.Env {
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
-		Elicit: a.elicitFunc(caps),
 	}
+	a.elicitInto(env, caps)
+	return env
 }
 
 // storedOutput is the full output of an earlier tool call of the session.

@@ -70,6 +70,10 @@ type Env struct {
 	// Elicit asks the client with elicitation/create; nil when the client
 	// did not advertise form elicitation (ask.go falls back).
 	Elicit func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
+	// ElicitURL and CompleteElicitation pass an MCP server's URL
+	// elicitations on; nil when the client did not advertise elicitation.url.
+	ElicitURL           func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
+	CompleteElicitation func(ctx context.Context, n *acp.CompleteElicitationNotification) error
 	// QuestionTimeout bounds an open question; 0 = DefaultQuestionTimeout.
 	QuestionTimeout time.Duration
 }
