@@ -41,11 +41,10 @@ type askUser struct{}
 func (askUser) Definition() streaming.Tool {
 	return streaming.Tool{
 		Name: AskUserTool,
-		Description: "Ask the user a question and wait for the answer, when you cannot go on without their decision. " +
-			"Give choices when there are a few clear options; the user may also answer in their own words.",
+		Description: "Ask the user a question you cannot go on without, and wait for the answer.",
 		Parameters: object(props{
 			"question": str("The question"),
-			"choices":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Possible answers (optional)"},
+			"choices":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "A few possible answers"},
 		}, "question"),
 	}
 }
