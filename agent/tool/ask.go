@@ -40,7 +40,7 @@ type askUser struct{}
 
 func (askUser) Definition() streaming.Tool {
 	return streaming.Tool{
-		Name: AskUserTool,
+		Name:        AskUserTool,
 		Description: "Ask the user a question you cannot go on without, and wait for the answer.",
 		Parameters: object(props{
 			"question": str("The question"),
