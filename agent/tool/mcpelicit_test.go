@@ -85,3 +85,41 @@ func (p *permClient) RequestPermission(_ context.Context, r *acp.RequestPermissi
 	p.n++
 	return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Outcome: "selected", OptionID: r.Options[0].OptionID}}, nil
 }
+
+// TestMCPAskerURL: a URL elicitation goes on only to a client that takes
+// them and only for an http(s) URL; the server's completion reaches the
+// client for an id that was shown, never for another.
+func TestMCPAskerURL(t *testing.T) {
+	var shown []string
+	var completed []string
+	env := &Env{SessionID: "s",
+		ElicitURL: func(_ context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error) {
+			shown = append(shown, req.URL)
+			return &acp.CreateElicitationResponse{Action: acp.ElicitAccept}, nil
+		},
+		CompleteElicitation: func(_ context.Context, n *acp.CompleteElicitationNotification) error {
+			completed = append(completed, n.ElicitationID)
+			return nil
+		}}
+	a := &mcpAsker{server: "srv"}
+	defer a.during(context.Background(), env, "c1")()
+	urlReq := func(id, u string) *mcp.ElicitRequest {
+		return &mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: u, ElicitationID: id}}
+	}
+	if res, _ := a.elicit(context.Background(), urlReq("e1", "javascript:alert(1)")); res.Action != acp.ElicitCancel {
+		t.Errorf("a javascript: URL was passed on")
+	}
+	if res, _ := a.elicit(context.Background(), urlReq("e2", "https://x.example/login")); res.Action != acp.ElicitAccept {
+		t.Errorf("an https URL was not passed on: %+v", res)
+	}
+	for _, id := range []string{"other", "e1", "e2", "e2"} {
+		a.complete(context.Background(), &mcp.ElicitationCompleteNotificationRequest{Params: &mcp.ElicitationCompleteParams{ElicitationID: id}})
+	}
+	if len(shown) != 1 || len(completed) != 1 || completed[0] != "e2" {
+		t.Errorf("shown %v, completed %v", shown, completed)
+	}
+	env.ElicitURL = nil
+	if res, _ := a.elicit(context.Background(), urlReq("e3", "https://x.example/login")); res.Action != acp.ElicitCancel || len(shown) != 1 {
+		t.Errorf("passed on to a client without elicitation.url")
+	}
+}

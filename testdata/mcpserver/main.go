@@ -55,6 +55,24 @@ func main() {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 			})
 	}
+	if *ask {
+		// A URL elicitation, as a server asks a person to sign in on a page.
+		// (No elicitation/complete: it may overtake the tool's result, and
+		// a fixture's frames are strictly ordered.)
+		mcp.AddTool(s, &mcp.Tool{Name: "sign_in", Description: "Sign in on a web page."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				resp, ok := req.Params.InputResponses["login"]
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"login": &mcp.ElicitParams{Mode: "url",
+						Message: "Sign in to notes", URL: "https://notes.example/login?s=1", ElicitationID: "login-1"}}}, nil, nil
+				}
+				res, _ := resp.(*mcp.ElicitResult)
+				if res == nil || res.Action != "accept" {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not signed in"}}}, nil, nil
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signed in"}}}, nil, nil
+			})
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
