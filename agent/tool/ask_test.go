@@ -12,6 +12,17 @@ import (
 	"github.com/crow-acp/crow-acp/acp/acptest"
 )
 
+// validators are the stable schema the fixtures use and the newest, SDK
+// 2.4's, where elicitation is stable too.
+func validators(tb testing.TB) []*acptest.Validator {
+	tb.Helper()
+	sdk, err := acptest.NewValidator(acptest.SchemaFile("sdk-2.4.0/v1/schema.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []*acptest.Validator{acptest.MustValidator(tb), sdk}
+}
+
 // askFrame is req as the agent writes it, for the schema check.
 func askFrame(t testing.TB, req *acp.CreateElicitationRequest) []byte {
 	params, err := json.Marshal(req)
@@ -70,7 +81,7 @@ func TestAskTimeout(t *testing.T) {
 // TestAskFrameValid: the form ask_user sends is valid against the SDK 2.4
 // schema, with and without choices, with hostile text.
 func TestAskFrameValid(t *testing.T) {
-	v := acptest.MustValidator(t)
+	vs := validators(t)
 	for _, a := range []askArgs{
 		{Question: "Free text?"},
 		{Question: "Pick \x1b[31mone\x00\xff", Choices: []string{"a\x07", "b"}},
@@ -80,8 +91,10 @@ func TestAskFrameValid(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := &acp.CreateElicitationRequest{Mode: acp.ElicitForm, SessionID: "s", ToolCallID: "c", Message: q.Message, RequestedSchema: q.Schema}
-		if err := v.ValidateAgentFrame(askFrame(t, req), nil); err != nil {
-			t.Error(err)
+		for _, v := range vs {
+			if err := v.ValidateAgentFrame(askFrame(t, req), nil); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 }
@@ -157,7 +170,7 @@ func FuzzParseElicitSchema(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	v := acptest.MustValidator(f)
+	vs := validators(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		s, err := ParseElicitSchema(raw)
 		if err != nil {
@@ -173,8 +186,10 @@ func FuzzParseElicitSchema(f *testing.F) {
 			}
 		}
 		req := &acp.CreateElicitationRequest{Mode: acp.ElicitForm, SessionID: "s", Message: "m", RequestedSchema: s}
-		if err := v.ValidateAgentFrame(askFrame(t, req), nil); err != nil {
-			t.Fatal(err)
+		for _, v := range vs {
+			if err := v.ValidateAgentFrame(askFrame(t, req), nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

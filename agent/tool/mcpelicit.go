@@ -185,13 +185,15 @@ func (a *mcpAsker) forget(id string) *Env {
 	return env
 }
 
-// webURL reports whether s is an http(s) URL a user may be sent to.
+// webURL reports whether s is an http(s) URL a user may be sent to, in
+// its canonical form (so no spaces or raw control characters: the schema's
+// uri format holds).
 func webURL(s string) bool {
 	if len(s) > maxElicitURLBytes {
 		return false
 	}
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.String() == s
 }
 
 // singleChoice reports the field and choices of a form that is one choice:

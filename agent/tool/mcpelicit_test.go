@@ -102,13 +102,17 @@ func TestMCPAskerURL(t *testing.T) {
 			return nil
 		}}
 	a := &mcpAsker{server: "srv"}
-	defer a.during(context.Background(), env, "c1")()
 	urlReq := func(id, u string) *mcp.ElicitRequest {
 		return &mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: u, ElicitationID: id}}
 	}
-	if res, _ := a.elicit(context.Background(), urlReq("e1", "javascript:alert(1)")); res.Action != acp.ElicitCancel {
-		t.Errorf("a javascript: URL was passed on")
+	for _, bad := range []string{"javascript:alert(1)", "https://x.example/a b", "https://x.example/\x1b[2J", "file:///etc/passwd"} {
+		done := a.during(context.Background(), env, "c1")
+		if res, _ := a.elicit(context.Background(), urlReq("e1", bad)); res.Action != acp.ElicitCancel {
+			t.Errorf("%q was passed on", bad)
+		}
+		done()
 	}
+	defer a.during(context.Background(), env, "c2")()
 	if res, _ := a.elicit(context.Background(), urlReq("e2", "https://x.example/login")); res.Action != acp.ElicitAccept {
 		t.Errorf("an https URL was not passed on: %+v", res)
 	}
