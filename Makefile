@@ -44,6 +44,7 @@ FUZZ_TARGETS += ./internal/termsafe:FuzzText
 FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:500x
 FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
 FUZZ_TARGETS += ./agent:FuzzRepairArgs:3000x
+FUZZ_TARGETS += ./agent/tool:FuzzParseElicitSchema
 FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch

@@ -288,6 +288,7 @@ var clientMethods = map[string]func(context.Context, Client, json.RawMessage) (a
 	"terminal/wait_for_exit":     clientRoute(Client.WaitForTerminalExit),
 	"terminal/kill":              clientRoute(noResult(Client.KillTerminal)),
 	"terminal/release":           clientRoute(noResult(Client.ReleaseTerminal)),
+	"elicitation/create":         serveElicitation,
 }
 
 // clientRoute decodes params into P and calls fn; an empty result is {}.

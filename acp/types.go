@@ -37,7 +37,9 @@ type ClientCapabilities struct {
 	// Subagents (SDK 2.4, unstable): the client shows child sessions
 	// announced with subagent_update (SupportsSubagents).
 	Subagents *json.RawMessage `json:"subagents,omitempty"`
-	Meta      Meta             `json:"_meta,omitempty"`
+	// Elicitation: the modes of elicitation/create the client handles.
+	Elicitation *ElicitationCapabilities `json:"elicitation,omitempty"`
+	Meta        Meta                     `json:"_meta,omitempty"`
 }
 
 // AuthCapabilities says which auth method types the client can handle.

@@ -11,7 +11,8 @@ func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
 		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
-			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers})
+			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers,
+			URLElicitation: a.capabilities().ElicitsURL()})
 	}
 	sess.mu.Lock()
 	old := sess.mcp

@@ -108,7 +108,7 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 	if a.client != nil {
 		client = tool.BoundClient(a.client, a.cfg.ClientCallTimeout)
 	}
-	return &tool.Env{
+	env := &tool.Env{
 		SessionID:        s.ID,
 		Roots:            tool.ResolveRoots(workspaceRoots(s)),
 		ClientRoots:      tool.ClientRoots(workspaceRoots(s)),
@@ -126,6 +126,8 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 			return a.storedOutput(ctx, s.ID, callID)
 		},
 	}
+	a.elicitInto(env, caps)
+	return env
 }
 
 // storedOutput is the full output of an earlier tool call of the session.
@@ -171,10 +173,15 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 			}
 		}
 	}
+	var asked *askedInText
 	for _, c := range calls {
-		if ctx.Err() != nil || guard.stopped() {
+		if ctx.Err() != nil || guard.stopped() || asked != nil {
 			status, why := persistence.StatusCancelled, "Error: not run: the user cancelled the turn."
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case asked != nil:
+				status, why = persistence.StatusComplete, notRunAfterQuestion
+			default:
 				status, why = persistence.StatusComplete, "Error: not run: the turn was stopped because the same failing call kept being repeated."
 			}
 			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: status, Content: why}
@@ -184,8 +191,15 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 			continue
 		}
 		if err := a.runToolCall(ctx, persistCtx, sess, s, env, byName, schemas, c, guard); err != nil {
+			if q, ok := err.(*askedInText); ok {
+				asked = q
+				continue
+			}
 			return err
 		}
+	}
+	if asked != nil {
+		return asked
 	}
 	return nil
 }
@@ -277,7 +291,10 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		if res.Release != nil {
 			res.Release()
 		}
-		return save(res, status)
+		if err := save(res, status); err != nil || res.EndTurn == "" || status != persistence.StatusComplete {
+			return err
+		}
+		return &askedInText{text: res.EndTurn}
 	}
 
 	verdict, why, err := a.authorize(ctx, sess, s, call, act)

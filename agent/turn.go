@@ -192,6 +192,9 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 			return stopReason(res.FinishReason), nil
 		}
 		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+			if q, ok := err.(*askedInText); ok && ctx.Err() == nil {
+				return a.replyWithQuestion(persistCtx, sess, s, q)
+			}
 			return "", err
 		}
 		if ctx.Err() != nil {

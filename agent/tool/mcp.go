@@ -55,6 +55,7 @@ type mcpConn struct {
 	session *mcp.ClientSession // an HTTP or SSE server's
 	server  *stdioServer       // a stdio server's, stopped when idle (mcplife.go)
 	tools   []*mcp.Tool
+	asker   *mcpAsker // the server's elicitations, to the user (mcpelicit.go)
 }
 
 // MCPOptions are what connecting a session's MCP servers needs beyond the
@@ -71,6 +72,9 @@ type MCPOptions struct {
 	// any other server are untrusted hints (as the MCP spec says) and
 	// change nothing.
 	Trusted []string
+	// URLElicitation: the ACP client takes URL elicitations, so servers
+	// are told they may send them (forms are always passed on).
+	URLElicitation bool
 	// Log gets the stack of a bug hit while connecting (nil: not logged).
 	Log *zap.Logger
 }
@@ -107,7 +111,7 @@ func ConnectMCP(servers []acp.McpServer, opts MCPOptions) *MCPSet {
 			// A server's bytes reach the MCP SDK here: a bug they trip fails
 			// this server only, not the process.
 			err := acp.Safely(opts.Log, "connecting to MCP server "+srv.Name, func() (err error) {
-				if c, err = connectOne(ctx, srv, version, timeout, childEnv); err == nil {
+				if c, err = connectOne(ctx, srv, version, timeout, childEnv, opts.URLElicitation); err == nil {
 					dropped = c.boundTools() // outside the lock: it encodes every schema
 				}
 				return err
@@ -174,11 +178,11 @@ func (s *MCPSet) nameTools() {
 	}
 }
 
-func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration, childEnv []string) (*mcpConn, error) {
+func connectOne(ctx context.Context, srv acp.McpServer, version string, timeout time.Duration, childEnv []string, urlElicit bool) (*mcpConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, nil)
-	c := &mcpConn{name: srv.Name}
+	c := &mcpConn{name: srv.Name, asker: &mcpAsker{server: srv.Name}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "crow-acp", Version: version}, c.asker.clientOptions(urlElicit))
 	var (
 		t    mcp.Transport
 		sess *mcp.ClientSession
@@ -450,9 +454,11 @@ func (t *mcpTool) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if a := t.tool.Annotations; t.trusted && a != nil && a.ReadOnlyHint {
 		act.Access, act.Kind = AccessRead, acp.ToolKindRead
 	}
+	callID := env.CallID
 	act.Run = func(turn context.Context, _ func([]acp.ToolCallContent)) Result {
 		ctx, cancel := context.WithTimeout(turn, t.timeout)
 		defer cancel()
+		defer t.conn.asker.during(ctx, env, callID)()
 		res, err := t.conn.callTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
 		if err != nil {
 			switch {

@@ -32,7 +32,8 @@ const (
 // Env is what a tool may use while it runs in one session.
 type Env struct {
 	SessionID string
-	// CallID is the id of the call being prepared (set per call).
+	// CallID is the id of the call being prepared (set per call; a
+	// question or a subagent is tied to it).
 	CallID string
 	// Roots are the workspace directories, symlinks resolved: the session's
 	// cwd first, then any additional directories. Paths inside them are
@@ -66,6 +67,16 @@ type Env struct {
 	// StoredOutput returns the full output of an earlier call of this
 	// session (for read_output).
 	StoredOutput func(ctx context.Context, callID string) (string, error)
+
+	// Elicit asks the client with elicitation/create; nil when the client
+	// did not advertise form elicitation (ask.go falls back).
+	Elicit func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
+	// ElicitURL and CompleteElicitation pass an MCP server's URL
+	// elicitations on; nil when the client did not advertise elicitation.url.
+	ElicitURL           func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
+	CompleteElicitation func(ctx context.Context, n *acp.CompleteElicitationNotification) error
+	// QuestionTimeout bounds an open question; 0 = DefaultQuestionTimeout.
+	QuestionTimeout time.Duration
 }
 
 // Action is one prepared tool call.
@@ -116,6 +127,9 @@ type Result struct {
 	// Child names the session a subagent's task ran in (agent/subagent.go),
 	// kept with the stored result so that a replay announces it again.
 	Child *ChildSession
+	// EndTurn, when set, is the agent's reply that ends the turn after
+	// this call: a question nobody could be asked interactively.
+	EndTurn string
 }
 
 // ChildSession is a subagent's child session as its parent shows it.
@@ -134,7 +148,7 @@ type Tool interface {
 
 // Builtins returns the built-in tools, in the order offered to the model.
 func Builtins() []Tool {
-	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}}
+	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}, askUser{}}
 }
 
 // The tools a model can edit files with.

@@ -124,9 +124,11 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 	// The UI shows compaction and notices on stderr, apart from the answer.
 	compaction, notices := json.RawMessage(`{}`), json.RawMessage(`{}`)
 	if _, err := client.Initialize(context.Background(), &acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersion,
-		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction, Notices: &notices}},
-		ClientInfo:         &acp.Implementation{Name: "crow-acp-exec", Title: "crow-acp exec", Version: version},
+		ProtocolVersion: acp.ProtocolVersion,
+		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction, Notices: &notices},
+			// Questions (ask_user, MCP forms) are asked at the terminal.
+			Elicitation: &acp.ElicitationCapabilities{Form: &acp.Marker{}}},
+		ClientInfo: &acp.Implementation{Name: "crow-acp-exec", Title: "crow-acp exec", Version: version},
 	}); err != nil {
 		return e.fail(fmt.Errorf("exec: initialize: %w", err))
 	}

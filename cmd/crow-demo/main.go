@@ -206,7 +206,7 @@ func run(ctx context.Context, bin string, out io.Writer, keep bool) error {
 // compaction: the third prompt crosses the threshold (0.9 of the window
 // minus the reply reserve) while the request after the log was read stays
 // under it. TestDemo fails if the tools' size moves either out of range.
-const demoWindow = 5200
+const demoWindow = 5300
 
 const (
 	firstPrompt  = "What is this project? Keep a short note of it in NOTES.md."

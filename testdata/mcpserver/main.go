@@ -1,9 +1,12 @@
 // Command mcpserver is a small MCP server over stdio for crow-acp's
-// fixtures: "echo" (read-only) and "add_note" (changes state).
+// fixtures: "echo" (read-only) and "add_note" (changes state); with -ask
+// also "pick", which asks the user to pick a colour (elicitation/create).
 package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"log"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +33,46 @@ func main() {
 			notes = append(notes, in.Note)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "saved note " + in.Note}}}, nil, nil
 		})
+	ask := flag.Bool("ask", false, "offer the pick tool")
+	flag.Parse()
+	if *ask {
+		mcp.AddTool(s, &mcp.Tool{Name: "pick", Description: "Let the user pick a colour."},
+			// The 2026-07-28 way (SEP-2322): the first call returns the
+			// question; the client's SDK asks it and calls again with the answer.
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				resp, ok := req.Params.InputResponses["colour"]
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"colour": &mcp.ElicitParams{Message: "Which colour?",
+						RequestedSchema: map[string]any{"type": "object", "required": []string{"colour"},
+							"properties": map[string]any{"colour": map[string]any{"type": "string", "title": "Colour", "enum": []string{"red", "green"}}}}}}}, nil, nil
+				}
+				text := "no answer"
+				if res, ok := resp.(*mcp.ElicitResult); ok && res.Action == "accept" {
+					text = fmt.Sprintf("picked %v", res.Content["colour"])
+				} else if ok {
+					text = "no colour: " + res.Action
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+			})
+	}
+	if *ask {
+		// A URL elicitation, as a server asks a person to sign in on a page.
+		// (No elicitation/complete: it may overtake the tool's result, and
+		// a fixture's frames are strictly ordered.)
+		mcp.AddTool(s, &mcp.Tool{Name: "sign_in", Description: "Sign in on a web page."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				resp, ok := req.Params.InputResponses["login"]
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"login": &mcp.ElicitParams{Mode: "url",
+						Message: "Sign in to notes", URL: "https://notes.example/login?s=1", ElicitationID: "login-1"}}}, nil, nil
+				}
+				res, _ := resp.(*mcp.ElicitResult)
+				if res == nil || res.Action != "accept" {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not signed in"}}}, nil, nil
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signed in"}}}, nil, nil
+			})
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
