@@ -1,0 +1,127 @@
+package chat
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/chzyer/readline"
+)
+
+// errInterrupt is Ctrl-C at a prompt.
+var errInterrupt = readline.ErrInterrupt
+
+// lineReader reads what the person types.
+type lineReader interface {
+	// ReadLine shows prompt and reads one line; errInterrupt for Ctrl-C
+	// (with what was typed), io.EOF for Ctrl-D on an empty line.
+	ReadLine(prompt string) (string, error)
+	// Remember adds an entry to the history kept across runs.
+	Remember(entry string)
+	Close() error
+}
+
+// editor is the line editor on a terminal: chzyer/readline, with the
+// history in a file and completion of slash commands.
+type editor struct {
+	rl *readline.Instance
+}
+
+func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(prefix string) []string) (*editor, error) {
+	if historyFile != "" {
+		// The prompts may be private: the file is the person's alone.
+		_ = os.MkdirAll(filepath.Dir(historyFile), 0o700)
+		if f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			f.Close()
+		}
+	}
+	cfg := &readline.Config{
+		Prompt:                 "> ",
+		HistoryFile:            historyFile,
+		HistoryLimit:           1000,
+		DisableAutoSaveHistory: true, // permission answers are not history
+		AutoComplete:           completer(complete),
+		Stdout:                 out,
+		Stderr:                 out,
+	}
+	if rc, ok := in.(io.ReadCloser); ok {
+		cfg.Stdin = rc
+	}
+	rl, err := readline.NewEx(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("line editor: %w", err)
+	}
+	return &editor{rl: rl}, nil
+}
+
+func (e *editor) ReadLine(prompt string) (string, error) {
+	e.rl.SetPrompt(prompt)
+	return e.rl.Readline()
+}
+
+func (e *editor) Remember(entry string) { _ = e.rl.SaveHistory(entry) }
+
+func (e *editor) Close() error { return e.rl.Close() }
+
+// completer completes the slash command being typed at the start of
+// the line.
+type completer func(prefix string) []string
+
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	typed := string(line[:pos])
+	if !strings.HasPrefix(typed, "/") || strings.ContainsAny(typed, " \n") {
+		return nil, 0
+	}
+	var out [][]rune
+	for _, name := range c(typed) {
+		out = append(out, []rune(strings.TrimPrefix(name, typed)+" "))
+	}
+	return out, len([]rune(typed))
+}
+
+// plainReader reads lines from a pipe or a dumb terminal: no editing, and
+// the prompt is shown only where someone types.
+type plainReader struct {
+	mu     sync.Mutex
+	in     *bufio.Reader
+	out    io.Writer
+	prompt bool
+}
+
+func newPlainReader(in io.Reader, out io.Writer, showPrompt bool) *plainReader {
+	return &plainReader{in: bufio.NewReader(in), out: out, prompt: showPrompt}
+}
+
+func (p *plainReader) ReadLine(prompt string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prompt {
+		fmt.Fprint(p.out, prompt)
+	}
+	line, err := p.in.ReadString('\n')
+	if errors.Is(err, io.EOF) && line != "" {
+		err = nil
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), err
+}
+
+func (p *plainReader) Remember(string) {}
+func (p *plainReader) Close() error    { return nil }
+
+// matching are the names that start with prefix, sorted.
+func matching(names []string, prefix string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
