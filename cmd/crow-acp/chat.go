@@ -103,7 +103,7 @@ func runChat(ctx context.Context, e *env, args []string) int {
 		return e.fail(fmt.Errorf("chat: %w", err))
 	}
 	defer stopAgent()
-	err = c.Run(ctx, client, opt.session)
+	err = c.Run(client, opt.session)
 	if errors.Is(err, chat.ErrNotFound) {
 		return e.fail(&notFoundError{id: opt.session})
 	}

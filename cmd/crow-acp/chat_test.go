@@ -216,6 +216,10 @@ func TestChatTerminal(t *testing.T) {
 	p.send("hello again\r")
 	p.expect("Back again.")
 	p.expect("> ")
+	// The store still answers after a Ctrl-C.
+	p.send("/sessions\r")
+	p.expect("make a plan")
+	p.expect("> ")
 
 	p.send("/comp\t")
 	p.expect("/compact")
@@ -248,6 +252,7 @@ func TestChatTerminal(t *testing.T) {
 			t.Errorf("the continued turn's request lacks %q", want)
 		}
 	}
+	p.expect("> ")
 	p.send("\x03")
 	p.expect("Ctrl-C again")
 	p.send("\x03")

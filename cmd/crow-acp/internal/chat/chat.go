@@ -141,8 +141,9 @@ func (c *Chat) readAnswer(prompt string) (string, error) {
 }
 
 // Run starts a session (or resumes the one named) and converses until the
-// person quits. It returns nil at a normal exit.
-func (c *Chat) Run(ctx context.Context, conn Conn, resume string) error {
+// person quits. It returns nil at a normal exit. Interrupts come from
+// Options.Signals, not from a context.
+func (c *Chat) Run(conn Conn, resume string) error {
 	if resume != "" {
 		if err := c.load(conn, resume); err != nil {
 			return err
@@ -180,7 +181,9 @@ func (c *Chat) Run(ctx context.Context, conn Conn, resume string) error {
 		}
 		c.lines.Remember(text)
 		if strings.HasPrefix(text, "/") {
-			quit, handled, err := c.command(ctx, conn, text)
+			// Not ctx: the process's context ends at the first Ctrl-C,
+			// which here only cancels a turn.
+			quit, handled, err := c.command(context.Background(), conn, text)
 			if err != nil {
 				c.note("✗ %v", err)
 			}
@@ -275,6 +278,9 @@ wait:
 		}
 	}
 	c.ui.Finish()
+	if c.tty {
+		fmt.Fprintln(c.opt.Out) // the turn ends; the status line follows
+	}
 	switch {
 	case o.err != nil:
 		c.note("✗ %s (the prompt is stored; try again, or crow-acp doctor checks the set-up)", termsafe.Text(o.err.Error()))
@@ -448,11 +454,12 @@ func (c *Chat) help() {
 	if len(cmds) > 0 {
 		b.WriteString("The agent's commands:\n")
 		for _, a := range cmds {
-			name := "/" + a.Name
+			desc := a.Description
 			if a.Input != nil && a.Input.Hint != "" {
-				name += " " + a.Input.Hint
+				desc += " (input: " + a.Input.Hint + ")"
 			}
-			fmt.Fprintf(&b, "  %-18s %s\n", termsafe.Line(transcript.OneLine(name, 40)), termsafe.Line(transcript.OneLine(a.Description, 100)))
+			fmt.Fprintf(&b, "  %-18s %s\n", termsafe.Line(transcript.OneLine("/"+a.Name, 40)),
+				termsafe.Line(transcript.OneLine(desc, max(20, c.width()-22))))
 		}
 	}
 	b.WriteString("Input: end a line with \\ to continue it; a line of \"\"\" starts and ends a block (for pastes).\n")
