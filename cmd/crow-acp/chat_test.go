@@ -326,3 +326,55 @@ func TestStoreCommandsIgnoreModelSettings(t *testing.T) {
 		t.Errorf("exec with a bad endpoint: exit %d, %q", code, errs)
 	}
 }
+
+// TestChatDegrades: with pipes the chat reads one prompt a line and writes
+// plain text (Markdown as written, no escape sequence, no prompt); on a
+// terminal NO_COLOR keeps the line editor but writes no colours, and
+// TERM=dumb writes no escape sequence at all.
+func TestChatDegrades(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	const answer = "# Title\n\nSome **bold** text."
+
+	t.Run("pipes", func(t *testing.T) {
+		m.Enqueue(fakemodel.Reply{Text: answer})
+		vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp, "HOME": env.Tmp}
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"chat", "--cwd", env.Dir}, stdio{in: strings.NewReader("hello\n/quit\n"), out: &out, err: &errb},
+			func(k string) string { return vars[k] })
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.Contains(out.String(), answer) || strings.Contains(out.String(), "\x1b") || strings.Contains(out.String(), "> ") {
+			t.Errorf("chat over pipes:\n%q", out.String())
+		}
+	})
+
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	for _, tc := range []struct{ name, env string }{{"NO_COLOR", "NO_COLOR=1"}, {"dumb", "TERM=dumb"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.Enqueue(fakemodel.Reply{Text: answer})
+			cmd := chatCommand(bin, m, env, "chat")
+			cmd.Env = append(cmd.Env, tc.env)
+			p := startChat(t, cmd)
+			p.expect("> ")
+			p.send("hello\r")
+			seen := p.expect("text.")
+			if !strings.Contains(seen, "**bold**") || strings.Contains(seen, "\x1b[1m") || strings.Contains(seen, "\x1b[2m") {
+				t.Errorf("the answer with %s:\n%q", tc.env, seen)
+			}
+			p.expect("> ")
+			p.send("\x04")
+			if code := p.wait(); code != exitOK {
+				t.Fatalf("exit %d", code)
+			}
+			if tc.name == "dumb" && strings.Contains(p.shown(), "\x1b") {
+				t.Errorf("TERM=dumb got escape sequences:\n%q", p.shown())
+			}
+		})
+	}
+}

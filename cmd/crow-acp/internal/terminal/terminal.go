@@ -206,9 +206,11 @@ func (ui *UI) render(u acp.SessionUpdate) {
 			}
 			ui.startSpinLocked("waiting for the model")
 		case acp.ToolStatusFailed:
-			ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
 			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
-				ui.writeOutputLocked(tu.Content)
+				ui.noteLocked("✗ %s", title)
+				ui.writeOutputLocked(tu.Content) // its end says why
+			} else {
+				ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
 			}
 			ui.startSpinLocked("waiting for the model")
 		}
