@@ -54,6 +54,7 @@ FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
 FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
 FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
+FUZZ_TARGETS += ./cmd/crow-acp/internal/chat:FuzzRenderMarkdown
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -28,7 +28,7 @@ type command struct {
 // default when no subcommand is named.
 func commands() []command {
 	return []command{
-		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
+		{"serve", "speak ACP on stdin/stdout (the default with pipes; editors run this)", runServe},
 		{"chat", "converse with the agent in the terminal (the default in a terminal)", runChat},
 		{"exec", "run one prompt in the terminal and stream the answer", runExec},
 		{"sessions", "list, show, export, delete, verify or rebuild stored sessions", runSessions},
