@@ -221,6 +221,20 @@ func TestChatTerminal(t *testing.T) {
 	p.expect("make a plan")
 	p.expect("> ")
 
+	// The chat's own /mode lists the agent's modes and switches; the
+	// status line follows.
+	p.send("/mode\r")
+	p.expect("▸ default")
+	p.expect("> ")
+	p.send("/mode plan\r")
+	p.expect("mode: plan")
+	if status := p.expect("> "); !strings.Contains(status, "· plan") {
+		t.Errorf("the status line does not show the new mode:\n%q", status)
+	}
+	p.send("/mode default\r")
+	p.expect("mode: default")
+	p.expect("> ")
+
 	p.send("/comp\t")
 	p.expect("/compact")
 	p.send("\r")

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type Conn interface {
 	LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*acp.LoadSessionResponse, error)
 	Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error)
 	Cancel(ctx context.Context, n *acp.CancelNotification) error
+	Call(ctx context.Context, method string, params, result any) error
 }
 
 // Options are what the chat needs of its process.
@@ -60,6 +62,7 @@ type Chat struct {
 	mu       sync.Mutex // guards status and commands (updated on the read loop)
 	status   Status
 	commands []acp.AvailableCommand
+	options  []acp.SessionConfigOption // the session's (model, mode)
 
 	session string
 }
@@ -122,6 +125,9 @@ func (c *Chat) observe(u acp.SessionUpdate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status.Observe(u)
+	if u.ConfigOptionUpdate != nil {
+		c.options = u.ConfigOptionUpdate.ConfigOptions
+	}
 	if u.AvailableCommandsUpdate != nil {
 		c.commands = append([]acp.AvailableCommand(nil), u.AvailableCommandsUpdate.AvailableCommands...)
 	}
@@ -325,6 +331,7 @@ func (c *Chat) newSession(conn Conn) error {
 	c.status = Status{Model: c.status.Model}
 	c.status.fromOptions(res.ConfigOptions)
 	c.status.fromModes(res.Modes)
+	c.options = res.ConfigOptions
 	c.mu.Unlock()
 	c.session = res.SessionID
 	return nil
@@ -346,6 +353,7 @@ func (c *Chat) load(conn Conn, id string) error {
 	c.status = Status{Model: c.status.Model, Used: c.status.Used, Size: c.status.Size}
 	c.status.fromOptions(res.ConfigOptions)
 	c.status.fromModes(res.Modes)
+	c.options = res.ConfigOptions
 	c.mu.Unlock()
 	c.session = id
 	return nil
@@ -380,6 +388,8 @@ var ownCommands = []struct{ name, args, help string }{
 	{"/sessions", "", "list the sessions of this directory"},
 	{"/resume", "ID", "continue a stored session (its history is shown)"},
 	{"/new", "", "start a new session"},
+	{"/model", "[NAME]", "list the models, or switch this session to one"},
+	{"/mode", "[NAME]", "list the permission modes, or switch to one"},
 	{"/quit", "", "leave the chat (Ctrl-D does too)"},
 }
 
@@ -428,6 +438,11 @@ func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handl
 			return false, true, err
 		}
 		c.note("/resume ID continues one")
+	case "/model", "/mode":
+		if c.agentHas(name) {
+			return false, false, nil // the agent's own command wins
+		}
+		return false, true, c.setOption(ctx, conn, strings.TrimPrefix(name, "/"), arg)
 	case "/resume":
 		if arg == "" {
 			return false, true, errors.New("/resume needs a session id (/sessions lists them)")
@@ -466,4 +481,77 @@ func (c *Chat) help() {
 	b.WriteString("Ctrl-C cancels the running turn; Ctrl-C twice or Ctrl-D at an empty prompt quits. Tab completes commands.\n")
 	c.ui.Finish()
 	fmt.Fprint(c.opt.Out, b.String())
+}
+
+// agentHas reports whether the agent advertises the command name.
+func (c *Chat) agentHas(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.commands {
+		if "/"+a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// setOption lists the values of the session's config option of a
+// category ("model", "mode"), or sets it with session/set_config_option.
+func (c *Chat) setOption(ctx context.Context, conn Conn, category, value string) error {
+	c.mu.Lock()
+	var opt *acp.SessionConfigOption
+	for i := range c.options {
+		if c.options[i].Category == category {
+			o := c.options[i]
+			opt = &o
+		}
+	}
+	c.mu.Unlock()
+	if opt == nil {
+		return fmt.Errorf("the agent offers no %s choice for this session", category)
+	}
+	if value == "" {
+		var b strings.Builder
+		for _, o := range opt.Options {
+			mark := "  "
+			if o.Value == opt.CurrentValue {
+				mark = "▸ "
+			}
+			line := mark + o.Value
+			if o.Name != "" && o.Name != o.Value {
+				line += " (" + o.Name + ")"
+			}
+			if o.Description != "" {
+				line += ": " + o.Description
+			}
+			b.WriteString(termsafe.Line(transcript.OneLine(line, max(20, c.width()-1))) + "\n")
+		}
+		c.ui.Finish()
+		fmt.Fprint(c.opt.Out, b.String())
+		c.note("/%s NAME switches", category)
+		return nil
+	}
+	chosen := ""
+	for _, o := range opt.Options {
+		if o.Value == value || strings.EqualFold(o.Name, value) {
+			chosen = o.Value
+		}
+	}
+	if chosen == "" {
+		return fmt.Errorf("no %s %q (/%s lists them)", category, value, category)
+	}
+	raw, _ := json.Marshal(chosen)
+	var res acp.SetSessionConfigOptionResponse
+	if err := conn.Call(ctx, "session/set_config_option", &acp.SetSessionConfigOptionRequest{
+		SessionID: c.session, ConfigID: opt.ID, Value: raw}, &res); err != nil {
+		return fmt.Errorf("set the %s: %w", category, err)
+	}
+	c.mu.Lock()
+	if len(res.ConfigOptions) > 0 {
+		c.options = res.ConfigOptions
+		c.status.fromOptions(res.ConfigOptions)
+	}
+	c.mu.Unlock()
+	c.note("%s: %s", category, termsafe.Line(chosen))
+	return nil
 }
