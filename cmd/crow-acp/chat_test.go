@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -390,5 +391,49 @@ func TestChatDegrades(t *testing.T) {
 				t.Errorf("TERM=dumb got escape sequences:\n%q", p.shown())
 			}
 		})
+	}
+}
+
+// TestChatTerminated: SIGTERM ends the chat, at the prompt (the line
+// editor stops waiting) and during a turn (the turn is cancelled first,
+// so what was streamed is stored).
+func TestChatTerminated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+
+	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p.expect("> ")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit %d after SIGTERM at the prompt", code)
+	}
+
+	m.Enqueue(fakemodel.Reply{Text: "partial words that stall here", StallAfter: 2})
+	p = startChat(t, chatCommand(bin, m, env, "chat"))
+	p.expect("> ")
+	before := len(m.Requests())
+	p.send("stall\r")
+	for len(m.Requests()) == before {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit %d after SIGTERM during a turn", code)
+	}
+	show := exec.Command(bin, "sessions", "list")
+	show.Env = chatCommand(bin, m, env).Env
+	out, err := show.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "stall") {
+		t.Errorf("the terminated turn is not stored: %v\n%s", err, out)
 	}
 }

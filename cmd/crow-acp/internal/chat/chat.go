@@ -57,7 +57,9 @@ type Chat struct {
 	answer    *MarkdownStream // nil: the answer is written as it comes
 	color     bool            // SGR allowed on Out
 	tty       bool            // a person types at a terminal
-	cancelReq chan struct{}   // Ctrl-C at a permission question
+	cancelReq chan struct{}   // Ctrl-C: during a turn, or at a permission question
+	closing   sync.Once
+	quitting  chan struct{} // closed at SIGTERM: the chat ends
 
 	mu       sync.Mutex // guards status and commands (updated on the read loop)
 	status   Status
@@ -79,6 +81,7 @@ func New(opt Options) (*Chat, error) {
 		tty:       terminal.IsTerminal(opt.In) && outTTY,
 		color:     outTTY && !dumb && opt.Getenv("NO_COLOR") == "",
 		cancelReq: make(chan struct{}, 1),
+		quitting:  make(chan struct{}),
 		status:    Status{Model: opt.Model},
 	}
 	if c.tty && !dumb {
@@ -150,6 +153,7 @@ func (c *Chat) readAnswer(prompt string) (string, error) {
 // person quits. It returns nil at a normal exit. Interrupts come from
 // Options.Signals, not from a context.
 func (c *Chat) Run(conn Conn, resume string) error {
+	go c.watchSignals()
 	if resume != "" {
 		if err := c.load(conn, resume); err != nil {
 			return err
@@ -162,6 +166,9 @@ func (c *Chat) Run(conn Conn, resume string) error {
 	for {
 		c.showStatus()
 		text, err := c.readPrompt()
+		if c.terminated() {
+			return nil
+		}
 		switch {
 		case errors.Is(err, errInterrupt):
 			if strings.TrimSpace(text) == "" {
@@ -259,28 +266,33 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 		_ = conn.Cancel(context.Background(), &acp.CancelNotification{SessionID: c.session})
 	}
 	var o outcome
-wait:
 	for {
 		select {
 		case o = <-done:
-			break wait
 		case <-c.cancelReq:
+			if cancelling {
+				quit = true // a second Ctrl-C while cancelling
+			} else {
+				cancel()
+			}
+		case <-c.quitting:
 			if !cancelling {
 				cancel()
 			}
-		case sig := <-c.opt.Signals:
-			if cancelling || sig == syscall.SIGTERM {
-				if !cancelling {
-					cancel()
-				}
-				select {
-				case o = <-done:
-				case <-time.After(10 * time.Second):
-				}
-				c.ui.Finish()
-				return true
+			quit = true
+		}
+		if quit {
+			// What the agent stores when it sees the cancellation is kept:
+			// wait (bounded) for its answer.
+			select {
+			case o = <-done:
+			case <-time.After(10 * time.Second):
 			}
-			cancel()
+			c.ui.Finish()
+			return true
+		}
+		if o.res != nil || o.err != nil {
+			break
 		}
 	}
 	c.ui.Finish()
@@ -298,10 +310,35 @@ wait:
 	return false
 }
 
+// watchSignals turns SIGINT (which arrives only while no line is read: the
+// line editor reads Ctrl-C as a key) into a cancel request, and SIGTERM
+// into the end of the chat, unblocking a prompt that waits.
+func (c *Chat) watchSignals() {
+	for sig := range c.opt.Signals {
+		if sig == syscall.SIGTERM {
+			c.closing.Do(func() { close(c.quitting) })
+			_ = c.lines.Close()
+			return
+		}
+		select {
+		case c.cancelReq <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Chat) terminated() bool {
+	select {
+	case <-c.quitting:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *Chat) drainInterrupts() {
 	for {
 		select {
-		case <-c.opt.Signals:
 		case <-c.cancelReq:
 		default:
 			return

@@ -86,33 +86,67 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 }
 
 // plainReader reads lines from a pipe or a dumb terminal: no editing, and
-// the prompt is shown only where someone types.
+// the prompt is shown only where someone types. Lines are read in the
+// background so that Close (SIGTERM) ends a wait for one.
 type plainReader struct {
-	mu     sync.Mutex
-	in     *bufio.Reader
 	out    io.Writer
 	prompt bool
+	lines  chan lineResult
+	done   chan struct{}
+	once   sync.Once
+}
+
+type lineResult struct {
+	line string
+	err  error
 }
 
 func newPlainReader(in io.Reader, out io.Writer, showPrompt bool) *plainReader {
-	return &plainReader{in: bufio.NewReader(in), out: out, prompt: showPrompt}
+	p := &plainReader{out: out, prompt: showPrompt, lines: make(chan lineResult), done: make(chan struct{})}
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadString('\n')
+			if errors.Is(err, io.EOF) && line != "" {
+				err = nil
+			}
+			select {
+			case p.lines <- lineResult{strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), err}:
+			case <-p.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
 }
 
 func (p *plainReader) ReadLine(prompt string) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.prompt {
 		fmt.Fprint(p.out, prompt)
 	}
-	line, err := p.in.ReadString('\n')
-	if errors.Is(err, io.EOF) && line != "" {
-		err = nil
+	select {
+	case r, ok := <-p.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		if r.err != nil {
+			close(p.lines) // every later read sees the end too
+		}
+		return r.line, r.err
+	case <-p.done:
+		return "", io.EOF
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), err
 }
 
 func (p *plainReader) Remember(string) {}
-func (p *plainReader) Close() error    { return nil }
+
+func (p *plainReader) Close() error {
+	p.once.Do(func() { close(p.done) })
+	return nil
+}
 
 // matching are the names that start with prefix, sorted.
 func matching(names []string, prefix string) []string {
