@@ -258,11 +258,21 @@ func TestChatTerminal(t *testing.T) {
 		}
 	}
 	p.expect("> ")
-	p.send("what did we do?\r")
+	// The line editor's history is kept across runs (privately).
+	p.send("\x1b[A")
+	p.expect("/compact")
+	p.send("\x03") // clears the line
+	if st, err := os.Stat(filepath.Join(env.Tmp, "crow-acp", "chat_history")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("history file: %v %v", st, err)
+	}
+	// A line ending in a backslash goes on.
+	p.send("what did we do?\\\r")
+	p.expect("… ")
+	p.send("in short\r")
 	p.expect("Continued.")
 	reqs := m.Requests()
 	last := reqs[len(reqs)-1]
-	for _, want := range []string{"what did we do?", "The user edited notes.txt"} {
+	for _, want := range []string{`what did we do?\nin short`, "The user edited notes.txt"} {
 		if !bytes.Contains(last, []byte(want)) {
 			t.Errorf("the continued turn's request lacks %q", want)
 		}

@@ -413,7 +413,7 @@ func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissi
 			return selected(o)
 		}
 	}
-	if !ui.inTTY {
+	if !ui.inTTY && ui.opt.ReadLine == nil { // the chat reads answers from its input, terminal or not
 		ui.noteLocked("✗ refused: %s — exec cannot ask without a terminal; rerun with --yes to allow", title)
 		return refuse()
 	}
