@@ -25,7 +25,7 @@ func (s *scripted) ReadLine(prompt string) (string, error) {
 	return l, nil
 }
 func (s *scripted) Remember(string) {}
-func (s *scripted) Close() error   { return nil }
+func (s *scripted) Close() error    { return nil }
 
 // TestReadPrompt: a backslash at a line's end continues the prompt; a
 // line of """ opens a block that the next one closes (blank lines and
