@@ -54,14 +54,13 @@ type Chat struct {
 	opt       Options
 	ui        *terminal.UI
 	lines     lineReader
-	answer    *MarkdownStream // nil: the answer is written as it comes
-	color     bool            // SGR allowed on Out
-	tty       bool            // a person types at a terminal
-	cancelReq chan struct{}   // Ctrl-C: during a turn, or at a permission question
+	color     bool          // SGR allowed on Out
+	tty       bool          // a person types at a terminal
+	cancelReq chan struct{} // Ctrl-C: during a turn, or at a permission question
 	closing   sync.Once
 	quitting  chan struct{} // closed at SIGTERM: the chat ends
 
-	mu       sync.Mutex // guards status and commands (updated on the read loop)
+	mu       sync.Mutex // guards status, commands and options (updated on the read loop)
 	status   Status
 	commands []acp.AvailableCommand
 	options  []acp.SessionConfigOption // the session's (model, mode)
@@ -98,8 +97,7 @@ func New(opt Options) (*Chat, error) {
 		Observe: c.observe, ReadLine: c.readAnswer, NoColor: !c.color, NoProgress: dumb,
 	}
 	if c.color {
-		c.answer = NewMarkdownStream(opt.Out, c.width)
-		uiOpt.Answer = c.answer
+		uiOpt.Answer = NewMarkdownStream(opt.Out, c.width)
 	}
 	// One stream: the conversation and the work around it, in order.
 	c.ui = terminal.New(opt.In, opt.Out, opt.Out, uiOpt)
@@ -194,8 +192,8 @@ func (c *Chat) Run(conn Conn, resume string) error {
 		}
 		c.lines.Remember(text)
 		if strings.HasPrefix(text, "/") {
-			// Not ctx: the process's context ends at the first Ctrl-C,
-			// which here only cancels a turn.
+			// A background context: the process's own ends at the first
+			// Ctrl-C, which here only cancels a turn.
 			quit, handled, err := c.command(context.Background(), conn, text)
 			if err != nil {
 				c.note("✗ %v", err)

@@ -30,7 +30,8 @@ type lineReader interface {
 // editor is the line editor on a terminal: chzyer/readline, with the
 // history in a file and completion of slash commands.
 type editor struct {
-	rl *readline.Instance
+	rl   *readline.Instance
+	once sync.Once // Close runs at SIGTERM and again at exit
 }
 
 func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(prefix string) []string) (*editor, error) {
@@ -67,7 +68,11 @@ func (e *editor) ReadLine(prompt string) (string, error) {
 
 func (e *editor) Remember(entry string) { _ = e.rl.SaveHistory(entry) }
 
-func (e *editor) Close() error { return e.rl.Close() }
+func (e *editor) Close() error {
+	var err error
+	e.once.Do(func() { err = e.rl.Close() })
+	return err
+}
 
 // completer completes the slash command being typed at the start of
 // the line.
