@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chzyer/readline"
 )
@@ -30,8 +31,8 @@ type lineReader interface {
 // editor is the line editor on a terminal: chzyer/readline, with the
 // history in a file and completion of slash commands.
 type editor struct {
-	rl   *readline.Instance
-	once sync.Once // Close runs at SIGTERM and again at exit
+	rl     *readline.Instance
+	closed atomic.Bool // Close runs at SIGTERM and again at exit: once, never waiting
 }
 
 func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(prefix string) []string) (*editor, error) {
@@ -51,8 +52,10 @@ func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(pr
 		Stdout:                 out,
 		Stderr:                 out,
 	}
-	if rc, ok := in.(io.ReadCloser); ok {
-		cfg.Stdin = rc
+	// The process's stdin is left to readline, which wraps it so that
+	// Close ends a read that waits (a plain *os.File read would not end).
+	if rc, ok := in.(io.ReadCloser); ok && in != io.Reader(os.Stdin) {
+		cfg.Stdin = readline.NewCancelableStdin(rc)
 	}
 	rl, err := readline.NewEx(cfg)
 	if err != nil {
@@ -69,9 +72,10 @@ func (e *editor) ReadLine(prompt string) (string, error) {
 func (e *editor) Remember(entry string) { _ = e.rl.SaveHistory(entry) }
 
 func (e *editor) Close() error {
-	var err error
-	e.once.Do(func() { err = e.rl.Close() })
-	return err
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.rl.Close()
 }
 
 // completer completes the slash command being typed at the start of
