@@ -28,7 +28,8 @@ type command struct {
 // default when no subcommand is named.
 func commands() []command {
 	return []command{
-		{"serve", "speak ACP on stdin/stdout (the default; editors run this)", runServe},
+		{"serve", "speak ACP on stdin/stdout (the default with pipes; editors run this)", runServe},
+		{"chat", "converse with the agent in the terminal (the default in a terminal)", runChat},
 		{"exec", "run one prompt in the terminal and stream the answer", runExec},
 		{"sessions", "list, show, export, delete, verify or rebuild stored sessions", runSessions},
 		{"login", "save the model endpoint's API key (what an editor's sign-in runs)", runLogin},
@@ -41,9 +42,14 @@ func commands() []command {
 
 // dispatch picks the subcommand. Without one, or when the first argument is
 // a flag, crow-acp serves ACP: editors configured before subcommands existed
-// keep working.
+// keep working. Only a bare "crow-acp" with a terminal on stdin and stdout
+// (a person, never an editor's pipes) starts a chat instead.
 func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
+		if interactive(e.std) {
+			fmt.Fprintln(e.std.err, "crow-acp: starting a chat (editors get the ACP server over pipes; \"crow-acp serve\" forces it)")
+			return runChat(ctx, e, nil)
+		}
 		return runServe(ctx, e, nil)
 	}
 	switch args[0] {
@@ -75,7 +81,7 @@ Editors start it as a subprocess and speak ACP (JSON-RPC, one message per line)
 over stdin/stdout. Sessions are stored in a database and survive restarts.
 
 Usage:
-  crow-acp [serve] [flags]          speak ACP on stdio
+  crow-acp [serve] [flags]          speak ACP on stdio (a bare crow-acp in a terminal chats)
   crow-acp <command> [arguments]
 
 Commands:

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
@@ -96,42 +98,11 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 	ui := terminal.New(e.std.in, e.std.out, e.std.err, terminal.Options{Yes: opt.yes, Thoughts: opt.thoughts})
 	defer ui.Close()
 
-	// The agent's connection lives on background contexts: Ctrl-C cancels
-	// the turn through session/cancel, like an editor does, so that the
-	// agent answers "cancelled" and stores what it has.
-	agentIn, clientOut := io.Pipe()
-	clientIn, agentOut := io.Pipe()
-	conn, ag, closeAgent := connectAgent(ctx, cfg, store, agentIn, agentOut, log)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = conn.Serve(context.Background(), ag)
-		closeAgent()
-		agentOut.Close()
-	}()
-	defer func() {
-		clientOut.Close() // the agent sees EOF, finishes and returns
-		select {
-		case <-served:
-		case <-time.After(10 * time.Second):
-			log.Warn("the agent did not stop within 10s")
-		}
-	}()
-
-	client := acp.NewClientConn(clientIn, clientOut, ui, acp.Options{Logger: log})
-	defer client.Close()
-
-	// The UI shows compaction and notices on stderr, apart from the answer.
-	compaction, notices := json.RawMessage(`{}`), json.RawMessage(`{}`)
-	if _, err := client.Initialize(context.Background(), &acp.InitializeRequest{
-		ProtocolVersion: acp.ProtocolVersion,
-		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction, Notices: &notices},
-			// Questions (ask_user, MCP forms) are asked at the terminal.
-			Elicitation: &acp.ElicitationCapabilities{Form: &acp.Marker{}}},
-		ClientInfo: &acp.Implementation{Name: "crow-acp-exec", Title: "crow-acp exec", Version: version},
-	}); err != nil {
-		return e.fail(fmt.Errorf("exec: initialize: %w", err))
+	client, stopAgent, err := startAgent(ctx, cfg, store, ui, log, "exec")
+	if err != nil {
+		return e.fail(fmt.Errorf("exec: %w", err))
 	}
+	defer stopAgent()
 
 	sessionID := opt.session
 	if sessionID == "" {
@@ -251,4 +222,48 @@ func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string,
 		return "", fmt.Errorf("exec: current directory: %w", err)
 	}
 	return wd, nil
+}
+
+// startAgent runs the agent in-process over an in-memory ACP connection
+// and connects ui to it as the client: the terminal commands (exec, chat)
+// get exactly the turn an editor gets, with nothing re-implemented.
+// stop ends the connection and waits (bounded) for the agent to store
+// what it has.
+func startAgent(ctx context.Context, cfg *config.Settings, store persistence.Recorder, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
+	// The agent's connection lives on background contexts: Ctrl-C cancels
+	// the turn through session/cancel, like an editor does, so that the
+	// agent answers "cancelled" and stores what it has.
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	conn, ag, closeAgent := connectAgent(ctx, cfg, store, agentIn, agentOut, log)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = conn.Serve(context.Background(), ag)
+		closeAgent()
+		agentOut.Close()
+	}()
+	client := acp.NewClientConn(clientIn, clientOut, ui, acp.Options{Logger: log})
+	stop := func() {
+		client.Close()
+		clientOut.Close() // the agent sees EOF, finishes and returns
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			log.Warn("the agent did not stop within 10s")
+		}
+	}
+	// The UI shows compaction and notices apart from the answer.
+	compaction, notices := json.RawMessage(`{}`), json.RawMessage(`{}`)
+	if _, err := client.Initialize(context.Background(), &acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersion,
+		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction, Notices: &notices},
+			// Questions (ask_user, MCP forms) are asked at the terminal.
+			Elicitation: &acp.ElicitationCapabilities{Form: &acp.Marker{}}},
+		ClientInfo:         &acp.Implementation{Name: "crow-acp-" + name, Title: "crow-acp " + name, Version: version},
+	}); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("initialize: %w", err)
+	}
+	return client, stop, nil
 }

@@ -109,7 +109,17 @@ func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *
 		define(fs)
 	}
 	cf := config.AddFlags(fs, config.FlagsStore)
-	return configured(fs, cf, args, e)
+	// These commands only read (or delete from) the store: a setting
+	// they never use, such as the model endpoint, must not stop them.
+	pos, err := parseArgs(fs, args, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := config.LoadStore(cf, e.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, cfg, nil
 }
 
 func sessionsList(ctx context.Context, e *env, args []string) error {

@@ -143,10 +143,27 @@ func (e *Error) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
 
-// Load resolves the configuration: cf are the flags of the command line
-// (after their flag set was parsed; nil for none) and getenv reads the
-// environment. Every error is an *Error.
-func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
+// LoadStore resolves only what a command that reads the session store
+// needs (the configuration file and the database), so that such a command
+// (sessions list/show/export, a chat's history) does not fail on a setting
+// it never uses, such as an OPENAI_BASE_URL that is not a URL. Every error
+// is an *Error.
+func LoadStore(cf *Flags, getenv func(string) string) (*Settings, error) {
+	cfg, _, fc, fileAt, err := loadFile(cf, getenv)
+	if err != nil {
+		return nil, err
+	}
+	r := resolver{cf: cf, getenv: getenv, fileAt: fileAt}
+	cfg.resolveDB(r, fc)
+	if err := cfg.validateDB(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// loadFile finds and reads the configuration file (flag, CROW_CONFIG, or
+// the default path, which may be missing).
+func loadFile(cf *Flags, getenv func(string) string) (*Settings, *loadedFile, fileConfig, func(key string) Source, error) {
 	cfg := &Settings{}
 
 	// The file comes first: it is the lowest layer above the defaults.
@@ -167,15 +184,15 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 			cfg.FileFound = true
 		case errors.Is(err, fs.ErrNotExist):
 			if cf.set("config") || getenv("CROW_CONFIG") != "" {
-				return nil, usagef("configuration file %s does not exist", cfg.File)
+				return nil, nil, fileConfig{}, nil, usagef("configuration file %s does not exist", cfg.File)
 			}
 			lf = nil // the default path is optional
 		default:
 			var fe *fileError
 			if errors.As(err, &fe) {
-				return nil, &Error{"invalid configuration file " + err.Error()}
+				return nil, nil, fileConfig{}, nil, &Error{"invalid configuration file " + err.Error()}
 			}
-			return nil, usagef("configuration file: %v", err)
+			return nil, nil, fileConfig{}, nil, usagef("configuration file: %v", err)
 		}
 	}
 	var fc fileConfig
@@ -188,6 +205,18 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 			return Source{Kind: "file", Detail: fmt.Sprintf("%s:%d", lf.Path, line)}
 		}
 		return Source{Kind: "file", Detail: lf.Path}
+	}
+
+	return cfg, lf, fc, fileAt, nil
+}
+
+// Load resolves the configuration: cf are the flags of the command line
+// (after their flag set was parsed; nil for none) and getenv reads the
+// environment. Every error is an *Error.
+func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
+	cfg, lf, fc, fileAt, err := loadFile(cf, getenv)
+	if err != nil {
+		return nil, err
 	}
 
 	r := resolver{cf: cf, getenv: getenv, fileAt: fileAt}
@@ -251,7 +280,6 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if i := cfg.modelIndex(); i >= 0 && i < len(fc.Models) {
 		spec, specKey = fc.Models[i], fmt.Sprintf("models[%d]", i)
 	}
-	var err error
 	if cfg.ContextWindow, err = r.int("", "CROW_CONTEXT_WINDOW", spec.ContextWindow, specKey+".context_window", 0); err != nil {
 		return nil, err
 	}
@@ -294,8 +322,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		return nil, err
 	}
 
-	cfg.DB = r.str("db", "CROW_DB", fc.Database.Path, "database.path", defaultDBPath(getenv))
-	cfg.DB.V = ExpandHome(cfg.DB.V, getenv)
+	cfg.resolveDB(r, fc)
 	cfg.resolveEnvPolicy(fc, fileAt)
 	cfg.LogFile = r.str("log-file", "CROW_LOG_FILE", fc.Log.File, "log.file", "")
 	cfg.LogFile.V = ExpandHome(cfg.LogFile.V, getenv)
@@ -364,14 +391,26 @@ func (c *Settings) validate() error {
 	if err := c.mcp.validate(); err != nil {
 		return err
 	}
+	if err := c.validateDB(); err != nil {
+		return err
+	}
+	if c.Model.V == "" {
+		return usagef("no model: set CROW_MODEL, --model or model in the configuration file")
+	}
+	return nil
+}
+
+func (c *Settings) resolveDB(r resolver, fc fileConfig) {
+	c.DB = r.str("db", "CROW_DB", fc.Database.Path, "database.path", defaultDBPath(r.getenv))
+	c.DB.V = ExpandHome(c.DB.V, r.getenv)
+}
+
+func (c *Settings) validateDB() error {
 	if c.DB.V == "" {
 		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
 	}
 	if _, err := backend.Parse(c.DB.V); err != nil {
 		return usagef("database: %v (from %s)", err, c.DB.From)
-	}
-	if c.Model.V == "" {
-		return usagef("no model: set CROW_MODEL, --model or model in the configuration file")
 	}
 	return nil
 }

@@ -171,11 +171,12 @@ func splitLines(s string) []string {
 const (
 	green = "\x1b[32m"
 	red   = "\x1b[31m"
+	bold  = "\x1b[1m"
 )
 
 // styled colours s on a terminal; elsewhere it is s.
 func (ui *UI) styled(style, s string) string {
-	if style == "" || !ui.errTTY {
+	if style == "" || !ui.errTTY || ui.opt.NoColor {
 		return s
 	}
 	return style + s + "\x1b[0m"

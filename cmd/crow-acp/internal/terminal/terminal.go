@@ -46,6 +46,8 @@ type UI struct {
 	midLine   bool // stdout's last text did not end with a newline
 	thinking  bool // the last thing written to stderr is a thought
 	titles    map[string]string
+	kinds     map[string]acp.ToolKind
+	folded    int // words of reasoning not shown (FoldThoughts)
 	spin      *spinner
 	lines     *bufio.Reader // stdin, for permission answers
 }
@@ -54,6 +56,34 @@ type UI struct {
 type Options struct {
 	Yes      bool // grant every permission request (once each) without asking
 	Thoughts bool // show the model's reasoning on stderr
+
+	// What the chat adds; exec leaves these zero.
+
+	// Answer renders the answer (Markdown for a terminal); nil writes the
+	// text as it comes. It gets the model's raw text and must make it safe.
+	Answer AnswerWriter
+	// ReadLine reads a permission answer with the chat's line editor; nil
+	// reads a line of in.
+	ReadLine func(prompt string) (string, error)
+	// ShowOutput shows a finished command's output, bounded.
+	ShowOutput bool
+	// ShowUser shows the user's messages (a resumed session's history).
+	ShowUser bool
+	// FoldThoughts shows hidden reasoning as one line saying how long it was.
+	FoldThoughts bool
+	// NoColor writes no colours or styles (NO_COLOR, TERM=dumb);
+	// NoProgress draws no progress line (TERM=dumb cannot erase one).
+	NoColor, NoProgress bool
+	// Observe sees every update before it is rendered (usage, commands,
+	// mode: what a status line needs). It runs on the read loop.
+	Observe func(acp.SessionUpdate)
+}
+
+// AnswerWriter renders the answer as it streams.
+type AnswerWriter interface {
+	Write(text string) // a piece of the answer
+	Flush()            // something else is shown next: write what is held back
+	End()              // the answer ended
 }
 
 // New returns the client for a person on in, out (the answer) and errw
@@ -62,10 +92,10 @@ func New(in io.Reader, out, errw io.Writer, opt Options) *UI {
 	ui := &UI{
 		out: out, errw: errw, in: in, opt: opt,
 		outTTY: IsTerminal(out), errTTY: IsTerminal(errw), inTTY: IsTerminal(in),
-		titles: make(map[string]string),
+		titles: make(map[string]string), kinds: make(map[string]acp.ToolKind),
 	}
 	// Progress is drawn only where a person watches: a terminal on stderr.
-	ui.progressEnabled = ui.errTTY
+	ui.progressEnabled = ui.errTTY && !opt.NoProgress
 	return ui
 }
 
@@ -78,6 +108,9 @@ func IsTerminal(v any) bool {
 // SessionUpdate renders an update. The client connection calls it on its
 // read loop, so updates are rendered in the order the agent sent them.
 func (ui *UI) SessionUpdate(_ context.Context, n *acp.SessionNotification) error {
+	if ui.opt.Observe != nil {
+		ui.opt.Observe(n.Update)
+	}
 	ui.render(n.Update)
 	return nil
 }
@@ -116,13 +149,29 @@ func (ui *UI) render(u acp.SessionUpdate) {
 			// note (the window was too small, compacting and retrying):
 			// not the answer, so not on stdout.
 			ui.noteLocked("%s", ui.dim(termsafe.Text(strings.TrimSpace(t.Text))))
+		case ui.opt.Answer != nil:
+			ui.stopSpinLocked()
+			ui.endThoughtLocked()
+			ui.opt.Answer.Write(t.Text)
 		default:
 			ui.stopSpinLocked()
 			ui.endThoughtLocked()
 			fmt.Fprint(ui.out, termsafe.Text(t.Text))
 			ui.midLine = !strings.HasSuffix(t.Text, "\n")
 		}
+	case u.UserMessageChunk != nil:
+		if t := u.UserMessageChunk.Content.Text; t != nil && ui.opt.ShowUser {
+			ui.stopSpinLocked()
+			ui.flushAnswerLocked()
+			ui.endThoughtLocked()
+			ui.breakLineLocked()
+			text := strings.TrimRight(termsafe.Text(t.Text), "\n")
+			fmt.Fprintf(ui.errw, "\n%s\n\n", ui.styled(bold, "› "+strings.ReplaceAll(text, "\n", "\n  ")))
+		}
 	case u.AgentThoughtChunk != nil:
+		if t := u.AgentThoughtChunk.Content.Text; t != nil && !ui.opt.Thoughts && ui.opt.FoldThoughts {
+			ui.folded += len(strings.Fields(t.Text))
+		}
 		if t := u.AgentThoughtChunk.Content.Text; t != nil && ui.opt.Thoughts {
 			ui.stopSpinLocked()
 			ui.breakLineLocked()
@@ -136,6 +185,7 @@ func (ui *UI) render(u acp.SessionUpdate) {
 		tc := u.ToolCall
 		title := termsafe.Line(tc.Title)
 		ui.titles[tc.ToolCallID] = title
+		ui.kinds[tc.ToolCallID] = tc.Kind
 		ui.noteLocked("⚙ %s%s", title, kindSuffix(tc.Kind))
 		if tc.Status == acp.ToolStatusInProgress || tc.Status == acp.ToolStatusPending {
 			ui.startSpinLocked("running " + title)
@@ -151,9 +201,17 @@ func (ui *UI) render(u acp.SessionUpdate) {
 			ui.startSpinLocked("running " + title)
 		case acp.ToolStatusCompleted:
 			ui.noteLocked("✓ %s", title)
+			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
+				ui.writeOutputLocked(tu.Content)
+			}
 			ui.startSpinLocked("waiting for the model")
 		case acp.ToolStatusFailed:
-			ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
+			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
+				ui.noteLocked("✗ %s", title)
+				ui.writeOutputLocked(tu.Content) // its end says why
+			} else {
+				ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
+			}
 			ui.startSpinLocked("waiting for the model")
 		}
 	case u.Plan != nil:
@@ -247,6 +305,7 @@ func oneLine(s string, n int) string {
 // noteLocked writes one line about the work to stderr.
 func (ui *UI) noteLocked(format string, args ...any) {
 	ui.stopSpinLocked()
+	ui.flushAnswerLocked()
 	ui.endThoughtLocked()
 	ui.breakLineLocked()
 	fmt.Fprintf(ui.errw, format+"\n", args...)
@@ -268,7 +327,20 @@ func (ui *UI) breakLineLocked() {
 	}
 }
 
+// flushAnswerLocked writes what the answer's renderer holds back.
+func (ui *UI) flushAnswerLocked() {
+	if ui.opt.Answer != nil {
+		ui.opt.Answer.Flush()
+	}
+}
+
 func (ui *UI) endThoughtLocked() {
+	if ui.folded > 0 {
+		n := ui.folded
+		ui.folded = 0
+		ui.breakLineLocked()
+		fmt.Fprintln(ui.errw, ui.dim(fmt.Sprintf("✻ thought (%s; --thoughts shows the reasoning)", transcript.Plural(n, "word"))))
+	}
 	if ui.thinking {
 		fmt.Fprintln(ui.errw)
 		ui.thinking = false
@@ -276,7 +348,7 @@ func (ui *UI) endThoughtLocked() {
 }
 
 func (ui *UI) dim(s string) string {
-	if !ui.errTTY {
+	if !ui.errTTY || ui.opt.NoColor {
 		return s
 	}
 	return "\x1b[2m" + s + "\x1b[0m"
@@ -288,6 +360,9 @@ func (ui *UI) Finish() {
 	defer ui.mu.Unlock()
 	ui.stopSpinLocked()
 	ui.endThoughtLocked()
+	if ui.opt.Answer != nil {
+		ui.opt.Answer.End()
+	}
 	if ui.midLine {
 		fmt.Fprintln(ui.out)
 		ui.midLine = false
@@ -338,26 +413,35 @@ func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissi
 			return selected(o)
 		}
 	}
-	if !ui.inTTY {
+	if !ui.inTTY && ui.opt.ReadLine == nil { // the chat reads answers from its input, terminal or not
 		ui.noteLocked("✗ refused: %s — exec cannot ask without a terminal; rerun with --yes to allow", title)
 		return refuse()
 	}
 	ui.stopSpinLocked()
+	ui.flushAnswerLocked()
 	ui.endThoughtLocked()
 	ui.breakLineLocked()
 	ui.writeQuestionLocked(p, title)
 	for i, o := range p.Options {
 		fmt.Fprintf(ui.errw, "  %d) %s\n", i+1, termsafe.Line(o.Name))
 	}
-	if ui.lines == nil {
+	if ui.lines == nil && ui.opt.ReadLine == nil {
 		ui.lines = bufio.NewReader(ui.in)
 	}
 	for {
-		fmt.Fprintf(ui.errw, "choose 1-%d: ", len(p.Options))
+		prompt := fmt.Sprintf("choose 1-%d: ", len(p.Options))
 		// Reading may take long: the lock is released meanwhile so that
 		// Ctrl-C can cancel the turn.
-		ui.mu.Unlock()
-		line, err := ui.lines.ReadString('\n')
+		var line string
+		var err error
+		if ui.opt.ReadLine != nil {
+			ui.mu.Unlock()
+			line, err = ui.opt.ReadLine(prompt)
+		} else {
+			fmt.Fprint(ui.errw, prompt)
+			ui.mu.Unlock()
+			line, err = ui.lines.ReadString('\n')
+		}
 		ui.mu.Lock()
 		if err != nil && line == "" {
 			fmt.Fprintln(ui.errw)

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/crow-acp/crow-acp/internal/fixture"
+	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+)
+
+// ptyChat is crow-acp running on a pseudo-terminal, read as a person
+// reads it: expect waits for text after what was already matched.
+type ptyChat struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer
+	mark int
+	done chan struct{}
+}
+
+func startChat(t *testing.T, cmd *exec.Cmd) *ptyChat {
+	t.Helper()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyChat{t: t, cmd: cmd, tty: tty, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		tty.Close()
+	})
+	return p
+}
+
+func (p *ptyChat) shown() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// expect waits until s appears after the last match and returns what
+// was shown from there to the end of s.
+func (p *ptyChat) expect(s string) string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := p.shown()
+		if i := strings.Index(all[p.mark:], s); i >= 0 {
+			seen := all[p.mark : p.mark+i+len(s)]
+			p.mark += i + len(s)
+			return seen
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the terminal never showed %q; after the last match it shows:\n%q", s, all[p.mark:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *ptyChat) send(keys string) {
+	p.t.Helper()
+	if _, err := p.tty.Write([]byte(keys)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *ptyChat) wait() int {
+	p.t.Helper()
+	waited := make(chan error, 1)
+	go func() { waited <- p.cmd.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("chat did not exit:\n%q", p.shown()[p.mark:])
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+var allowRE = regexp.MustCompile(`(\d+)\) Allow\r?\n`)
+
+// allow answers the permission question on screen with its Allow option
+// and returns the question.
+func (p *ptyChat) allow() string {
+	p.t.Helper()
+	q := p.expect("choose 1-")
+	m := allowRE.FindStringSubmatch(q)
+	if m == nil {
+		p.t.Fatalf("no Allow option in:\n%q", q)
+	}
+	p.send(m[1] + "\r")
+	return q
+}
+
+func chatCommand(bin string, model *fakemodel.Server, env fixture.Env, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = env.Dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + env.Tmp, "XDG_CONFIG_HOME=" + env.Tmp,
+		"XDG_STATE_HOME=" + env.Tmp, "CROW_DB=" + env.DBPath, "OPENAI_BASE_URL=" + model.URL(), "TERM=xterm"}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// TestChatTerminal drives `crow-acp chat` in a real pseudo-terminal
+// against the fake model, as a person would (issue 32): a streamed answer
+// rendered as Markdown, an edit approved after its diff was shown, a
+// command whose output is shown, a turn cancelled with Ctrl-C and the next
+// one working, /compact, exit with Ctrl-D, then `chat --continue` showing
+// the history and continuing it.
+func TestChatTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	notes := filepath.Join(env.Dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	m.Enqueue(
+		// 1: a Markdown answer, streamed word by word.
+		fakemodel.Reply{Text: "# Plan\n\nThis is **bold** and `code`.\n\n```go\nfunc main() {}\n```\n\n- one\n- two\n"},
+		// 2: an edit (read first: writes need a read).
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c2", Name: "write_file", Arguments: `{"path":"notes.txt","content":"alpha\ngamma\n"}`}}},
+		fakemodel.Reply{Text: "Edited."},
+		// 3: a command.
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{runCall("c3", "echo out-$((6*7))-marker")}},
+		fakemodel.Reply{Text: "It printed."},
+		// 4: a turn that stalls until cancelled, then one that works.
+		fakemodel.Reply{Text: "never finishes this sentence", StallAfter: 1},
+		fakemodel.Reply{Text: "Back again."},
+		// 5: /compact's summary.
+		fakemodel.Reply{Text: "The user edited notes.txt and ran a command."},
+	)
+
+	cmd := chatCommand(bin, m, env, "chat")
+	cmd.Env = append(cmd.Env, "CROW_COMPACT_KEEP_RECENT=2") // /compact has something to fold
+	p := startChat(t, cmd)
+	p.expect("/help for commands")
+	p.expect("> ")
+
+	p.send("make a plan\r")
+	seen := p.expect("two")
+	for _, want := range []string{"\x1b[1m\x1b[4mPlan", "\x1b[1mbold", "\x1b[36mcode", "• one"} {
+		if !strings.Contains(seen, want) {
+			t.Errorf("the answer is not rendered as Markdown (no %q):\n%q", want, seen)
+		}
+	}
+	if strings.Contains(seen, "# Plan") || strings.Contains(seen, "```") {
+		t.Errorf("Markdown syntax shown raw:\n%q", seen)
+	}
+	p.expect("> ")
+
+	p.send("edit the notes\r")
+	q := p.allow()
+	for _, want := range []string{"changes to ", "-beta", "+gamma"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("the permission question lacks %q:\n%q", want, q)
+		}
+	}
+	p.expect("Edited.")
+	if b, _ := os.ReadFile(notes); string(b) != "alpha\ngamma\n" {
+		t.Errorf("notes.txt after the approved edit: %q", b)
+	}
+	p.expect("> ")
+
+	p.send("run it\r")
+	q = p.allow()
+	if !strings.Contains(q, "echo out-$((6*7))-marker") {
+		t.Errorf("the question does not show the command:\n%q", q)
+	}
+	out := p.expect("It printed.")
+	if !regexp.MustCompile(`│(\x1b\[0m)? out-42-marker\r\n.*│(\x1b\[0m)? exit code 0`).MatchString(out) {
+		t.Errorf("the command's output is not shown:\n%q", out)
+	}
+	p.expect("> ")
+
+	before := len(m.Requests())
+	p.send("stall\r")
+	for len(m.Requests()) == before {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the first chunk is on its way
+	p.send("\x03")
+	p.expect("cancelled")
+	p.expect("> ")
+	p.send("hello again\r")
+	p.expect("Back again.")
+	p.expect("> ")
+	// The store still answers after a Ctrl-C.
+	p.send("/sessions\r")
+	p.expect("make a plan")
+	p.expect("> ")
+
+	// The chat's own /mode lists the agent's modes and switches; the
+	// status line follows.
+	p.send("/mode\r")
+	p.expect("▸ default")
+	p.expect("> ")
+	p.send("/mode plan\r")
+	p.expect("mode: plan")
+	if status := p.expect("> "); !strings.Contains(status, "· plan") {
+		t.Errorf("the status line does not show the new mode:\n%q", status)
+	}
+	p.send("/mode default\r")
+	p.expect("mode: default")
+	p.expect("> ")
+
+	p.send("/comp\t")
+	p.expect("/compact")
+	p.send("\r")
+	p.expect("The user edited notes.txt")
+	p.expect("> ")
+
+	p.send("\x04")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d after Ctrl-D:\n%q", code, p.shown())
+	}
+
+	// --continue: the latest session of this directory, its history
+	// shown, and the conversation goes on with it.
+	m.Enqueue(fakemodel.Reply{Text: "Continued."})
+	p = startChat(t, chatCommand(bin, m, env, "chat", "--continue"))
+	hist := p.expect("/help for commands")
+	for _, want := range []string{"› make a plan", "› edit the notes", "Edited.", "› hello again", "Back again."} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("the resumed history lacks %q:\n%q", want, hist)
+		}
+	}
+	p.expect("> ")
+	// The line editor's history is kept across runs (privately).
+	p.send("\x1b[A")
+	p.expect("/compact")
+	p.send("\x03") // clears the line
+	if st, err := os.Stat(filepath.Join(env.Tmp, "crow-acp", "chat_history")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("history file: %v %v", st, err)
+	}
+	// A line ending in a backslash goes on.
+	p.send("what did we do?\\\r")
+	p.expect("… ")
+	p.send("in short\r")
+	p.expect("Continued.")
+	reqs := m.Requests()
+	last := reqs[len(reqs)-1]
+	for _, want := range []string{`what did we do?\nin short`, "The user edited notes.txt"} {
+		if !bytes.Contains(last, []byte(want)) {
+			t.Errorf("the continued turn's request lacks %q", want)
+		}
+	}
+	p.expect("> ")
+	p.send("\x03")
+	p.expect("Ctrl-C again")
+	p.send("\x03")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d after Ctrl-C twice", code)
+	}
+}
+
+// TestBareCommandChatsOnlyInATerminal: a bare crow-acp on a terminal
+// starts a chat with a note on how to get the server; with pipes (how
+// editors spawn it) it serves ACP as before.
+func TestBareCommandChatsOnlyInATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+
+	p := startChat(t, chatCommand(bin, m, env))
+	p.expect(`"crow-acp serve" forces it`)
+	p.expect("> ")
+	p.send("\x04")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+
+	cmd := chatCommand(bin, m, env)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("serve over pipes: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), `"protocolVersion":1`) || strings.Contains(errb.String(), "starting a chat") {
+		t.Errorf("with pipes crow-acp does not serve ACP:\nstdout %s\nstderr %s", out.String(), errb.String())
+	}
+}
+
+// TestStoreCommandsIgnoreModelSettings: commands that only read the store
+// do not fail on a model setting they never use (issue 32: sessions list
+// exited 2 when OPENAI_BASE_URL was not a URL).
+func TestStoreCommandsIgnoreModelSettings(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	m.Enqueue(fakemodel.Reply{Text: "stored answer"})
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return vars[k] })
+		return code, out.String(), errb.String()
+	}
+	code, _, errs := cli("exec", "--cwd", env.Dir, "hello")
+	id := sessionRE.FindString(errs)
+	if code != exitOK || id == "" {
+		t.Fatalf("exec: %d %q", code, errs)
+	}
+	vars["OPENAI_BASE_URL"] = "localhost:11434" // not a URL
+	vars["CROW_CONTEXT_WINDOW"] = "many"        // not a number
+	for _, args := range [][]string{{"sessions", "list"}, {"sessions", "show", id}, {"sessions", "export", id}} {
+		code, out, errs := cli(args...)
+		if code != exitOK || !strings.Contains(out, id[:8]) && !strings.Contains(out, "stored answer") {
+			t.Errorf("%s: exit %d\nstdout %q\nstderr %q", args, code, out, errs)
+		}
+	}
+	// A command that talks to the model still names the bad setting.
+	delete(vars, "CROW_CONTEXT_WINDOW")
+	if code, _, errs := cli("exec", "--cwd", env.Dir, "hi"); code != exitUsage || !strings.Contains(errs, "OPENAI_BASE_URL") {
+		t.Errorf("exec with a bad endpoint: exit %d, %q", code, errs)
+	}
+}
+
+// TestChatDegrades: with pipes the chat reads one prompt a line and writes
+// plain text (Markdown as written, no escape sequence, no prompt); on a
+// terminal NO_COLOR keeps the line editor but writes no colours, and
+// TERM=dumb writes no escape sequence at all.
+func TestChatDegrades(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	const answer = "# Title\n\nSome **bold** text."
+
+	t.Run("pipes", func(t *testing.T) {
+		m.Enqueue(fakemodel.Reply{Text: answer})
+		vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp, "HOME": env.Tmp}
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"chat", "--cwd", env.Dir}, stdio{in: strings.NewReader("hello\n/quit\n"), out: &out, err: &errb},
+			func(k string) string { return vars[k] })
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.Contains(out.String(), answer) || strings.Contains(out.String(), "\x1b") || strings.Contains(out.String(), "> ") {
+			t.Errorf("chat over pipes:\n%q", out.String())
+		}
+	})
+
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	for _, tc := range []struct{ name, env string }{{"NO_COLOR", "NO_COLOR=1"}, {"dumb", "TERM=dumb"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.Enqueue(fakemodel.Reply{Text: answer})
+			cmd := chatCommand(bin, m, env, "chat")
+			cmd.Env = append(cmd.Env, tc.env)
+			p := startChat(t, cmd)
+			p.expect("> ")
+			p.send("hello\r")
+			seen := p.expect("text.")
+			if !strings.Contains(seen, "**bold**") || strings.Contains(seen, "\x1b[1m") || strings.Contains(seen, "\x1b[2m") {
+				t.Errorf("the answer with %s:\n%q", tc.env, seen)
+			}
+			p.expect("> ")
+			p.send("\x04")
+			if code := p.wait(); code != exitOK {
+				t.Fatalf("exit %d", code)
+			}
+			if tc.name == "dumb" && strings.Contains(p.shown(), "\x1b") {
+				t.Errorf("TERM=dumb got escape sequences:\n%q", p.shown())
+			}
+		})
+	}
+}
+
+// TestChatTerminated: SIGTERM ends the chat, at the prompt (the line
+// editor stops waiting) and during a turn (the turn is cancelled first,
+// so what was streamed is stored).
+func TestChatTerminated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+
+	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p.expect("> ")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit %d after SIGTERM at the prompt", code)
+	}
+
+	m.Enqueue(fakemodel.Reply{Text: "partial words that stall here", StallAfter: 2})
+	p = startChat(t, chatCommand(bin, m, env, "chat"))
+	p.expect("> ")
+	before := len(m.Requests())
+	p.send("stall\r")
+	for len(m.Requests()) == before {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit %d after SIGTERM during a turn", code)
+	}
+	show := exec.Command(bin, "sessions", "list")
+	show.Env = chatCommand(bin, m, env).Env
+	out, err := show.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "stall") {
+		t.Errorf("the terminated turn is not stored: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,592 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// Conn is the chat's side of the ACP connection to the agent
+// (*acp.ClientConn).
+type Conn interface {
+	NewSession(ctx context.Context, req *acp.NewSessionRequest) (*acp.NewSessionResponse, error)
+	LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*acp.LoadSessionResponse, error)
+	Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error)
+	Cancel(ctx context.Context, n *acp.CancelNotification) error
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// Options are what the chat needs of its process.
+type Options struct {
+	In          io.Reader
+	Out         io.Writer // the conversation; stdout
+	Cwd         string    // the project directory of new sessions
+	HistoryFile string    // the line editor's history; "" keeps none
+	Thoughts    bool      // show the model's reasoning instead of folding it
+	Getenv      func(string) string
+	// Signals delivers SIGINT (cancel the turn; twice: quit) and SIGTERM.
+	Signals <-chan os.Signal
+	// Sessions lists the stored sessions of a directory, newest first.
+	Sessions func(ctx context.Context, cwd string) ([]persistence.Session, error)
+	Model    string // the configured model, until the agent names one
+}
+
+// ErrNotFound is a session to resume that does not exist.
+var ErrNotFound = errors.New("no such session")
+
+// Chat is one terminal conversation with the agent.
+type Chat struct {
+	opt       Options
+	ui        *terminal.UI
+	lines     lineReader
+	color     bool          // SGR allowed on Out
+	tty       bool          // a person types at a terminal
+	cancelReq chan struct{} // Ctrl-C: during a turn, or at a permission question
+	closing   sync.Once
+	quitting  chan struct{} // closed at SIGTERM: the chat ends
+
+	mu       sync.Mutex // guards status, commands and options (updated on the read loop)
+	status   Status
+	commands []acp.AvailableCommand
+	options  []acp.SessionConfigOption // the session's (model, mode)
+
+	session string
+}
+
+// New prepares a chat; Client is what the agent's connection calls.
+func New(opt Options) (*Chat, error) {
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	dumb := opt.Getenv("TERM") == "dumb"
+	outTTY := terminal.IsTerminal(opt.Out)
+	c := &Chat{
+		opt:       opt,
+		tty:       terminal.IsTerminal(opt.In) && outTTY,
+		color:     outTTY && !dumb && opt.Getenv("NO_COLOR") == "",
+		cancelReq: make(chan struct{}, 1),
+		quitting:  make(chan struct{}),
+		status:    Status{Model: opt.Model},
+	}
+	if c.tty && !dumb {
+		ed, err := newEditor(opt.In, opt.Out, opt.HistoryFile, c.complete)
+		if err != nil {
+			return nil, err
+		}
+		c.lines = ed
+	} else {
+		c.lines = newPlainReader(opt.In, opt.Out, c.tty)
+	}
+	uiOpt := terminal.Options{
+		Thoughts: opt.Thoughts, FoldThoughts: true, ShowOutput: true, ShowUser: true,
+		Observe: c.observe, ReadLine: c.readAnswer, NoColor: !c.color, NoProgress: dumb,
+	}
+	if c.color {
+		uiOpt.Answer = NewMarkdownStream(opt.Out, c.width)
+	}
+	// One stream: the conversation and the work around it, in order.
+	c.ui = terminal.New(opt.In, opt.Out, opt.Out, uiOpt)
+	return c, nil
+}
+
+// Client is the ACP client the agent's connection is served to.
+func (c *Chat) Client() acp.Client { return c.ui }
+
+// Close releases the terminal.
+func (c *Chat) Close() error {
+	c.ui.Close()
+	return c.lines.Close()
+}
+
+func (c *Chat) width() int {
+	if f, ok := c.opt.Out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 80
+}
+
+func (c *Chat) observe(u acp.SessionUpdate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Observe(u)
+	if u.ConfigOptionUpdate != nil {
+		c.options = u.ConfigOptionUpdate.ConfigOptions
+	}
+	if u.AvailableCommandsUpdate != nil {
+		c.commands = append([]acp.AvailableCommand(nil), u.AvailableCommandsUpdate.AvailableCommands...)
+	}
+}
+
+// readAnswer reads a permission answer; Ctrl-C there also cancels the
+// turn.
+func (c *Chat) readAnswer(prompt string) (string, error) {
+	line, err := c.lines.ReadLine(prompt)
+	if errors.Is(err, errInterrupt) {
+		select {
+		case c.cancelReq <- struct{}{}:
+		default:
+		}
+	}
+	return line, err
+}
+
+// Run starts a session (or resumes the one named) and converses until the
+// person quits. It returns nil at a normal exit. Interrupts come from
+// Options.Signals, not from a context.
+func (c *Chat) Run(conn Conn, resume string) error {
+	go c.watchSignals()
+	if resume != "" {
+		if err := c.load(conn, resume); err != nil {
+			return err
+		}
+	} else if err := c.newSession(conn); err != nil {
+		return err
+	}
+	c.note("session %s in %s · /help for commands · Ctrl-D quits", c.session, c.opt.Cwd)
+	interrupted := false
+	for {
+		c.showStatus()
+		text, err := c.readPrompt()
+		if c.terminated() {
+			return nil
+		}
+		switch {
+		case errors.Is(err, errInterrupt):
+			if strings.TrimSpace(text) == "" {
+				if interrupted {
+					return nil
+				}
+				interrupted = true
+				c.note("(Ctrl-C again or Ctrl-D to quit)")
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			if c.tty {
+				fmt.Fprintln(c.opt.Out)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+		interrupted = false
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		c.lines.Remember(text)
+		if strings.HasPrefix(text, "/") {
+			// A background context: the process's own ends at the first
+			// Ctrl-C, which here only cancels a turn.
+			quit, handled, err := c.command(context.Background(), conn, text)
+			if err != nil {
+				c.note("✗ %v", err)
+			}
+			if quit {
+				return nil
+			}
+			if handled {
+				continue
+			}
+		}
+		if quit := c.turn(conn, text); quit {
+			return nil
+		}
+	}
+}
+
+// readPrompt reads one prompt: a line ending with a backslash continues on
+// the next line, and a line of """ opens a block that ends at the next.
+func (c *Chat) readPrompt() (string, error) {
+	var parts []string
+	block := false
+	prompt := "> "
+	for {
+		line, err := c.lines.ReadLine(prompt)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(parts) > 0 {
+				return strings.Join(parts, "\n"), nil
+			}
+			return strings.Join(append(parts, line), "\n"), err
+		}
+		switch {
+		case block && strings.TrimSpace(line) == `"""`:
+			return strings.Join(parts, "\n"), nil
+		case block:
+			parts = append(parts, line)
+		case len(parts) == 0 && strings.TrimSpace(line) == `"""`:
+			block = true
+		case strings.HasSuffix(line, `\`):
+			parts = append(parts, strings.TrimSuffix(line, `\`))
+		default:
+			return strings.Join(append(parts, line), "\n"), nil
+		}
+		prompt = "… "
+	}
+}
+
+// turn sends one prompt and renders the turn; Ctrl-C cancels it, a second
+// Ctrl-C (or SIGTERM) quits.
+func (c *Chat) turn(conn Conn, text string) (quit bool) {
+	c.drainInterrupts()
+	type outcome struct {
+		res *acp.PromptResponse
+		err error
+	}
+	done := make(chan outcome, 1)
+	c.ui.Waiting("waiting for the model")
+	go func() {
+		var o outcome
+		o.res, o.err = conn.Prompt(context.Background(), &acp.PromptRequest{SessionID: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+		done <- o
+	}()
+	cancelling := false
+	cancel := func() {
+		cancelling = true
+		c.ui.StopProgress()
+		c.ui.Status("cancelling… (Ctrl-C again quits)")
+		_ = conn.Cancel(context.Background(), &acp.CancelNotification{SessionID: c.session})
+	}
+	var o outcome
+	for {
+		select {
+		case o = <-done:
+		case <-c.cancelReq:
+			if cancelling {
+				quit = true // a second Ctrl-C while cancelling
+			} else {
+				cancel()
+			}
+		case <-c.quitting:
+			if !cancelling {
+				cancel()
+			}
+			quit = true
+		}
+		if quit {
+			// What the agent stores when it sees the cancellation is kept:
+			// wait (bounded) for its answer.
+			select {
+			case o = <-done:
+			case <-time.After(10 * time.Second):
+			}
+			c.ui.Finish()
+			return true
+		}
+		if o.res != nil || o.err != nil {
+			break
+		}
+	}
+	c.ui.Finish()
+	if c.tty {
+		fmt.Fprintln(c.opt.Out) // the turn ends; the status line follows
+	}
+	switch {
+	case o.err != nil:
+		c.note("✗ %s (the prompt is stored; try again, or crow-acp doctor checks the set-up)", termsafe.Text(o.err.Error()))
+	case o.res.StopReason == acp.StopCancelled:
+		c.note("cancelled; what was said is kept")
+	case o.res.StopReason != acp.StopEndTurn:
+		c.note("%s", stopText(o.res.StopReason))
+	}
+	return false
+}
+
+// watchSignals turns SIGINT (which arrives only while no line is read: the
+// line editor reads Ctrl-C as a key) into a cancel request, and SIGTERM
+// into the end of the chat, unblocking a prompt that waits.
+func (c *Chat) watchSignals() {
+	for sig := range c.opt.Signals {
+		if sig == syscall.SIGTERM {
+			c.closing.Do(func() { close(c.quitting) })
+			_ = c.lines.Close()
+			return
+		}
+		select {
+		case c.cancelReq <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Chat) terminated() bool {
+	select {
+	case <-c.quitting:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Chat) drainInterrupts() {
+	for {
+		select {
+		case <-c.cancelReq:
+		default:
+			return
+		}
+	}
+}
+
+func stopText(r acp.StopReason) string {
+	switch r {
+	case acp.StopMaxTokens:
+		return "stopped: the model reached its output limit"
+	case acp.StopMaxTurnRequests:
+		return "stopped: too many model requests in one turn (max_model_calls)"
+	case acp.StopRefusal:
+		return "stopped: the model refused"
+	default:
+		return "stopped: " + termsafe.Line(string(r))
+	}
+}
+
+func (c *Chat) newSession(conn Conn) error {
+	res, err := conn.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: c.opt.Cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		return fmt.Errorf("new session: %w", err)
+	}
+	c.mu.Lock()
+	c.status = Status{Model: c.status.Model}
+	c.status.fromOptions(res.ConfigOptions)
+	c.status.fromModes(res.Modes)
+	c.options = res.ConfigOptions
+	c.mu.Unlock()
+	c.session = res.SessionID
+	return nil
+}
+
+// load resumes a stored session and shows its history (the agent replays
+// it before it answers).
+func (c *Chat) load(conn Conn, id string) error {
+	res, err := conn.LoadSession(context.Background(), &acp.LoadSessionRequest{SessionID: id, Cwd: c.opt.Cwd, McpServers: []acp.McpServer{}})
+	c.ui.Finish()
+	var acpErr *acp.Error
+	if errors.As(err, &acpErr) && acpErr.Code == acp.CodeResourceNotFound {
+		return fmt.Errorf("%w: %q (/sessions lists them)", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("load session %s: %w", id, err)
+	}
+	c.mu.Lock()
+	c.status = Status{Model: c.status.Model, Used: c.status.Used, Size: c.status.Size}
+	c.status.fromOptions(res.ConfigOptions)
+	c.status.fromModes(res.Modes)
+	c.options = res.ConfigOptions
+	c.mu.Unlock()
+	c.session = id
+	return nil
+}
+
+// note writes a line about the chat itself.
+func (c *Chat) note(format string, args ...any) { c.ui.Status(format, args...) }
+
+// showStatus writes the status line above the prompt.
+func (c *Chat) showStatus() {
+	if !c.tty {
+		return
+	}
+	c.mu.Lock()
+	line := c.status.Line(c.width() - 1)
+	c.mu.Unlock()
+	if line == "" {
+		return
+	}
+	if c.color {
+		line = sgrDim + line + sgrReset
+	}
+	fmt.Fprintln(c.opt.Out, line)
+}
+
+// --- slash commands ---
+
+// ownCommands are the chat's own commands; the agent's come with
+// available_commands_update and are sent to it as prompts.
+var ownCommands = []struct{ name, args, help string }{
+	{"/help", "", "show the commands"},
+	{"/sessions", "", "list the sessions of this directory"},
+	{"/resume", "ID", "continue a stored session (its history is shown)"},
+	{"/new", "", "start a new session"},
+	{"/model", "[NAME]", "list the models, or switch this session to one"},
+	{"/mode", "[NAME]", "list the permission modes, or switch to one"},
+	{"/quit", "", "leave the chat (Ctrl-D does too)"},
+}
+
+func (c *Chat) complete(prefix string) []string {
+	var names []string
+	for _, o := range ownCommands {
+		names = append(names, o.name)
+	}
+	c.mu.Lock()
+	for _, a := range c.commands {
+		names = append(names, "/"+a.Name)
+	}
+	c.mu.Unlock()
+	return matching(names, prefix)
+}
+
+// command runs one of the chat's own commands; handled is false for any
+// other (the agent's, sent as a prompt).
+func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handled bool, err error) {
+	name, arg, _ := strings.Cut(text, " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/quit", "/exit":
+		return true, true, nil
+	case "/help":
+		c.help()
+	case "/new":
+		if err := c.newSession(conn); err != nil {
+			return false, true, err
+		}
+		c.note("new session %s", c.session)
+	case "/sessions":
+		if c.opt.Sessions == nil {
+			return false, true, errors.New("no session store")
+		}
+		ss, err := c.opt.Sessions(ctx, c.opt.Cwd)
+		if err != nil {
+			return false, true, err
+		}
+		if len(ss) == 0 {
+			c.note("no sessions in this directory yet")
+			return false, true, nil
+		}
+		c.ui.Finish()
+		if err := transcript.WriteList(c.opt.Out, ss, false); err != nil {
+			return false, true, err
+		}
+		c.note("/resume ID continues one")
+	case "/model", "/mode":
+		if c.agentHas(name) {
+			return false, false, nil // the agent's own command wins
+		}
+		return false, true, c.setOption(ctx, conn, strings.TrimPrefix(name, "/"), arg)
+	case "/resume":
+		if arg == "" {
+			return false, true, errors.New("/resume needs a session id (/sessions lists them)")
+		}
+		if err := c.load(conn, arg); err != nil {
+			return false, true, err
+		}
+		c.note("resumed session %s", c.session)
+	default:
+		return false, false, nil
+	}
+	return false, true, nil
+}
+
+func (c *Chat) help() {
+	var b strings.Builder
+	b.WriteString("The chat's commands:\n")
+	for _, o := range ownCommands {
+		fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(o.name+" "+o.args), o.help)
+	}
+	c.mu.Lock()
+	cmds := append([]acp.AvailableCommand(nil), c.commands...)
+	c.mu.Unlock()
+	if len(cmds) > 0 {
+		b.WriteString("The agent's commands:\n")
+		for _, a := range cmds {
+			desc := a.Description
+			if a.Input != nil && a.Input.Hint != "" {
+				desc += " (input: " + a.Input.Hint + ")"
+			}
+			fmt.Fprintf(&b, "  %-18s %s\n", termsafe.Line(transcript.OneLine("/"+a.Name, 40)),
+				termsafe.Line(transcript.OneLine(desc, max(20, c.width()-22))))
+		}
+	}
+	b.WriteString("Input: end a line with \\ to continue it; a line of \"\"\" starts and ends a block (for pastes).\n")
+	b.WriteString("Ctrl-C cancels the running turn; Ctrl-C twice or Ctrl-D at an empty prompt quits. Tab completes commands.\n")
+	c.ui.Finish()
+	fmt.Fprint(c.opt.Out, b.String())
+}
+
+// agentHas reports whether the agent advertises the command name.
+func (c *Chat) agentHas(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.commands {
+		if "/"+a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// setOption lists the values of the session's config option of a
+// category ("model", "mode"), or sets it with session/set_config_option.
+func (c *Chat) setOption(ctx context.Context, conn Conn, category, value string) error {
+	c.mu.Lock()
+	var opt *acp.SessionConfigOption
+	for i := range c.options {
+		if c.options[i].Category == category {
+			o := c.options[i]
+			opt = &o
+		}
+	}
+	c.mu.Unlock()
+	if opt == nil {
+		return fmt.Errorf("the agent offers no %s choice for this session", category)
+	}
+	if value == "" {
+		var b strings.Builder
+		for _, o := range opt.Options {
+			mark := "  "
+			if o.Value == opt.CurrentValue {
+				mark = "▸ "
+			}
+			line := mark + o.Value
+			if o.Name != "" && o.Name != o.Value {
+				line += " (" + o.Name + ")"
+			}
+			if o.Description != "" {
+				line += ": " + o.Description
+			}
+			b.WriteString(termsafe.Line(transcript.OneLine(line, max(20, c.width()-1))) + "\n")
+		}
+		c.ui.Finish()
+		fmt.Fprint(c.opt.Out, b.String())
+		c.note("/%s NAME switches", category)
+		return nil
+	}
+	chosen := ""
+	for _, o := range opt.Options {
+		if o.Value == value || strings.EqualFold(o.Name, value) {
+			chosen = o.Value
+		}
+	}
+	if chosen == "" {
+		return fmt.Errorf("no %s %q (/%s lists them)", category, value, category)
+	}
+	raw, _ := json.Marshal(chosen)
+	var res acp.SetSessionConfigOptionResponse
+	if err := conn.Call(ctx, "session/set_config_option", &acp.SetSessionConfigOptionRequest{
+		SessionID: c.session, ConfigID: opt.ID, Value: raw}, &res); err != nil {
+		return fmt.Errorf("set the %s: %w", category, err)
+	}
+	c.mu.Lock()
+	if len(res.ConfigOptions) > 0 {
+		c.options = res.ConfigOptions
+		c.status.fromOptions(res.ConfigOptions)
+	}
+	c.mu.Unlock()
+	c.note("%s: %s", category, termsafe.Line(chosen))
+	return nil
+}

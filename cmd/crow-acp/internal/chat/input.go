@@ -1,0 +1,170 @@
+package chat
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chzyer/readline"
+)
+
+// errInterrupt is Ctrl-C at a prompt.
+var errInterrupt = readline.ErrInterrupt
+
+// lineReader reads what the person types.
+type lineReader interface {
+	// ReadLine shows prompt and reads one line; errInterrupt for Ctrl-C
+	// (with what was typed), io.EOF for Ctrl-D on an empty line.
+	ReadLine(prompt string) (string, error)
+	// Remember adds an entry to the history kept across runs.
+	Remember(entry string)
+	Close() error
+}
+
+// editor is the line editor on a terminal: chzyer/readline, with the
+// history in a file and completion of slash commands.
+type editor struct {
+	rl     *readline.Instance
+	closed atomic.Bool // Close runs at SIGTERM and again at exit: once, never waiting
+}
+
+func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(prefix string) []string) (*editor, error) {
+	if historyFile != "" {
+		// The prompts may be private: the file is the person's alone.
+		_ = os.MkdirAll(filepath.Dir(historyFile), 0o700)
+		if f, err := os.OpenFile(historyFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			f.Close()
+		}
+	}
+	cfg := &readline.Config{
+		Prompt:                 "> ",
+		HistoryFile:            historyFile,
+		HistoryLimit:           1000,
+		DisableAutoSaveHistory: true, // permission answers are not history
+		AutoComplete:           completer(complete),
+		Stdout:                 out,
+		Stderr:                 out,
+	}
+	// The process's stdin is left to readline, which wraps it so that
+	// Close ends a read that waits (a plain *os.File read would not end).
+	if rc, ok := in.(io.ReadCloser); ok && in != io.Reader(os.Stdin) {
+		cfg.Stdin = readline.NewCancelableStdin(rc)
+	}
+	rl, err := readline.NewEx(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("line editor: %w", err)
+	}
+	return &editor{rl: rl}, nil
+}
+
+func (e *editor) ReadLine(prompt string) (string, error) {
+	e.rl.SetPrompt(prompt)
+	return e.rl.Readline()
+}
+
+func (e *editor) Remember(entry string) { _ = e.rl.SaveHistory(entry) }
+
+func (e *editor) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.rl.Close()
+}
+
+// completer completes the slash command being typed at the start of
+// the line.
+type completer func(prefix string) []string
+
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	typed := string(line[:pos])
+	if !strings.HasPrefix(typed, "/") || strings.ContainsAny(typed, " \n") {
+		return nil, 0
+	}
+	var out [][]rune
+	for _, name := range c(typed) {
+		out = append(out, []rune(strings.TrimPrefix(name, typed)+" "))
+	}
+	return out, len([]rune(typed))
+}
+
+// plainReader reads lines from a pipe or a dumb terminal: no editing, and
+// the prompt is shown only where someone types. Lines are read in the
+// background so that Close (SIGTERM) ends a wait for one.
+type plainReader struct {
+	out    io.Writer
+	prompt bool
+	lines  chan lineResult
+	done   chan struct{}
+	once   sync.Once
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+func newPlainReader(in io.Reader, out io.Writer, showPrompt bool) *plainReader {
+	p := &plainReader{out: out, prompt: showPrompt, lines: make(chan lineResult), done: make(chan struct{})}
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadString('\n')
+			if errors.Is(err, io.EOF) && line != "" {
+				err = nil
+			}
+			select {
+			case p.lines <- lineResult{strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), err}:
+			case <-p.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func (p *plainReader) ReadLine(prompt string) (string, error) {
+	if p.prompt {
+		fmt.Fprint(p.out, prompt)
+	}
+	select {
+	case r, ok := <-p.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		if r.err != nil {
+			close(p.lines) // every later read sees the end too
+		}
+		return r.line, r.err
+	case <-p.done:
+		return "", io.EOF
+	}
+}
+
+func (p *plainReader) Remember(string) {}
+
+func (p *plainReader) Close() error {
+	p.once.Do(func() { close(p.done) })
+	return nil
+}
+
+// matching are the names that start with prefix, sorted.
+func matching(names []string, prefix string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
