@@ -61,8 +61,8 @@ var usageScenario = sdkScenario{script: "usage.mjs",
 // cost, session/fork, a subagent and ask_user's elicitation/create, loading
 // forks and children in a new process; lib.mjs checks every frame the agent
 // sends with the SDK's own schemas. It needs node and a directory with the
-// SDK installed, named by CROW_SDK_DIR (.ci/run makes one); without them it
-// is skipped.
+// SDK installed from testdata/sdkclient/package-lock.json, named by
+// CROW_SDK_DIR (.ci/run makes one); without CROW_SDK_DIR it is skipped.
 func TestSDKClient(t *testing.T) {
 	node, sdk := sdkSetup(t)
 	bin := testBinary(t)
@@ -100,14 +100,20 @@ func TestSDKClientRejectsBadFrames(t *testing.T) {
 	}
 }
 
+// sdkSetup skips without CROW_SDK_DIR; with it (as .ci/run sets it) a
+// missing node or SDK is a failure, so that CI cannot skip these tests.
 func sdkSetup(t *testing.T) (node, sdk string) {
+	t.Helper()
 	sdk = os.Getenv("CROW_SDK_DIR")
-	node, err := exec.LookPath("node")
-	if sdk == "" || err != nil {
-		t.Skip("set CROW_SDK_DIR to a directory with @agentclientprotocol/sdk@2.4.0 installed (npm install), and have node on PATH")
+	if sdk == "" {
+		t.Skip("CROW_SDK_DIR is not set: see docs/development.md (npm ci in a copy of testdata/sdkclient's package files)")
 	}
-	if _, err := os.Stat(filepath.Join(sdk, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skipf("CROW_SDK_DIR: %v", err)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("CROW_SDK_DIR is set but node is not on PATH: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(sdk, "node_modules", "@agentclientprotocol", "sdk", "package.json")); err != nil {
+		t.Fatalf("CROW_SDK_DIR has no SDK (run npm ci there with testdata/sdkclient's package.json and package-lock.json): %v", err)
 	}
 	return node, sdk
 }
