@@ -203,7 +203,7 @@ export function transcript(updates, sessionId) {
         }
         break;
       case "subagent_update":
-        lines.push(`subagent ${u.sessionId} ${u.state?.state}`);
+        lines.push(`subagent ${u.sessionId} ${[u.state?.state, u.state?.stopReason].filter(Boolean).join(" ")}`);
         break;
     }
   }
