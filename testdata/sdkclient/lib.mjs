@@ -19,13 +19,17 @@
 // update of that kind.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";
+import { pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { ClientApp, ndJsonStream } from "@agentclientprotocol/sdk/unstable";
 
 // The generated schemas are not in the package's exports map: load them by
-// path, next to the entry point the SDK's ClientApp comes from.
-const z = await import(new URL("./schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk/unstable")));
+// path, next to the entry point the SDK's ClientApp comes from (resolved with
+// require.resolve, which Debian's node 18 has, unlike import.meta.resolve).
+const entry = createRequire(import.meta.url).resolve("@agentclientprotocol/sdk/unstable");
+const z = await import(new URL("./schema/zod.gen.js", pathToFileURL(entry)));
 
 export const [bin, dir] = process.argv.slice(2);
 
