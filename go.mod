@@ -3,11 +3,9 @@ module github.com/crow-acp/crow-acp
 go 1.26.8
 
 require (
-	github.com/alecthomas/chroma/v2 v2.27.0
 	github.com/chzyer/readline v1.5.1
 	github.com/creack/pty v1.1.24
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/klauspost/compress v1.20.4
 	github.com/mattn/go-sqlite3 v1.14.52
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.95.0

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"sync"
@@ -86,27 +85,15 @@ func (m Model) Cost(u streaming.Usage) float64 {
 }
 
 // turnUsage adds up the usage the provider reported for a turn's model
-// requests. It travels in the turn's context: it belongs to that one
-// request, the prompt.
+// requests; the running turn holds it (turn.usage).
 type turnUsage struct {
 	mu       sync.Mutex
 	requests int
 	sum      streaming.Usage
 }
 
-type turnUsageKey struct{}
-
-func withTurnUsage(ctx context.Context) (context.Context, *turnUsage) {
-	t := &turnUsage{}
-	return context.WithValue(ctx, turnUsageKey{}, t), t
-}
-
-// addTurnUsage counts one request's reported usage in the turn of ctx.
-func addTurnUsage(ctx context.Context, u streaming.Usage) {
-	t, _ := ctx.Value(turnUsageKey{}).(*turnUsage)
-	if t == nil {
-		return
-	}
+// add counts one request's reported usage.
+func (t *turnUsage) add(u streaming.Usage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.requests++

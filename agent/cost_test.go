@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/streaming"
@@ -58,13 +57,13 @@ func TestBuiltinPrices(t *testing.T) {
 // The prompt response's usage sums what the provider reported for the
 // turn's requests, and is absent when it reported nothing.
 func TestTurnUsage(t *testing.T) {
-	ctx, tu := withTurnUsage(context.Background())
-	if tu.wire() != nil {
+	var none *turnUsage
+	tu := &turnUsage{}
+	if tu.wire() != nil || none.wire() != nil {
 		t.Fatal("usage before any request")
 	}
-	addTurnUsage(ctx, streaming.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 80})
-	addTurnUsage(ctx, streaming.Usage{PromptTokens: 120, CompletionTokens: 5, ReasoningTokens: 3})
-	addTurnUsage(context.Background(), streaming.Usage{PromptTokens: 1000}) // another context: not counted
+	tu.add(streaming.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 80})
+	tu.add(streaming.Usage{PromptTokens: 120, CompletionTokens: 5, ReasoningTokens: 3})
 	u := tu.wire()
 	if u.InputTokens != 220 || u.OutputTokens != 15 || u.TotalTokens != 235 || *u.CachedReadTokens != 80 || *u.ThoughtTokens != 3 || u.CachedWriteTokens != nil {
 		t.Fatalf("usage %+v", u)

@@ -24,6 +24,9 @@ type turn struct {
 	done  chan struct{} // closed once the prompt's answer is written
 	// answered: the prompt has its answer; only writing it is left.
 	answered bool
+	// usage is what the provider reported for the turn's model requests
+	// (cost.go), for the prompt response.
+	usage turnUsage
 }
 
 // Prompt runs one turn: the user message is committed before the model is
@@ -129,7 +132,10 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
 
-	turnCtx, usage := withTurnUsage(turnCtx)
+	var usage *turnUsage // the turn's, for the prompt response
+	if t := sess.runningTurn(); t != nil {
+		usage = &t.usage
+	}
 	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)

@@ -32,8 +32,8 @@ func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persist
 func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req streaming.Request, res *streaming.Result) {
 	model := a.modelNamed(req.Model)
 	u := res.Usage
-	if u != nil {
-		addTurnUsage(ctx, *u)
+	if t := sess.runningTurn(); u != nil && t != nil {
+		t.usage.add(*u)
 	}
 	if u == nil {
 		if res.FinishReason == "" {

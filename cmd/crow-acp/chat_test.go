@@ -447,3 +447,43 @@ func TestChatTerminated(t *testing.T) {
 		t.Errorf("the terminated turn is not stored: %v\n%s", err, out)
 	}
 }
+
+// TestChatAnswersQuestions: the model's ask_user question is asked in the
+// chat (a form, as the chat advertises elicitation) and answered through
+// the chat's own line editor, which owns the terminal's input.
+func TestChatAnswersQuestions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	m.Enqueue(
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "q1", Name: "ask_user",
+			Arguments: `{"question":"Which database?","choices":["SQLite","PostgreSQL"]}`}}},
+		fakemodel.Reply{Text: "Going with the answer."},
+	)
+	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p.expect("> ")
+	p.send("set up storage\r")
+	q := p.expect("PostgreSQL")
+	if !strings.Contains(q, "Which database?") {
+		t.Errorf("the question is not shown:\n%q", q)
+	}
+	p.expect("): ")
+	p.send("2\r")
+	p.expect("own words") // the form's optional free-text field
+	p.expect("): ")
+	p.send("\r")
+	p.expect("Going with the answer.")
+	reqs := m.Requests()
+	if last := reqs[len(reqs)-1]; !bytes.Contains(last, []byte("PostgreSQL")) || bytes.Contains(last, []byte("declined")) {
+		t.Errorf("the model was not given the answer: %s", last)
+	}
+	p.expect("> ")
+	p.send("\x04")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d after Ctrl-D:\n%q", code, p.shown())
+	}
+}

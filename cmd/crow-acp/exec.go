@@ -256,11 +256,11 @@ func startAgent(ctx context.Context, cfg *config.Settings, store persistence.Rec
 	// The UI shows compaction and notices apart from the answer.
 	compaction, notices := json.RawMessage(`{}`), json.RawMessage(`{}`)
 	if _, err := client.Initialize(context.Background(), &acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersion,
+		ProtocolVersion: acp.ProtocolVersion,
 		ClientCapabilities: acp.ClientCapabilities{Session: &acp.ClientSessionCapabilities{Compaction: &compaction, Notices: &notices},
 			// Questions (ask_user, MCP forms) are asked at the terminal.
 			Elicitation: &acp.ElicitationCapabilities{Form: &acp.Marker{}}},
-		ClientInfo:         &acp.Implementation{Name: "crow-acp-" + name, Title: "crow-acp " + name, Version: version},
+		ClientInfo: &acp.Implementation{Name: "crow-acp-" + name, Title: "crow-acp " + name, Version: version},
 	}); err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("initialize: %w", err)

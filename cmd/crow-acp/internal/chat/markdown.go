@@ -3,14 +3,9 @@
 package chat
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 
-	"github.com/alecthomas/chroma/v2"
-	"github.com/alecthomas/chroma/v2/formatters"
-	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
@@ -18,8 +13,8 @@ import (
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
-// SGR sequences the renderer writes. Only these (and chroma's colours,
-// which are SGR too) ever reach the terminal; the model's text is made
+// SGR sequences the renderer writes. Only these (and the highlighter's
+// colours, highlight.go) ever reach the terminal; the model's text is made
 // safe with termsafe before it is parsed.
 const (
 	sgrReset     = "\x1b[0m"
@@ -279,25 +274,6 @@ func (r *mdRenderer) code(indent, lang, code string) {
 		out = sgrCode + strings.ReplaceAll(code, "\n", sgrReset+"\n"+sgrCode) + sgrReset
 	}
 	r.lines(indent+"  ", indent+"  ", out)
-}
-
-func highlight(lang, code string) string {
-	var lexer chroma.Lexer
-	if lang != "" {
-		lexer = lexers.Get(lang)
-	}
-	if lexer == nil {
-		return ""
-	}
-	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
-	if err != nil {
-		return ""
-	}
-	var b bytes.Buffer
-	if err := formatters.TTY256.Format(&b, styles.Get("monokai"), it); err != nil {
-		return ""
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 // inlines renders the inline content of a block; style is the block's

@@ -30,7 +30,7 @@ func (ui *UI) CreateElicitation(_ context.Context, req *acp.CreateElicitationReq
 		ui.noteLocked("✗ not shown: %s — exec shows only forms", oneLine(req.Message, 200))
 		return &acp.CreateElicitationResponse{Action: acp.ElicitDecline}, nil
 	}
-	if !ui.inTTY {
+	if !ui.inTTY && ui.opt.ReadLine == nil { // the chat reads answers from its input, terminal or not
 		ui.noteLocked("✗ not answered: %s — exec cannot ask without a terminal; the agent is told you declined", oneLine(req.Message, 200))
 		return &acp.CreateElicitationResponse{Action: acp.ElicitDecline}, nil
 	}
@@ -40,7 +40,7 @@ func (ui *UI) CreateElicitation(_ context.Context, req *acp.CreateElicitationReq
 	lines := strings.Split(message, "\n")
 	fmt.Fprintf(ui.errw, "? %s\n", lines[0])
 	ui.writeBlockLocked(lines[1:], maxShownLines, "", "")
-	if ui.lines == nil {
+	if ui.lines == nil && ui.opt.ReadLine == nil {
 		ui.lines = bufio.NewReader(ui.in)
 	}
 	schema := req.RequestedSchema
@@ -91,14 +91,21 @@ func (ui *UI) askFieldLocked(name string, p acp.ElicitationProperty, required bo
 		hint = strings.TrimPrefix(hint+", or empty to skip", ", ")
 	}
 	for {
+		prompt := label + ": "
 		if hint != "" {
-			fmt.Fprintf(ui.errw, "%s (%s): ", label, hint)
-		} else {
-			fmt.Fprintf(ui.errw, "%s: ", label)
+			prompt = fmt.Sprintf("%s (%s): ", label, hint)
 		}
 		// Reading may take long: the lock is released so Ctrl-C can cancel.
-		ui.mu.Unlock()
-		line, err := ui.lines.ReadString('\n')
+		var line string
+		var err error
+		if ui.opt.ReadLine != nil { // the chat's line editor owns the input
+			ui.mu.Unlock()
+			line, err = ui.opt.ReadLine(prompt)
+		} else {
+			fmt.Fprint(ui.errw, prompt)
+			ui.mu.Unlock()
+			line, err = ui.lines.ReadString('\n')
+		}
 		ui.mu.Lock()
 		if err != nil && line == "" {
 			fmt.Fprintln(ui.errw)
