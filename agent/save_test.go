@@ -73,6 +73,10 @@ func TestPartialSaveCadence(t *testing.T) {
 	}{
 		{"slow", "abcd", 15 * time.Millisecond, 10 * time.Second, 9, 10, 4 * 70},
 		{"fast", "abcd", 200 * time.Microsecond, 2 * time.Second, 9, 11, partialSaveBytes + 4},
+		// 4 MB in 2 s: saves thin out as the reply grows (each rewrites
+		// it whole); at most a second of it is ever unsaved. The old
+		// cadence made 20 saves of up to 4 MB each.
+		{"huge", strings.Repeat("x", 4<<10), 2 * time.Millisecond, 2 * time.Second, 3, 9, 2<<20 + 4<<10},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

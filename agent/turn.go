@@ -332,16 +332,25 @@ type partialReply struct {
 // save's fixed cost under a tenth of the text it adds, and bounds what a
 // crash loses of a fast stream (any faster than 4 KB/s, i.e. 1,000
 // tokens/s) to 4 KB; slower streams save once a PartialSaveInterval.
+//
+// A save rewrites the stored text whole (it is plain in its row), so its
+// cost grows with the reply: the gap grows with it too, by partialSaveGap
+// per partialSaveGapStep already saved, up to PartialSaveInterval. A
+// 4 MB reply streamed fast is then saved about once a second (it was
+// ten times, each writing megabytes), and a crash still loses at most a
+// second of it.
 const (
-	partialSaveBytes = 4 << 10
-	partialSaveGap   = 100 * time.Millisecond
+	partialSaveBytes   = 4 << 10
+	partialSaveGap     = 100 * time.Millisecond
+	partialSaveGapStep = 256 << 10
 )
 
 // due reports whether the reply, saved before, is saved again at now.
 func (r *partialReply) due(now time.Time) bool {
 	since := now.Sub(r.saved)
 	grown := r.text.Len() + r.reasoning.Len() - r.savedBytes
-	return since >= r.a.cfg.PartialSaveInterval || since >= partialSaveGap && grown >= partialSaveBytes
+	gap := min(partialSaveGap*time.Duration(1+r.savedBytes/partialSaveGapStep), r.a.cfg.PartialSaveInterval)
+	return since >= r.a.cfg.PartialSaveInterval || since >= gap && grown >= partialSaveBytes
 }
 
 // save stores the reply when it starts (at its first delta) and then when
