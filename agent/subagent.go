@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"go.uber.org/zap"
@@ -207,6 +208,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 		Meta:         subagentMeta(callID),
 	}.Update())
 	run := a.runChild(ctx, child, prompt, limits)
+	a.addChildCost(ctx, parentSess, child.ID)
 	ref.StopReason = string(run.stop)
 	a.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, State: &acp.SubagentState{State: acp.SubagentIdle, StopReason: run.stop, Usage: run.usage},
@@ -458,4 +460,29 @@ func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
 		a.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
 	}
 	return nil
+}
+
+// addChildCost adds what the child's model requests cost to the parent's
+// total: a session's cost is what its prompts cost, subagents included
+// (the child keeps its own share too, shown when it is opened alone).
+func (a *Agent) addChildCost(ctx context.Context, parent *session, childID string) {
+	ctx = context.WithoutCancel(ctx)
+	c, err := a.store.GetSession(ctx, childID)
+	if err != nil {
+		return
+	}
+	cost := decodeMeta(c.Metadata).Cost
+	if len(cost) == 0 {
+		return
+	}
+	if _, err := a.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
+		if m.Cost == nil {
+			m.Cost = map[string]float64{}
+		}
+		for currency, v := range cost {
+			m.Cost[currency] = math.Round((m.Cost[currency]+v)*1e9) / 1e9
+		}
+	}); err != nil {
+		a.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))
+	}
 }

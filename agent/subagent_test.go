@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -188,4 +189,32 @@ func FuzzTaskArgs(f *testing.F) {
 			t.Fatalf("title %q", title)
 		}
 	})
+}
+
+// A parent's cost includes what its subagents' model requests cost.
+func TestSubagentCostAddsToParent(t *testing.T) {
+	ctx := context.Background()
+	priced := Model{Name: "m", InputPrice: 1, OutputPrice: 2, PricesSet: true, Currency: "USD"}
+	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []Model{priced}},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "task", Arguments: `{"description":"Look","prompt":"Look around."}`}},
+			Usage: &fakemodel.Usage{PromptTokens: 1000, CompletionTokens: 0}},
+		fakemodel.Reply{Text: "Found it.", Usage: &fakemodel.Usage{PromptTokens: 2000, CompletionTokens: 500}},
+		fakemodel.Reply{Text: "Done.", Usage: &fakemodel.Usage{PromptTokens: 3000, CompletionTokens: 0}},
+	)
+	withSubagents(t, a)
+	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Prompt(ctx, &acp.PromptRequest{SessionID: s.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock("look")}}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := a.store.GetSession(ctx, s.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Parent: 1000 + 3000 input tokens at $1/M; child: 2000 at $1/M and 500 output at $2/M.
+	if got, want := decodeMeta(stored.Metadata).Cost["USD"], 0.004+0.003; math.Abs(got-want) > 1e-9 {
+		t.Errorf("the parent's cost is %v USD, want %v (its own and its subagent's)", got, want)
+	}
 }
