@@ -353,17 +353,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	guard := newLoopGuard()
 	for run.steps < steps {
 		run.steps++
-		res, err := a.streamReply(ctx, persistCtx, sess, s)
-		var refused *overflowRefusal
-		if errors.As(err, &refused) && !recovered {
-			recovered = true
-			if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
-				res, err = a.streamReply(ctx, persistCtx, sess, s)
-			}
-		}
-		if errors.As(err, &refused) {
-			err = refused.err
-		}
+		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			run.err = err
 			return run

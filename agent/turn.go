@@ -173,6 +173,24 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 	return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 }
 
+// replyOnce is one model request of a turn: a request the endpoint refuses
+// as too large for its window is retried once after compacting, once per
+// turn (*recovered), never in a loop.
+func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*streaming.Result, error) {
+	res, err := a.streamReply(ctx, persistCtx, sess, s)
+	var refused *overflowRefusal
+	if errors.As(err, &refused) && !*recovered {
+		*recovered = true
+		if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
+			res, err = a.streamReply(ctx, persistCtx, sess, s)
+		}
+	}
+	if errors.As(err, &refused) {
+		err = refused.err
+	}
+	return res, err
+}
+
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
 func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
@@ -180,17 +198,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
 	for call := 0; call < a.maxModelCalls(s); call++ {
-		res, err := a.streamReply(ctx, persistCtx, sess, s)
-		var refused *overflowRefusal
-		if errors.As(err, &refused) && !recovered {
-			recovered = true
-			if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
-				res, err = a.streamReply(ctx, persistCtx, sess, s)
-			}
-		}
-		if errors.As(err, &refused) {
-			err = refused.err
-		}
+		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			return "", err
 		}

@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,9 +39,6 @@ func (ui *UI) CreateElicitation(_ context.Context, req *acp.CreateElicitationReq
 	lines := strings.Split(message, "\n")
 	fmt.Fprintf(ui.errw, "? %s\n", lines[0])
 	ui.writeBlockLocked(lines[1:], maxShownLines, "", "")
-	if ui.lines == nil && ui.opt.ReadLine == nil {
-		ui.lines = bufio.NewReader(ui.in)
-	}
 	schema := req.RequestedSchema
 	names := make([]string, 0, len(schema.Properties))
 	for name := range schema.Properties {
@@ -95,18 +91,7 @@ func (ui *UI) askFieldLocked(name string, p acp.ElicitationProperty, required bo
 		if hint != "" {
 			prompt = fmt.Sprintf("%s (%s): ", label, hint)
 		}
-		// Reading may take long: the lock is released so Ctrl-C can cancel.
-		var line string
-		var err error
-		if ui.opt.ReadLine != nil { // the chat's line editor owns the input
-			ui.mu.Unlock()
-			line, err = ui.opt.ReadLine(prompt)
-		} else {
-			fmt.Fprint(ui.errw, prompt)
-			ui.mu.Unlock()
-			line, err = ui.lines.ReadString('\n')
-		}
-		ui.mu.Lock()
+		line, err := ui.readAnswerLocked(prompt)
 		if err != nil && line == "" {
 			fmt.Fprintln(ui.errw)
 			return nil, false

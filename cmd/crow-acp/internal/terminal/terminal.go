@@ -425,24 +425,9 @@ func (ui *UI) askPermission(p *acp.RequestPermissionRequest) acp.RequestPermissi
 	for i, o := range p.Options {
 		fmt.Fprintf(ui.errw, "  %d) %s\n", i+1, termsafe.Line(o.Name))
 	}
-	if ui.lines == nil && ui.opt.ReadLine == nil {
-		ui.lines = bufio.NewReader(ui.in)
-	}
 	for {
 		prompt := fmt.Sprintf("choose 1-%d: ", len(p.Options))
-		// Reading may take long: the lock is released meanwhile so that
-		// Ctrl-C can cancel the turn.
-		var line string
-		var err error
-		if ui.opt.ReadLine != nil {
-			ui.mu.Unlock()
-			line, err = ui.opt.ReadLine(prompt)
-		} else {
-			fmt.Fprint(ui.errw, prompt)
-			ui.mu.Unlock()
-			line, err = ui.lines.ReadString('\n')
-		}
-		ui.mu.Lock()
+		line, err := ui.readAnswerLocked(prompt)
 		if err != nil && line == "" {
 			fmt.Fprintln(ui.errw)
 			ui.noteLocked("✗ refused: %s (no answer)", title)
@@ -536,4 +521,22 @@ func (ui *UI) spinLoop(s *spinner) {
 		s.drawn = true
 		ui.mu.Unlock()
 	}
+}
+
+// readAnswerLocked shows prompt and reads one answer: with the chat's line
+// editor when it owns the input, else a line of stdin. Reading may take
+// long: ui.mu is released meanwhile so that Ctrl-C can cancel the turn.
+func (ui *UI) readAnswerLocked(prompt string) (string, error) {
+	if ui.opt.ReadLine != nil {
+		ui.mu.Unlock()
+		defer ui.mu.Lock()
+		return ui.opt.ReadLine(prompt)
+	}
+	if ui.lines == nil {
+		ui.lines = bufio.NewReader(ui.in)
+	}
+	fmt.Fprint(ui.errw, prompt)
+	ui.mu.Unlock()
+	defer ui.mu.Lock()
+	return ui.lines.ReadString('\n')
 }
