@@ -487,3 +487,34 @@ func TestChatAnswersQuestions(t *testing.T) {
 		t.Fatalf("exit code %d after Ctrl-D:\n%q", code, p.shown())
 	}
 }
+
+// TestChatPaste: text pasted into the chat (the terminal's bracketed
+// paste) is one prompt, newlines kept, not a prompt per line.
+func TestChatPaste(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	m.Enqueue(fakemodel.Reply{Text: "Got both lines."})
+	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	if shown := p.expect("> "); !strings.Contains(shown, "\x1b[?2004h") {
+		t.Errorf("the chat did not turn on bracketed paste:\n%q", shown)
+	}
+	p.send("\x1b[200~first line\rsecond line\x1b[201~\r")
+	p.expect("Got both lines.")
+	p.expect("> ")
+	reqs := m.Requests()
+	if len(reqs) != 1 || !bytes.Contains(reqs[0], []byte(`first line\nsecond line`)) {
+		t.Errorf("%d model requests, want one prompt with both lines: %s", len(reqs), reqs)
+	}
+	p.send("\x04")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d after Ctrl-D:\n%q", code, p.shown())
+	}
+	if !strings.Contains(p.shown(), "\x1b[?2004l") {
+		t.Error("bracketed paste was left on at exit")
+	}
+}

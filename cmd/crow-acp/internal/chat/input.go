@@ -32,6 +32,7 @@ type lineReader interface {
 // history in a file and completion of slash commands.
 type editor struct {
 	rl     *readline.Instance
+	out    io.Writer
 	closed atomic.Bool // Close runs at SIGTERM and again at exit: once, never waiting
 }
 
@@ -52,29 +53,36 @@ func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(pr
 		Stdout:                 out,
 		Stderr:                 out,
 	}
-	// The process's stdin is left to readline, which wraps it so that
-	// Close ends a read that waits (a plain *os.File read would not end).
-	if rc, ok := in.(io.ReadCloser); ok && in != io.Reader(os.Stdin) {
-		cfg.Stdin = readline.NewCancelableStdin(rc)
+	// The input is wrapped so that Close ends a read that waits (a plain
+	// *os.File read would not end), and pasted text stays one line.
+	if in == io.Reader(os.Stdin) {
+		in = readline.Stdin
 	}
+	cfg.Stdin = readline.NewCancelableStdin(&pasteFilter{r: in})
 	rl, err := readline.NewEx(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("line editor: %w", err)
 	}
-	return &editor{rl: rl}, nil
+	fmt.Fprint(out, pasteOn)
+	return &editor{rl: rl, out: out}, nil
 }
 
 func (e *editor) ReadLine(prompt string) (string, error) {
 	e.rl.SetPrompt(prompt)
-	return e.rl.Readline()
+	line, err := e.rl.Readline()
+	return unpaste(line), err
 }
 
-func (e *editor) Remember(entry string) { _ = e.rl.SaveHistory(entry) }
+// Remember keeps entry in the history file, one line an entry.
+func (e *editor) Remember(entry string) {
+	_ = e.rl.SaveHistory(strings.ReplaceAll(entry, "\n", pasteNewline))
+}
 
 func (e *editor) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	fmt.Fprint(e.out, pasteOff)
 	return e.rl.Close()
 }
 
