@@ -256,6 +256,20 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
+// poolAt7 is a pool on dsn's empty schema migrated up to 0.1.0's version 7,
+// closed when t ends.
+func poolAt7(t *testing.T, dsn string) *pgxpool.Pool {
+	pool, err := pgxpool.New(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrate(t.Context(), pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
 func schemaVersions(t *testing.T, pool interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }) []int {
@@ -321,14 +335,7 @@ func TestTextInRow(t *testing.T) {
 func TestMigrateStreamNumbers(t *testing.T) {
 	dsn := pgtest.URL(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
+	pool := poolAt7(t, dsn)
 	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := pool.Exec(ctx, q, args...)
 		return err
@@ -348,19 +355,12 @@ func TestMigrateStreamNumbers(t *testing.T) {
 func TestUnreleasedFormatRefused(t *testing.T) {
 	dsn := pgtest.URL(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
+	pool := poolAt7(t, dsn)
 	if _, err := pool.Exec(ctx, `ALTER TABLE messages ADD COLUMN content_at text;
 		INSERT INTO schema_migrations VALUES (8, now()), (9, now()), (10, now())`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(ctx, dsn)
+	_, err := Open(ctx, dsn)
 	if err == nil || !strings.Contains(err.Error(), "unreleased development build") {
 		t.Fatalf("open: %v, want the unreleased-format error", err)
 	}

@@ -220,12 +220,7 @@ func TestMigrationsRefuseNewerSchema(t *testing.T) {
 }
 
 func TestMigrateFailureRollsBack(t *testing.T) {
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "m.db")+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db := rawDB(t, filepath.Join(t.TempDir(), "m.db"), 0)
 	persistencetest.MigrateFailureRollsBack(t, persistencetest.Migrations{
 		Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
 		Versions: func() []int { return schemaVersions(t, db) },
@@ -237,6 +232,23 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 			return n
 		},
 	})
+}
+
+// rawDB opens the SQLite file at path without the store, migrated up to
+// version (0: none), closed when t ends.
+func rawDB(t *testing.T, path string, version int) *sql.DB {
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	if version > 0 {
+		if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", version), "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
 
 func schemaVersions(t *testing.T, db *sql.DB) []int {
@@ -595,15 +607,8 @@ func TestTextInRow(t *testing.T) {
 // nothing is lost (persistencetest.StreamNumbersMigrated).
 func TestMigrateStreamNumbers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crow.db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
+	db := rawDB(t, path, 7)
 	ctx := t.Context()
-	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
 	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := db.ExecContext(ctx, q, args...)
 		return err
@@ -631,19 +636,11 @@ func TestUnreleasedFormatRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "crow.db")
-			db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			db.SetMaxOpenConns(1)
-			if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
-				t.Fatal(err)
-			}
+			db := rawDB(t, path, 7)
 			if _, err := db.Exec(marks); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(t.Context(), path)
+			_, err := Open(t.Context(), path)
 			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") {
 				t.Fatalf("open: %v, want the unreleased-format error", err)
 			}
