@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -348,52 +347,6 @@ func TestDeleteCascadesRows(t *testing.T) {
 	var fk int
 	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
 		t.Errorf("foreign_key_check: %d violations, %v", fk, err)
-	}
-}
-
-// TestTwoStoresOneFile appends from two Stores (two sets of pools, as two
-// processes would have) to one session: BEGIN IMMEDIATE and the busy timeout
-// keep seqs gap-free.
-func TestTwoStoresOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s1, s2 := mustOpen(t, path), mustOpen(t, path)
-	ctx := t.Context()
-	if err := s1.CreateSession(ctx, &persistence.Session{ID: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		s := s1
-		if i%2 == 1 {
-			s = s2
-		}
-		wg.Go(func() {
-			for j := range 25 {
-				m := &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i, "-", j)}
-				if err := s.AppendMessages(ctx, "shared", m); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	msgs, err := s2.Messages(ctx, "shared", persistence.MessageFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msgs) != 200 {
-		t.Fatalf("%d messages, want 200", len(msgs))
-	}
-	for i, m := range msgs {
-		if m.Seq != int64(i+1) {
-			t.Fatalf("message %d has seq %d", i, m.Seq)
-		}
 	}
 }
 
