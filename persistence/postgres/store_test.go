@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
+	"io/fs"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,76 +94,9 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-// TestExactRoundTrip checks what the contract leaves loose: times are
-// truncated to the microsecond and handed back truncated, JSON bytes and nil
-// versus empty slices are kept.
+// TestExactRoundTrip: PostgreSQL keeps times to the microsecond.
 func TestExactRoundTrip(t *testing.T) {
-	s := mustOpen(t, pgtest.URL(t))
-	ctx := t.Context()
-	at := time.Date(2031, 12, 31, 23, 59, 59, 987654321, time.FixedZone("X", -7*3600))
-	micro := at.UTC().Truncate(time.Microsecond)
-	meta := json.RawMessage(`{ "b": 1,  "a": [true, null], "b": 2 }`)
-	sess := &persistence.Session{ID: "x", CreatedAt: at, UpdatedAt: at.Add(time.Microsecond), Metadata: meta}
-	if err := s.CreateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
-	if sess.CreatedAt != micro {
-		t.Errorf("CreateSession left CreatedAt = %v, want it truncated to %v", sess.CreatedAt, micro)
-	}
-	got, err := s.GetSession(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.CreatedAt != sess.CreatedAt || got.UpdatedAt != sess.UpdatedAt {
-		t.Errorf("times = %v, %v; want exactly %v, %v", got.CreatedAt, got.UpdatedAt, sess.CreatedAt, sess.UpdatedAt)
-	}
-	if string(got.Metadata) != string(meta) {
-		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
-	}
-	if err := s.UpdateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetSession(ctx, "x"); got.UpdatedAt != sess.UpdatedAt {
-		t.Errorf("UpdateSession handed back %v, stored %v", sess.UpdatedAt, got.UpdatedAt)
-	}
-
-	nilMsg := &persistence.Message{Role: persistence.RoleUser, CreatedAt: at}
-	emptyMsg := &persistence.Message{Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{},
-		Content: "ünïcödé ✓ \t\n", TokenCount: 1 << 40}
-	if err := s.AppendMessages(ctx, "x", nilMsg, emptyMsg); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := s.Messages(ctx, "x", persistence.MessageFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil {
-		t.Errorf("nil fields came back non-nil: %+v", msgs[0])
-	}
-	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil {
-		t.Errorf("empty slices came back nil: %+v", msgs[1])
-	}
-	if msgs[1].Content != emptyMsg.Content || msgs[1].TokenCount != 1<<40 {
-		t.Errorf("message 2 = %q, %d tokens", msgs[1].Content, msgs[1].TokenCount)
-	}
-	if msgs[0].CreatedAt != micro || nilMsg.CreatedAt != micro || msgs[1].CreatedAt != emptyMsg.CreatedAt {
-		t.Errorf("message times %v, %v; handed back %v, %v", msgs[0].CreatedAt, msgs[1].CreatedAt, nilMsg.CreatedAt, emptyMsg.CreatedAt)
-	}
-
-	c := &persistence.Compaction{SessionID: "x", Policy: "p", CompactedIDs: []int64{}, CreatedAt: at}
-	if err := persistencetest.ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := s.Compactions(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil {
-		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v (want nil)", cs[0].CompactedIDs, cs[0].KeptIDs)
-	}
-	if cs[0].CreatedAt != micro || c.CreatedAt != micro {
-		t.Errorf("compaction CreatedAt %v, handed back %v; want %v", cs[0].CreatedAt, c.CreatedAt, micro)
-	}
+	persistencetest.ExactRoundTrip(t, mustOpen(t, pgtest.URL(t)), time.Microsecond)
 }
 
 // TestAppendAtomicMidBatch fails the second insert of a batch inside the
@@ -220,38 +151,32 @@ func TestMigrationsRecordAndRefuseNewer(t *testing.T) {
 }
 
 func TestMigrateFailureRollsBack(t *testing.T) {
-	dsn := pgtest.URL(t)
-	s := mustOpen(t, dsn)
+	s := mustOpen(t, pgtest.URL(t))
 	ctx := t.Context()
 	if _, err := s.pool.Exec(ctx, `DROP TABLE schema_migrations`); err != nil {
 		t.Fatal(err)
 	}
-	fsys := fstest.MapFS{
-		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x integer);")},
-		"m/0002_b.sql": {Data: []byte("CREATE TABLE b (x integer);\nTHIS IS NOT SQL;")},
-	}
-	if err := migrate(ctx, s.pool, fsys, "m"); err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
-		t.Fatalf("migrate with a broken file: error = %v, want one naming 0002_b.sql", err)
-	}
-	if got := schemaVersions(t, s.pool); !slices.Equal(got, []int{1}) {
-		t.Errorf("schema_migrations = %v, want [1]", got)
-	}
-	var b *string
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('b')::text`).Scan(&b); err != nil || b != nil {
-		t.Errorf("table b exists after the failed migration (%v)", err)
-	}
-	fsys["m/0002_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (x integer);")}
-	fsys["m/0003_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (x integer); INSERT INTO c VALUES (1), (2);")}
-	if err := migrate(ctx, s.pool, fsys, "m"); err != nil {
-		t.Fatalf("migrate after fix: %v", err)
-	}
-	if got := schemaVersions(t, s.pool); !slices.Equal(got, []int{1, 2, 3}) {
-		t.Errorf("schema_migrations = %v, want [1 2 3]", got)
-	}
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM c`).Scan(&n); err != nil || n != 2 {
-		t.Errorf("multi-statement migration: %d rows, %v; want 2", n, err)
-	}
+	persistencetest.MigrateFailureRollsBack(t, persistencetest.Migrations{
+		Migrate:  func(fsys fs.FS) error { return migrate(ctx, s.pool, fsys, "m") },
+		Versions: func() []int { return schemaVersions(t, s.pool) },
+		Tables: func() []string {
+			rows, err := s.pool.Query(ctx, `SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return names
+		},
+		Count: func(table string) (n int) {
+			if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+	})
 }
 
 // TestConcurrentFirstOpen starts several stores at once on an empty schema,
@@ -331,6 +256,20 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
+// poolAt7 is a pool on dsn's empty schema migrated up to 0.1.0's version 7,
+// closed when t ends.
+func poolAt7(t *testing.T, dsn string) *pgxpool.Pool {
+	pool, err := pgxpool.New(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrate(t.Context(), pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
 func schemaVersions(t *testing.T, pool interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }) []int {
@@ -396,14 +335,7 @@ func TestTextInRow(t *testing.T) {
 func TestMigrateStreamNumbers(t *testing.T) {
 	dsn := pgtest.URL(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
+	pool := poolAt7(t, dsn)
 	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := pool.Exec(ctx, q, args...)
 		return err
@@ -423,19 +355,12 @@ func TestMigrateStreamNumbers(t *testing.T) {
 func TestUnreleasedFormatRefused(t *testing.T) {
 	dsn := pgtest.URL(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool, persistencetest.MigrationsUpTo(t, migrations.Postgres, "postgres", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
+	pool := poolAt7(t, dsn)
 	if _, err := pool.Exec(ctx, `ALTER TABLE messages ADD COLUMN content_at text;
 		INSERT INTO schema_migrations VALUES (8, now()), (9, now()), (10, now())`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(ctx, dsn)
+	_, err := Open(ctx, dsn)
 	if err == nil || !strings.Contains(err.Error(), "unreleased development build") {
 		t.Fatalf("open: %v, want the unreleased-format error", err)
 	}

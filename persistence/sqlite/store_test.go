@@ -3,18 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/crow-acp/crow-acp/migrations"
@@ -221,57 +219,35 @@ func TestMigrationsRefuseNewerSchema(t *testing.T) {
 }
 
 func TestMigrateFailureRollsBack(t *testing.T) {
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "m.db")+"?"+pragmas)
+	db := rawDB(t, filepath.Join(t.TempDir(), "m.db"), 0)
+	persistencetest.MigrateFailureRollsBack(t, persistencetest.Migrations{
+		Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
+		Versions: func() []int { return schemaVersions(t, db) },
+		Tables:   func() []string { return tableNames(t, db) },
+		Count: func(table string) (n int) {
+			if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+	})
+}
+
+// rawDB opens the SQLite file at path without the store, migrated up to
+// version (0: none), closed when t ends.
+func rawDB(t *testing.T, path string, version int) *sql.DB {
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
-	ctx := t.Context()
-
-	fsys := fstest.MapFS{
-		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
-		"m/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);\nTHIS IS NOT SQL;")},
+	if version > 0 {
+		if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", version), "m"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := migrate(ctx, db, fsys, "m"); err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
-		t.Fatalf("migrate with a broken file: error = %v, want one naming 0002_b.sql", err)
-	}
-	if got := schemaVersions(t, db); !slices.Equal(got, []int{1}) {
-		t.Errorf("schema_migrations = %v, want [1]", got)
-	}
-	if tables := tableNames(t, db); !slices.Contains(tables, "a") || slices.Contains(tables, "b") {
-		t.Errorf("tables = %v: want a, and no trace of the failed b", tables)
-	}
-
-	fsys["m/0002_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (x INTEGER);")}
-	fsys["m/0003_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (x INTEGER); INSERT INTO c VALUES (1), (2);")}
-	if err := migrate(ctx, db, fsys, "m"); err != nil {
-		t.Fatalf("migrate after fix: %v", err)
-	}
-	if got := schemaVersions(t, db); !slices.Equal(got, []int{1, 2, 3}) {
-		t.Errorf("schema_migrations = %v, want [1 2 3]", got)
-	}
-	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM c`).Scan(&n); err != nil || n != 2 {
-		t.Errorf("multi-statement migration: %d rows, %v; want 2", n, err)
-	}
-	if err := migrate(ctx, db, fsys, "m"); err != nil {
-		t.Errorf("migrate again: %v", err)
-	}
-
-	// Versions are reserved per feature and land in any order: a lower
-	// version that arrives after a higher one is still applied.
-	fsys["m/0005_e.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE e (x INTEGER);")}
-	if err := migrate(ctx, db, fsys, "m"); err != nil {
-		t.Fatal(err)
-	}
-	fsys["m/0004_d.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE d (x INTEGER);")}
-	if err := migrate(ctx, db, fsys, "m"); err != nil {
-		t.Fatal(err)
-	}
-	if got := schemaVersions(t, db); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
-		t.Errorf("schema_migrations = %v, want [1 2 3 4 5] (a late lower version applied)", got)
-	}
+	return db
 }
 
 func schemaVersions(t *testing.T, db *sql.DB) []int {
@@ -310,64 +286,12 @@ func tableNames(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
-// TestExactRoundTrip checks what the contract leaves loose: nanoseconds,
-// nil versus empty slices, JSON bytes.
+// TestExactRoundTrip: SQLite keeps times to the nanosecond, and refuses
+// one it cannot (beyond 2262).
 func TestExactRoundTrip(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	ctx := t.Context()
-	at := time.Date(2031, 12, 31, 23, 59, 59, 987654321, time.FixedZone("X", -7*3600))
-	meta := json.RawMessage(`{ "b": 1,  "a": [true, null] }`)
-	sess := &persistence.Session{ID: "x", CreatedAt: at, UpdatedAt: at.Add(time.Nanosecond), Metadata: meta}
-	if err := s.CreateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetSession(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !got.CreatedAt.Equal(at) || !got.UpdatedAt.Equal(at.Add(time.Nanosecond)) || got.CreatedAt.Location() != time.UTC {
-		t.Errorf("times = %v, %v; want %v, +1ns, in UTC", got.CreatedAt, got.UpdatedAt, at)
-	}
-	if string(got.Metadata) != string(meta) {
-		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
-	}
-
-	nilMsg := &persistence.Message{Role: persistence.RoleUser, CreatedAt: at}
-	emptyMsg := &persistence.Message{Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{}}
-	if err := s.AppendMessages(ctx, "x", nilMsg, emptyMsg); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := s.Messages(ctx, "x", persistence.MessageFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil {
-		t.Errorf("nil fields came back non-nil: %+v", msgs[0])
-	}
-	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil {
-		t.Errorf("empty slices came back nil: %+v", msgs[1])
-	}
-	if !msgs[0].CreatedAt.Equal(at) {
-		t.Errorf("message CreatedAt = %v, want %v", msgs[0].CreatedAt, at)
-	}
-	// A store-assigned time compares equal even with ==.
-	if msgs[1].CreatedAt != emptyMsg.CreatedAt {
-		t.Errorf("store-assigned CreatedAt %v != stored %v", emptyMsg.CreatedAt, msgs[1].CreatedAt)
-	}
-
-	c := &persistence.Compaction{SessionID: "x", Policy: "p", CompactedIDs: []int64{}}
-	if err := persistencetest.ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := s.Compactions(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil {
-		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v (want nil)", cs[0].CompactedIDs, cs[0].KeptIDs)
-	}
-
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "y", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
+	persistencetest.ExactRoundTrip(t, s, time.Nanosecond)
+	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "y", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("a time beyond 2262 was accepted")
 	}
 }
@@ -423,52 +347,6 @@ func TestDeleteCascadesRows(t *testing.T) {
 	var fk int
 	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
 		t.Errorf("foreign_key_check: %d violations, %v", fk, err)
-	}
-}
-
-// TestTwoStoresOneFile appends from two Stores (two sets of pools, as two
-// processes would have) to one session: BEGIN IMMEDIATE and the busy timeout
-// keep seqs gap-free.
-func TestTwoStoresOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s1, s2 := mustOpen(t, path), mustOpen(t, path)
-	ctx := t.Context()
-	if err := s1.CreateSession(ctx, &persistence.Session{ID: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		s := s1
-		if i%2 == 1 {
-			s = s2
-		}
-		wg.Go(func() {
-			for j := range 25 {
-				m := &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i, "-", j)}
-				if err := s.AppendMessages(ctx, "shared", m); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	msgs, err := s2.Messages(ctx, "shared", persistence.MessageFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msgs) != 200 {
-		t.Fatalf("%d messages, want 200", len(msgs))
-	}
-	for i, m := range msgs {
-		if m.Seq != int64(i+1) {
-			t.Fatalf("message %d has seq %d", i, m.Seq)
-		}
 	}
 }
 
@@ -682,15 +560,8 @@ func TestTextInRow(t *testing.T) {
 // nothing is lost (persistencetest.StreamNumbersMigrated).
 func TestMigrateStreamNumbers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crow.db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
+	db := rawDB(t, path, 7)
 	ctx := t.Context()
-	if err := migrate(ctx, db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
-		t.Fatal(err)
-	}
 	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
 		_, err := db.ExecContext(ctx, q, args...)
 		return err
@@ -718,19 +589,11 @@ func TestUnreleasedFormatRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "crow.db")
-			db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			db.SetMaxOpenConns(1)
-			if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", 7), "m"); err != nil {
-				t.Fatal(err)
-			}
+			db := rawDB(t, path, 7)
 			if _, err := db.Exec(marks); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(t.Context(), path)
+			_, err := Open(t.Context(), path)
 			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") {
 				t.Fatalf("open: %v, want the unreleased-format error", err)
 			}
