@@ -57,20 +57,11 @@ func runChat(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	log, closeLog, err := newLogger(cfg, nil)
-	if err != nil {
-		return e.fail(usagef("%v", err))
-	}
-	defer closeLog()
-	store, err := cfg.OpenStore(ctx)
+	log, store, cwd, closeAll, err := openTerminal(ctx, cfg, opt)
 	if err != nil {
 		return e.fail(err)
 	}
-	defer store.Close()
-	cwd, err := execCwd(ctx, store, opt)
-	if err != nil {
-		return e.fail(err)
-	}
+	defer closeAll()
 	if cont {
 		latest, err := listSessions(ctx, store, cwd, 1, false, chatListed)
 		if err != nil {

@@ -79,21 +79,11 @@ func runExec(ctx context.Context, e *env, args []string) int {
 // drives it as a terminal client: the turn is exactly the one an editor
 // gets, with nothing re-implemented here.
 func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions, prompt string) int {
-	log, closeLog, err := newLogger(cfg, nil)
-	if err != nil {
-		return e.fail(usagef("%v", err))
-	}
-	defer closeLog()
-	store, err := cfg.OpenStore(ctx)
+	log, store, cwd, closeAll, err := openTerminal(ctx, cfg, opt)
 	if err != nil {
 		return e.fail(err)
 	}
-	defer store.Close()
-
-	cwd, err := execCwd(ctx, store, opt)
-	if err != nil {
-		return e.fail(err)
-	}
+	defer closeAll()
 
 	ui := terminal.New(e.std.in, e.std.out, e.std.err, terminal.Options{Yes: opt.yes, Thoughts: opt.thoughts})
 	defer ui.Close()
@@ -229,6 +219,27 @@ func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string,
 // get exactly the turn an editor gets, with nothing re-implemented.
 // stop ends the connection and waits (bounded) for the agent to store
 // what it has.
+// openTerminal is what exec and chat set up before the agent starts: the
+// log, the store and the session's directory; done closes the first two.
+func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*zap.Logger, persistence.Recorder, string, func(), error) {
+	log, closeLog, err := newLogger(cfg, nil)
+	if err != nil {
+		return nil, nil, "", nil, usagef("%v", err)
+	}
+	store, err := cfg.OpenStore(ctx)
+	if err != nil {
+		closeLog()
+		return nil, nil, "", nil, err
+	}
+	done := func() { store.Close(); closeLog() }
+	cwd, err := execCwd(ctx, store, opt)
+	if err != nil {
+		done()
+		return nil, nil, "", nil, err
+	}
+	return log, store, cwd, done, nil
+}
+
 func startAgent(ctx context.Context, cfg *config.Settings, store persistence.Recorder, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
 	// The agent's connection lives on background contexts: Ctrl-C cancels
 	// the turn through session/cancel, like an editor does, so that the
