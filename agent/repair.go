@@ -70,6 +70,8 @@ var toolAliases = map[string]string{
 	"BashOutput": "read_output",
 	// Claude Code's subagent tool (its subagent_type is ignored).
 	"Task": "task", "Agent": "task",
+	// Claude Code's question tool (its questions shape: ask.go).
+	"AskUserQuestion": "ask_user",
 }
 
 // editorTools take a command argument that picks the operation

@@ -52,11 +52,40 @@ func (askUser) Definition() streaming.Tool {
 type askArgs struct {
 	Question string   `json:"question"`
 	Choices  []string `json:"choices"`
+	// Questions is Claude Code's AskUserQuestion shape, which models
+	// trained on it send (repair maps the tool's name here): a list of
+	// questions, each with options that have a label.
+	Questions []struct {
+		Question string `json:"question"`
+		Options  []struct {
+			Label string `json:"label"`
+		} `json:"options"`
+	} `json:"questions"`
+}
+
+// fromQuestions reads AskUserQuestion's shape as ours: its one question
+// and its options' labels. Several questions are refused, so that the
+// model asks them one at a time.
+func (a *askArgs) fromQuestions() error {
+	if a.Question != "" || len(a.Questions) == 0 {
+		return nil
+	}
+	if len(a.Questions) > 1 {
+		return fmt.Errorf("%d questions in one call: ask one question per call (question, choices)", len(a.Questions))
+	}
+	a.Question = a.Questions[0].Question
+	for _, o := range a.Questions[0].Options {
+		a.Choices = append(a.Choices, o.Label)
+	}
+	return nil
 }
 
 func (askUser) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	var a askArgs
 	if err := decode(raw, &a); err != nil {
+		return nil, err
+	}
+	if err := a.fromQuestions(); err != nil {
 		return nil, err
 	}
 	q, err := newQuestion(a)

@@ -193,3 +193,24 @@ func FuzzParseElicitSchema(f *testing.F) {
 		}
 	})
 }
+
+// AskUserQuestion's shape (Claude Code's): one question is read as ours,
+// several are refused so the model asks them one at a time.
+func TestAskUserQuestionShape(t *testing.T) {
+	one := `{"questions":[{"question":"Which?","header":"h","multiSelect":false,"options":[{"label":"A","description":"a"},{"label":"B"}]}]}`
+	act, err := askUser{}.Prepare(&Env{SessionID: "s"}, json.RawMessage(one))
+	if err != nil || act.Title != "Question: Which?" {
+		t.Fatalf("one question: %v %+v", err, act)
+	}
+	var a askArgs
+	if err := json.Unmarshal([]byte(one), &a); err != nil || a.fromQuestions() != nil {
+		t.Fatal(err)
+	}
+	if a.Question != "Which?" || strings.Join(a.Choices, ",") != "A,B" {
+		t.Errorf("read as %q %q, want the question and the options' labels", a.Question, a.Choices)
+	}
+	two := `{"questions":[{"question":"A?"},{"question":"B?"}]}`
+	if _, err := (askUser{}).Prepare(&Env{SessionID: "s"}, json.RawMessage(two)); err == nil || !strings.Contains(err.Error(), "one question per call") {
+		t.Errorf("two questions: %v", err)
+	}
+}
