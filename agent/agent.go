@@ -141,6 +141,14 @@ type Journal interface {
 	// Record appends a lifecycle event to the session and commits it before
 	// returning.
 	Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any)
+	// Recording reports whether the connection's frames are kept (a
+	// journal that could not record the connection keeps none).
+	Recording() bool
+}
+
+// journaling reports whether the frames sent are kept in the event log.
+func (a *Agent) journaling() bool {
+	return a.cfg.Journal != nil && a.cfg.Journal.Recording()
 }
 
 // DefaultPartialSaveInterval is how often a growing reply is saved: each

@@ -262,7 +262,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		} else {
 			u.AgentThoughtChunk = chunk
 		}
-		a.sendUpdate(ctx, sess, u)
+		reply.sent(ev.Kind, a.deliver(ctx, sess, u))
 		return nil
 	})
 	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
@@ -329,6 +329,44 @@ type partialReply struct {
 	saved           time.Time
 	savedBytes      int   // of text and reasoning at the last save
 	err             error // the save that failed; the stream was abandoned
+	// streamed is how much of text and reasoning, from the start, went
+	// out in chunk frames the frame log keeps (persistence.Streamed);
+	// a chunk not delivered ends it (later chunks no longer line up).
+	streamed persistence.Streamed
+	gap      bool // a chunk was not delivered or not journaled
+}
+
+// sent notes whether the chunk just written to text or reasoning reached
+// the client and the frame log.
+func (r *partialReply) sent(kind streaming.EventKind, delivered bool) {
+	if r.gap = r.gap || !delivered || !r.a.journaling(); r.gap {
+		r.streamed = persistence.Streamed{}
+		return
+	}
+	if kind == streaming.EventText {
+		r.streamed.Content = r.text.Len()
+	} else {
+		r.streamed.Reasoning = r.reasoning.Len()
+	}
+}
+
+// streamedOf is what of m's text the frames hold: the part it shares with
+// what was streamed (a final text may differ from the deltas).
+func (r *partialReply) streamedOf(m *persistence.Message) persistence.Streamed {
+	if r.gap {
+		return persistence.Streamed{}
+	}
+	common := func(a string, b string) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	return persistence.Streamed{
+		Content:   common(m.Content, r.text.String()[:r.streamed.Content]),
+		Reasoning: common(m.Reasoning, r.reasoning.String()[:r.streamed.Reasoning]),
+	}
 }
 
 // A growing reply is saved once PartialSaveInterval has passed since its
@@ -377,6 +415,7 @@ func (r *partialReply) save(now time.Time) error {
 		}
 	} else {
 		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
+		r.msg.Streamed = r.streamedOf(r.msg)
 		countTokens(r.counter, r.msg)
 		err = r.sess.updateMessage(r.ctx, r.store, r.msg)
 	}
@@ -408,6 +447,7 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	countTokens(r.counter, m)
 	if r.msg != nil {
 		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
+		m.Streamed = r.streamedOf(m)
 		return r.sess.updateMessage(r.ctx, r.store, m)
 	}
 	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
@@ -419,12 +459,19 @@ func (r *partialReply) finish(m *persistence.Message) error {
 // sendUpdate sends u to the client, unless the session's turn was muted
 // (its prompt is answered).
 func (a *Agent) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+	a.deliver(ctx, sess, u)
+}
+
+// deliver is sendUpdate, reporting whether the update was sent.
+func (a *Agent) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
 	if sess.turnMuted() {
-		return
+		return false
 	}
 	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
 		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
+		return false
 	}
+	return true
 }
 
 func stopReason(f streaming.FinishReason) acp.StopReason {

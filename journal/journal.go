@@ -247,6 +247,10 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 	return j
 }
 
+// Recording reports whether the connection's frames are kept: false once
+// the journal turned itself off (the connection could not be recorded).
+func (j *Journal) Recording() bool { return !j.off.Load() }
+
 // ConnectionID is the connection's stream id.
 func (j *Journal) ConnectionID() string { return j.conn }
 

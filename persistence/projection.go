@@ -42,6 +42,13 @@ type MessageRecord struct {
 	// long reply would cost its length squared.
 	ContentFrom   int `json:"contentFrom,omitempty"`
 	ReasoningFrom int `json:"reasoningFrom,omitempty"`
+	// ContentStreamed, in a message_updated record, says that the text the
+	// update wrote begins with that many bytes not in the record: bytes
+	// ContentFrom to ContentFrom+ContentStreamed of the text the session's
+	// frames streamed for the message (Message.Streamed); Content follows
+	// them. ReasoningStreamed likewise. StreamedText puts them back.
+	ContentStreamed   int `json:"contentStreamed,omitempty"`
+	ReasoningStreamed int `json:"reasoningStreamed,omitempty"`
 }
 
 // UpdateRecord is the record of an update that turned a message's content
@@ -51,7 +58,52 @@ func UpdateRecord(m *Message, prevContent, prevReasoning string) MessageRecord {
 	r := RecordOf(m)
 	r.Content, r.ContentFrom = AppendedText(prevContent, m.Content)
 	r.Reasoning, r.ReasoningFrom = AppendedText(prevReasoning, m.Reasoning)
+	r.ContentStreamed, r.Content = streamedPart(m.Content, r.Content, r.ContentFrom, m.Streamed.Content)
+	r.ReasoningStreamed, r.Reasoning = streamedPart(m.Reasoning, r.Reasoning, r.ReasoningFrom, m.Streamed.Reasoning)
 	return r
+}
+
+// streamedPart splits text, the part of whole a record writes from byte
+// from, into the bytes the frames hold (whole's first streamed bytes) and
+// the rest. Only valid UTF-8 is cut, at a character's start.
+func streamedPart(whole, text string, from, streamed int) (int, string) {
+	n := min(streamed, len(whole)) - from
+	if n <= 0 || !utf8.ValidString(whole) {
+		return 0, text
+	}
+	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return n, text[n:]
+}
+
+// StreamedText is a session's text streamed for one message: what its
+// agent_message_chunk (content) and agent_thought_chunk (reasoning) frames
+// naming the message carried, in order.
+type StreamedText struct{ Content, Reasoning string }
+
+// WithStreamed is r with the bytes it left to the frames (ContentStreamed,
+// ReasoningStreamed) put back from s, the text streamed for its message.
+func (r MessageRecord) WithStreamed(s StreamedText) (MessageRecord, error) {
+	var err error
+	if r.Content, err = unstream(r.Content, s.Content, r.ContentFrom, r.ContentStreamed); err != nil {
+		return r, fmt.Errorf("content of message %d: %w", r.ID, err)
+	}
+	if r.Reasoning, err = unstream(r.Reasoning, s.Reasoning, r.ReasoningFrom, r.ReasoningStreamed); err != nil {
+		return r, fmt.Errorf("reasoning of message %d: %w", r.ID, err)
+	}
+	r.ContentStreamed, r.ReasoningStreamed = 0, 0
+	return r, nil
+}
+
+func unstream(text, streamed string, from, n int) (string, error) {
+	if n == 0 {
+		return text, nil
+	}
+	if from < 0 || n < 0 || from+n > len(streamed) {
+		return "", fmt.Errorf("bytes %d to %d were streamed, but its frames in the log hold %d bytes", from, from+n, len(streamed))
+	}
+	return streamed[from:from+n] + text, nil
 }
 
 // AppendedText is what next adds to prev and where, when next extends

@@ -112,7 +112,18 @@ type Message struct {
 	TokenCount    int
 	TokenEncoding string
 	CreatedAt     time.Time
+	// Streamed is set by the writer of a streamed reply and never stored:
+	// see Streamed.
+	Streamed Streamed
 }
+
+// Streamed is how much of a message's Content and Reasoning, from their
+// first byte, the client was sent in agent_message_chunk and
+// agent_thought_chunk frames naming the message (msg_<seq>), frames the
+// event log keeps. An update records that part by its length instead of
+// again (UpdateRecord): a streamed reply is otherwise in the log twice, as
+// its frames and as its text.
+type Streamed struct{ Content, Reasoning int }
 
 // Compaction is the record of one applied compaction policy. The compacted
 // messages are kept (inactive) and can be re-activated.

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/crow-acp/crow-acp/persistence"
 )
@@ -28,6 +30,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 	byID := make(map[int64]*persistence.Message)
 	var order []int64
 	st := &State{}
+	var streamed map[string]*persistence.StreamedText // read once a record needs it
 	for _, e := range events {
 		if !e.Kind.IsProjection() {
 			continue
@@ -41,6 +44,20 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 			var rec persistence.MessageRecord
 			if err := json.Unmarshal(body, &rec); err != nil {
 				return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
+			}
+			if rec.ContentStreamed != 0 || rec.ReasoningStreamed != 0 {
+				if streamed == nil {
+					if streamed, err = StreamedTexts(events); err != nil {
+						return nil, err
+					}
+				}
+				var text persistence.StreamedText
+				if t := streamed["msg_"+strconv.FormatInt(rec.Seq, 10)]; t != nil {
+					text = *t
+				}
+				if rec, err = rec.WithStreamed(text); err != nil {
+					return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, err)
+				}
 			}
 			m := rec.Message(sessionID)
 			old, exists := byID[m.ID]
@@ -127,6 +144,65 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 	}
 	slices.SortFunc(st.Messages, func(a, b persistence.Message) int { return int(a.Seq - b.Seq) })
 	return st, nil
+}
+
+// StreamedTexts is the text a session's frames streamed for each message,
+// by message id: its agent_message_chunk and agent_thought_chunk frames
+// naming the message, joined in order. Updates that left their streamed
+// text to the frames (persistence.Streamed) are rebuilt from it.
+func StreamedTexts(events []persistence.Event) (map[string]*persistence.StreamedText, error) {
+	texts := make(map[string]*[2]strings.Builder) // content, reasoning
+	budget := persistence.NewBudget(persistence.MaxDecoded)
+	for i := range events {
+		e := &events[i]
+		if e.Direction != persistence.DirOut || e.Method != "session/update" {
+			continue
+		}
+		frames, err := e.Frames(budget)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range frames {
+			if !bytes.Contains(f, []byte(`_chunk"`)) {
+				continue
+			}
+			var n chunkNotification
+			u := &n.Params.Update
+			if json.Unmarshal(f, &n) != nil || u.MessageID == "" || u.Content.Type != "text" {
+				continue
+			}
+			t := texts[u.MessageID]
+			if t == nil {
+				t = new([2]strings.Builder)
+				texts[u.MessageID] = t
+			}
+			switch u.SessionUpdate {
+			case "agent_message_chunk":
+				t[0].WriteString(u.Content.Text)
+			case "agent_thought_chunk":
+				t[1].WriteString(u.Content.Text)
+			}
+		}
+	}
+	out := make(map[string]*persistence.StreamedText, len(texts))
+	for id, t := range texts {
+		out[id] = &persistence.StreamedText{Content: t[0].String(), Reasoning: t[1].String()}
+	}
+	return out, nil
+}
+
+// chunkNotification is what StreamedTexts reads of a session/update frame.
+type chunkNotification struct {
+	Params struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			MessageID     string `json:"messageId"`
+			Content       struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	} `json:"params"`
 }
 
 // Report is the outcome of Verify.

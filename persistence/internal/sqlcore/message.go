@@ -350,6 +350,11 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if len(msgs) == 0 {
 			return notFound
 		}
+		// What the frames streamed is the writer's text: a store that
+		// changed it (PostgreSQL keeps NUL as U+FFFD) records it whole.
+		if msgs[0].Content == m.Content && msgs[0].Reasoning == m.Reasoning {
+			msgs[0].Streamed = m.Streamed
+		}
 		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
 		if err != nil {
 			return err
