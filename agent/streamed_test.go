@@ -15,7 +15,7 @@ import (
 type keptFrames struct{ on bool }
 
 func (keptFrames) Record(context.Context, string, persistence.EventKind, any) {}
-func (k keptFrames) Recording() bool                                         { return k.on }
+func (k keptFrames) Recording() bool                                          { return k.on }
 
 // losingClient fails to deliver its third session/update.
 type losingClient struct {
