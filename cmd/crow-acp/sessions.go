@@ -21,6 +21,7 @@ const sessionsUsage = `Usage:
   crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all] [--archived]
   crow-acp sessions show ID
   crow-acp sessions export ID [--format markdown|json] [--output FILE]
+  crow-acp sessions import FILE...
   crow-acp sessions delete ID
   crow-acp sessions rename ID TITLE
   crow-acp sessions archive ID
@@ -33,7 +34,8 @@ Manages the sessions stored in the database (the same ones editors load).
 list prints the newest first (without never-prompted sessions unless --all,
 without archived ones unless --archived); show prints one conversation as text; export
 writes it as Markdown or as JSON (every message, compacted ones included, and
-the compaction records); delete removes a session and everything it owns;
+the compaction records); import stores such JSON exports (from another
+machine, or from a database an unreleased build wrote); delete removes a session and everything it owns;
 rename sets its title (no generated title replaces it); archive hides it
 from lists (editors' too) until unarchive, keeping everything;
 verify rebuilds a session's messages from its event log and reports every
@@ -60,6 +62,8 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 		fn = sessionsShow
 	case "export":
 		fn = sessionsExport
+	case "import":
+		fn = sessionsImport // sessions_import.go
 	case "delete", "rm":
 		fn = sessionsDelete
 	case "rename":
@@ -75,7 +79,7 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "prune-frames":
 		fn = sessionsPruneFrames // sessions_prune.go
 	default:
-		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
+		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, import, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)

@@ -595,7 +595,7 @@ func TestUnreleasedFormatRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Open(t.Context(), path)
-			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") {
+			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") || !strings.Contains(err.Error(), "crow-acp sessions import") {
 				t.Fatalf("open: %v, want the unreleased-format error", err)
 			}
 			var v int

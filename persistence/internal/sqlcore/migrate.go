@@ -99,9 +99,10 @@ const unreleasedFrom = 8
 // ErrUnreleasedFormat refuses a database a development build wrote in a
 // storage format that was never released.
 var ErrUnreleasedFormat = errors.New("migrate: this database was written by an unreleased development build of " +
-	"crow-acp (schema versions 8-10, a storage format no release reads). Open it with the build that wrote it and " +
-	"export what you need (crow-acp sessions export <id>), then move it aside: crow-acp creates a new database " +
-	"in its place. A database of crow-acp 0.1.0 is upgraded in place")
+	"crow-acp (schema versions 8-10, a storage format no release reads). To convert it: with the build that wrote it, " +
+	"export each session (crow-acp sessions export <id> --format json --output <id>.json); move the database aside " +
+	"(crow-acp creates a new one in its place); then import the files with this version (crow-acp sessions import " +
+	"<id>.json ...). A database of crow-acp 0.1.0 is upgraded in place")
 
 // unreleasedFormat reports whether the database holds what only those
 // builds made: a content_at column on messages (their 0009), or version 8

@@ -88,6 +88,7 @@ type messageOut struct {
 	Active        bool                   `json:"active"`
 	CompactedInto *int64                 `json:"compactedInto,omitempty"`
 	TokenCount    int                    `json:"tokenCount,omitempty"`
+	TokenEncoding string                 `json:"tokenEncoding,omitempty"` // the tokenizer tokenCount is of
 	Meta          json.RawMessage        `json:"meta,omitempty"`
 	CreatedAt     time.Time              `json:"createdAt"`
 }
@@ -100,6 +101,10 @@ type compactionOut struct {
 	TokensBefore     int             `json:"tokensBefore"`
 	TokensAfter      int             `json:"tokensAfter"`
 	SummaryMessageID *int64          `json:"summaryMessageId,omitempty"`
+	AddedIDs         []int64         `json:"addedIds,omitempty"`
+	MessagesBefore   int             `json:"messagesBefore,omitempty"`
+	MessagesAfter    int             `json:"messagesAfter,omitempty"`
+	Expanded         bool            `json:"expanded,omitempty"`
 	Settings         json.RawMessage `json:"settings,omitempty"`
 	CreatedAt        time.Time       `json:"createdAt"`
 }
@@ -117,13 +122,14 @@ func WriteJSON(w io.Writer, d *persistence.SessionDump) error {
 		out.Messages = append(out.Messages, messageOut{
 			ID: m.ID, Seq: m.Seq, Role: m.Role, Content: m.Content, Parts: m.Parts, Reasoning: m.Reasoning,
 			ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, Status: string(m.Status), Active: m.IsActive,
-			CompactedInto: m.CompactedIntoID, TokenCount: m.TokenCount, Meta: m.Meta, CreatedAt: m.CreatedAt.UTC(),
+			CompactedInto: m.CompactedIntoID, TokenCount: m.TokenCount, TokenEncoding: m.TokenEncoding, Meta: m.Meta, CreatedAt: m.CreatedAt.UTC(),
 		})
 	}
 	for _, c := range d.Compactions {
 		out.Compactions = append(out.Compactions, compactionOut{
 			ID: c.ID, Policy: c.Policy, CompactedIDs: c.CompactedIDs, KeptIDs: c.KeptIDs, TokensBefore: c.TokensBefore,
-			TokensAfter: c.TokensAfter, SummaryMessageID: c.SummaryMessageID, Settings: c.Settings, CreatedAt: c.CreatedAt.UTC(),
+			TokensAfter: c.TokensAfter, SummaryMessageID: c.SummaryMessageID, AddedIDs: c.AddedIDs, MessagesBefore: c.MessagesBefore,
+			MessagesAfter: c.MessagesAfter, Expanded: c.Expanded, Settings: c.Settings, CreatedAt: c.CreatedAt.UTC(),
 		})
 	}
 	return encodeJSON(w, out, "  ")
