@@ -35,8 +35,8 @@ list prints the newest first (without never-prompted sessions unless --all,
 without archived ones unless --archived); show prints one conversation as text; export
 writes it as Markdown or as JSON (every message, compacted ones included, and
 the compaction records); import stores such JSON exports (from another
-machine, or from a database an unreleased build wrote); delete removes a session and everything it owns;
-rename sets its title (no generated title replaces it); archive hides it
+machine, or from a database an unreleased build wrote); delete removes a
+session and everything it owns; rename sets its title (no generated title replaces it); archive hides it
 from lists (editors' too) until unarchive, keeping everything;
 verify rebuilds a session's messages from its event log and reports every
 difference from the live tables (exit 1 if any); rebuild prints the rebuilt
