@@ -29,6 +29,9 @@ func sessionsVerify(ctx context.Context, e *env, args []string) error {
 	}
 	if r.OK() {
 		fmt.Fprintf(e.std.out, "%s: ok: %d messages rebuilt from %d events (%d frames)\n", id, r.Messages, r.Events, r.Frames)
+		if r.Pruned > 0 {
+			fmt.Fprintf(e.std.out, "%s: %d of them streamed text whose frames were pruned: their text is not compared\n", id, r.Pruned)
+		}
 		return nil
 	}
 	for _, d := range r.Differences {
@@ -56,6 +59,9 @@ func sessionsRebuild(ctx context.Context, e *env, args []string) error {
 	var line bytes.Buffer
 	enc := json.NewEncoder(&line)
 	for _, m := range st.Messages {
+		if st.Pruned[m.ID] {
+			fmt.Fprintf(e.std.err, "message seq %d: its streamed text was pruned with its frames (the messages table has it)\n", m.Seq)
+		}
 		line.Reset()
 		if err := enc.Encode(persistence.RecordOf(&m)); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
@@ -65,6 +66,16 @@ func TestStreamedReplyStoredOnce(t *testing.T) {
 		st, _, err := projection.Load(ctx, s, sid)
 		if err != nil || st.Messages[1].Content != text || st.Messages[1].Reasoning != thought {
 			t.Fatalf("rebuilt reply differs: %v", err)
+		}
+
+		// The retention prunes the frames: the reply's text is no longer
+		// in the log, and verify says so instead of failing.
+		if n, err := s.PruneEvents(ctx, time.Now().Add(time.Minute)); err != nil || n == 0 {
+			t.Fatalf("prune: %d, %v", n, err)
+		}
+		r, err = projection.Verify(ctx, s, sid)
+		if err != nil || !r.OK() || r.Pruned != 1 {
+			t.Fatalf("verify after pruning the frames: %v %+v", err, r)
 		}
 	})
 }

@@ -70,6 +70,13 @@ func TestStreamedTextRebuiltFromFrames(t *testing.T) {
 		t.Fatalf("rebuilt %q / %q, want %q / %q", got.Content, got.Reasoning, m.Content, reasoning)
 	}
 
+	// The retention pruned the frames (a gap in the seqs): the message's
+	// text is not rebuilt, and says so; nothing fails.
+	st, err = projection.Rebuild("s", []persistence.Event{events[0], events[1], events[3]})
+	if err != nil || !st.Pruned[9] || st.Messages[0].Content != "" {
+		t.Fatalf("rebuild without the pruned frames: %v %+v", err, st)
+	}
+
 	// The log lost the last chunk: the second record cannot be rebuilt.
 	frames.Body = []byte(strings.Join(strings.Split(string(frames.Body), "\n")[:4], "\n"))
 	events[2] = frames
