@@ -137,7 +137,7 @@ func TestChatTerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
 	env := fixture.NewEnv(t)
@@ -293,7 +293,7 @@ func TestBareCommandChatsOnlyInATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
 	env := fixture.NewEnv(t)
@@ -379,7 +379,7 @@ func TestChatDegrades(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	for _, tc := range []struct{ name, env string }{{"NO_COLOR", "NO_COLOR=1"}, {"dumb", "TERM=dumb"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m.Enqueue(fakemodel.Reply{Text: answer})
@@ -411,7 +411,7 @@ func TestChatTerminated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
 	env := fixture.NewEnv(t)
@@ -455,7 +455,7 @@ func TestChatAnswersQuestions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
 	env := fixture.NewEnv(t)
@@ -494,7 +494,7 @@ func TestChatPaste(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
 	env := fixture.NewEnv(t)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -92,12 +93,15 @@ func verifyAllSessions(t *testing.T, path string) {
 	}
 }
 
-// buildBinary builds crow-acp once per test binary.
+// buildBinary builds crow-acp once per test binary (a link of the 45 MB
+// binary takes seconds: every test that runs it shares this one). TestMain
+// removes it.
 var buildBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "crow-acp-bin-")
 	if err != nil {
 		return "", err
 	}
+	binDir.Store(&dir)
 	bin := filepath.Join(dir, "crow-acp")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -105,6 +109,17 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// binDir is where buildBinary built, if it ran.
+var binDir atomic.Pointer[string]
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir := binDir.Load(); dir != nil {
+		os.RemoveAll(*dir)
+	}
+	os.Exit(code)
+}
 
 func testBinary(t *testing.T) string {
 	t.Helper()

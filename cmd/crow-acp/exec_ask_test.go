@@ -21,7 +21,7 @@ func TestExecAskUser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	question := fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "ask_user",
 		Arguments: `{"question":"Which \u001b[2Jdatabase?","choices":["SQLite","PostgreSQL"]}`}}}
 

@@ -105,7 +105,7 @@ func TestExecUntrustedText(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	t.Run("question", func(t *testing.T) { testQuestionShowsTheRealCall(t, bin) })
 	t.Run("answer and sessions", func(t *testing.T) { testNeutralisesModelText(t, bin) })
 	t.Run("notices", func(t *testing.T) { testNoticesOnStderr(t, bin) })

@@ -75,7 +75,7 @@ func TestExecTerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 
 	t.Run("pty", func(t *testing.T) {
 		m := fakemodel.Start()

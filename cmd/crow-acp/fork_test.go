@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -24,7 +23,7 @@ func TestForkListedAndLogged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)
 	model.Enqueue(fakemodel.Reply{Text: "Noted.", Chunks: 1})

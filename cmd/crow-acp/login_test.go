@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -24,7 +23,7 @@ func TestLoginSignsInARunningServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)
 	const goodKey = "sk-good-0123456789"
@@ -154,7 +153,7 @@ func TestConcurrentLoginsKeepEveryKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)
 	cfgHome, dir := t.TempDir(), t.TempDir()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp/acptest"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -23,7 +22,7 @@ func TestLogoutSignsOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)
 	const key = "sk-saved-0123456789"

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -21,7 +20,7 @@ func TestEchoedKeyIsRedacted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	const key, other = "sk-echo-secret-0123456789", "sk-other-provider-9876543210"
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)

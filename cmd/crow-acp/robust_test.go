@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
@@ -383,7 +382,7 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/cmd/crow-acp")
+	bin := testBinary(t)
 	t.Run("secrets never written and files owner-only", func(t *testing.T) { testSecrets(t, bin) })
 	t.Run("stdin closed mid-turn", func(t *testing.T) { testStdinClosedMidTurn(t, bin) })
 	t.Run("oversized line keeps memory bounded", func(t *testing.T) { testOversizedLine(t, bin) })
