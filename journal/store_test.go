@@ -2,7 +2,6 @@ package journal
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -19,16 +18,10 @@ import (
 // the write's transaction before the projection event, which carries the
 // connection and the running turn.
 func TestEveryRequestWriteIsJournaledInOrder(t *testing.T) {
-	ctx := context.Background()
-	real := openStore(t)
-	if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
 	// The writer never flushes on its own: only a response or a write
 	// through the wrapper commits what is pending.
-	j := Open(ctx, real, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	defer j.Close()
-	w := j.Store(real)
+	h := newHarness(t, Options{}, "sess_a")
+	ctx, w := h.ctx, h.j.Store(h.store)
 
 	var msgs []*persistence.Message
 	var compaction *persistence.Compaction
@@ -69,21 +62,14 @@ func TestEveryRequestWriteIsJournaledInOrder(t *testing.T) {
 	for i, step := range steps {
 		id := i + 1
 		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"sess_a"}}`, id, step.method)
-		j.OnFrame(acp.Inbound, []byte(req))
-		before, err := real.Events(ctx, "sess_a", persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h.send(acp.Inbound, req)
+		before := len(h.events("sess_a"))
 		if err := step.write(); err != nil {
 			t.Fatalf("%s: %v", step.method, err)
 		}
 		// Read back before the response, which would commit everything.
-		evs, err := real.Events(ctx, "sess_a", persistence.EventFilter{AfterSeq: int64(len(before))})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reqAt, projections := -1, 0
-		for k, e := range evs {
+		for k, e := range h.events("sess_a")[before:] {
 			for _, f := range eventFrames(t, &e) {
 				if bytes.Equal(f, []byte(req)) {
 					reqAt = k
@@ -103,7 +89,7 @@ func TestEveryRequestWriteIsJournaledInOrder(t *testing.T) {
 		if projections == 0 {
 			t.Errorf("step %d %s: no projection event recorded", id, step.method)
 		}
-		j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id)))
+		h.send(acp.Outbound, okResult(id))
 	}
 }
 
@@ -133,22 +119,16 @@ func TestStoreWrapperDefinesEveryMethod(t *testing.T) {
 // with an empty connection id. Every method of persistence.Store must be
 // listed here as recording or not, so a new write cannot be left out.
 func TestProjectionWritesCarryTheirConnection(t *testing.T) {
-	ctx := context.Background()
-	real := openStore(t)
-	persistencetest.RichSession(t, real, "src")
-	dump, err := persistence.Dump(ctx, real, "src")
+	h := newHarness(t, Options{}, "sess_a")
+	ctx, w := h.ctx, h.j.Store(h.store)
+	persistencetest.RichSession(t, h.store, "src")
+	dump, err := persistence.Dump(ctx, h.store, "src")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := real.DeleteSession(ctx, "src"); err != nil { // imported again below
+	if err := h.store.DeleteSession(ctx, "src"); err != nil { // imported again below
 		t.Fatal(err)
 	}
-	if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a"}); err != nil {
-		t.Fatal(err)
-	}
-	j := Open(ctx, real, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	defer j.Close()
-	w := j.Store(real)
 
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusStreaming}
 	c := &persistence.Compaction{SessionID: "sess_a", Policy: "summarize"}
@@ -198,19 +178,12 @@ func TestProjectionWritesCarryTheirConnection(t *testing.T) {
 	}
 	for _, name := range order {
 		step := recording[name]
-		before, err := real.Events(ctx, step.session, persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		before := len(h.events(step.session))
 		if err := step.write(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		evs, err := real.Events(ctx, step.session, persistence.EventFilter{AfterSeq: int64(len(before))})
-		if err != nil {
-			t.Fatal(err)
-		}
 		projections := 0
-		for _, e := range evs {
+		for _, e := range h.events(step.session)[before:] {
 			if e.Kind.IsFrame() {
 				continue
 			}
