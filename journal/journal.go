@@ -5,7 +5,7 @@
 //
 // acp.Options.OnFrame hands every frame to Journal.OnFrame. Frames are
 // buffered and committed in batches by a background writer (every
-// FlushInterval, or sooner when MaxBatch frames are waiting), with these
+// FlushInterval, or sooner when maxBatch frames are waiting), with these
 // guarantees:
 //
 //   - A response reaches the client only after it, and every frame before
@@ -60,17 +60,15 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Defaults of Options.
 const (
-	DefaultFlushInterval = 20 * time.Millisecond
-	DefaultMaxBatch      = 512
+	defaultFlushInterval = 20 * time.Millisecond
+	maxBatch             = 512 // frames waiting that wake the writer
 )
 
 // Options configure a Journal.
 type Options struct {
 	ConnectionID  string        // required: the stream of frames outside any session
-	FlushInterval time.Duration // 0: DefaultFlushInterval
-	MaxBatch      int           // 0: DefaultMaxBatch
+	FlushInterval time.Duration // 0: defaultFlushInterval
 	Logger        *zap.Logger
 	// MaxPromptBytes is the agent's prompt limit: a session/prompt frame
 	// larger than it is held until its answer, and when the answer refuses
@@ -204,10 +202,7 @@ type request struct {
 // itself off, logs why, and the connection is served without a frame log.
 func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = DefaultFlushInterval
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.FlushInterval = defaultFlushInterval
 	}
 	log := opts.Logger
 	if log == nil {
@@ -250,9 +245,6 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 // Recording reports whether the connection's frames are kept: false once
 // the journal turned itself off (the connection could not be recorded).
 func (j *Journal) Recording() bool { return !j.off.Load() }
-
-// ConnectionID is the connection's stream id.
-func (j *Journal) ConnectionID() string { return j.conn }
 
 func (j *Journal) writer() {
 	defer close(j.done)
@@ -386,18 +378,6 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 	j.lifecycleLocked(sessionID, turn, kind, data)
 	j.mu.Unlock()
 	j.Flush(ctx)
-}
-
-// origin is the connection and running turn of a session, for the store's
-// projection events.
-func (j *Journal) origin(sessionID string) persistence.Origin {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	src := persistence.Origin{ConnectionID: j.conn}
-	if st := j.sessions[sessionID]; st != nil {
-		src.Turn = st.active
-	}
-	return src
 }
 
 // envelope is the part of a frame the journal reads to attribute it.
@@ -794,7 +774,7 @@ func (j *Journal) addLocked(ev *persistence.Event) {
 		return
 	}
 	j.pending = append(j.pending, ev)
-	if len(j.pending) >= j.opts.MaxBatch {
+	if len(j.pending) >= maxBatch {
 		select {
 		case j.kick <- struct{}{}:
 		default:
@@ -913,24 +893,26 @@ func (j *Journal) finishStaleLoadsLocked(now time.Time) {
 	}
 }
 
-// beforeWrite readies sid's events for a write to the session that is
-// about to commit what is pending: its open load is recorded, and the
-// request of a load still running (a load may repair what a dead writer
-// left) is recorded now, before what it writes, as a frame event of its
-// own (that load is then recorded as loads were before, frame by frame).
-func (j *Journal) beforeWrite(sid string) {
+// originForWrite is the origin of a write to session sid (the connection,
+// the session's running turn) with the pending frames, which it takes.
+// Before them, sid's open load is recorded, and so is the request of a
+// load still running (a load may repair what a dead writer left), as a
+// frame event of its own (that load is then recorded frame by frame).
+func (j *Journal) originForWrite(sid string) persistence.Origin {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	st := j.sessions[sid]
-	if st == nil {
-		return
-	}
-	j.finishLoadLocked(sid, st)
-	for id, r := range j.requests {
-		if r.load && r.session == sid && r.held != nil {
-			j.releaseLoadLocked(id, r)
+	o := persistence.Origin{ConnectionID: j.conn}
+	if st := j.sessions[sid]; st != nil {
+		j.finishLoadLocked(sid, st)
+		for id, r := range j.requests {
+			if r.load && r.session == sid && r.held != nil {
+				j.releaseLoadLocked(id, r)
+			}
 		}
+		o.Turn = st.active
 	}
+	o.Pending, j.pending = j.pending, nil
+	return o
 }
 
 // releaseLoadLocked records the held request r of a load now, as a frame
