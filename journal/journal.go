@@ -48,6 +48,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -175,9 +176,7 @@ func (t *replayTally) add(frame []byte) {
 // record is the replay's part of the session_loaded event.
 func (t *replayTally) record() map[string]any {
 	out := map[string]any{"frames": t.frames, "bytes": t.bytes, "crc32c": fmt.Sprintf("%08x", t.crc)}
-	for k, v := range t.agent {
-		out[k] = v
-	}
+	maps.Copy(out, t.agent)
 	return out
 }
 
@@ -337,37 +336,33 @@ func (j *Journal) forgetDroppedLoads(dropped []*persistence.Event) {
 // another write came first) it is dropped.
 func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
 	j.mu.Lock()
+	st := j.sessions[sessionID]
 	if kind == persistence.EventSessionLoaded {
-		st := j.sessions[sessionID]
-		if st == nil || st.replay == nil && st.load == nil {
-			if st != nil {
-				startQueuedReplay(st) // its load was recorded early
-			}
-			j.mu.Unlock()
-			return
-		}
 		// The agent's account of a replay joins the load's one event;
 		// after the response (and the updates that follow it) it also
 		// closes the load.
+		open := st != nil && st.load != nil
 		m, _ := data.(map[string]any)
-		if st.load == nil {
-			st.replay.agent = m
-			j.mu.Unlock()
-			return
-		}
-		if replay, _ := st.load.record["replay"].(map[string]any); replay != nil {
-			for k, v := range m {
-				replay[k] = v
+		switch {
+		case open:
+			if replay, _ := st.load.record["replay"].(map[string]any); replay != nil {
+				maps.Copy(replay, m)
 			}
+			j.finishLoadLocked(sessionID, st)
+		case st != nil && st.replay != nil:
+			st.replay.agent = m
 		}
-		j.finishLoadLocked(sessionID, st)
-		startQueuedReplay(st)
+		if st != nil {
+			startQueuedReplay(st) // the load is recorded (maybe early: a write came first)
+		}
 		j.mu.Unlock()
-		j.Flush(ctx)
+		if open {
+			j.Flush(ctx)
+		}
 		return
 	}
 	turn := int64(0)
-	if st := j.sessions[sessionID]; st != nil {
+	if st != nil {
 		turn = st.active
 	} else if kind == persistence.EventSessionCreated {
 		// The agent made a session no request named (a subagent's child,
@@ -425,10 +420,8 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		return
 	}
 	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
-		j.add(ev)
-		return
+	if json.Unmarshal(raw, &env) != nil {
+		env = envelope{} // recorded as invalid below
 	}
 	var p sessionParams
 	if len(env.Params) > 0 && env.Params[0] == '{' {
@@ -463,7 +456,9 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		}
 	default:
 		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
-		j.add(ev)
+		j.mu.Lock()
+		j.addLocked(ev)
+		j.mu.Unlock()
 	}
 }
 
@@ -737,12 +732,6 @@ func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.Event
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
 	})
-}
-
-func (j *Journal) add(ev *persistence.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.addLocked(ev)
 }
 
 // maxRunBody bounds the body of an event holding a run of frames.

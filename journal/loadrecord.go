@@ -128,21 +128,24 @@ func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]lo
 	}
 	var out []loadFrame
 	total := 0
-	num := func() (int, bool) {
+	truncated := false // a number or bytes past the end: the rest reads as zero
+	num := func() int {
 		v, n := binary.Uvarint(data)
 		if n <= 0 || v > maxLoadBytes {
-			return 0, false
+			truncated = true
+			return 0
 		}
 		data = data[n:]
-		return int(v), true
+		return int(v)
 	}
-	take := func(n int) ([]byte, bool) {
+	take := func(n int) []byte {
 		if n > len(data) {
-			return nil, false
+			truncated = true
+			return nil
 		}
 		b := data[:n]
 		data = data[n:]
-		return b, true
+		return b
 	}
 	for len(data) > 0 {
 		if len(data) < 2 || (data[0] != 'i' && data[0] != 'o') {
@@ -156,32 +159,22 @@ func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]lo
 		data = data[2:]
 		switch op {
 		case opLiteral:
-			n, ok := num()
-			body, ok2 := take(n)
-			if !ok || !ok2 {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
-			}
-			f.body = bytes.Clone(body)
+			f.body = bytes.Clone(take(num()))
 		case opDelta:
-			i, ok1 := num()
-			p, ok2 := num()
-			s, ok3 := num()
-			n, ok4 := num()
-			if !ok1 || !ok2 || !ok3 || !ok4 {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
-			}
-			if i >= len(base) || p+s > len(base[i].body) {
+			i, p, s, n := num(), num(), num(), num()
+			if !truncated && (i >= len(base) || p+s > len(base[i].body)) {
 				return nil, fmt.Errorf("%w: frame %d: refers past its base", errLoadRecord, len(out))
 			}
-			mid, ok := take(n)
-			if !ok {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
+			if mid := take(n); !truncated {
+				b := base[i].body
+				f.body = make([]byte, 0, p+n+s)
+				f.body = append(append(append(f.body, b[:p]...), mid...), b[len(b)-s:]...)
 			}
-			b := base[i].body
-			f.body = make([]byte, 0, p+n+s)
-			f.body = append(append(append(f.body, b[:p]...), mid...), b[len(b)-s:]...)
 		default:
 			return nil, fmt.Errorf("%w: frame %d: unknown op %q", errLoadRecord, len(out), op)
+		}
+		if truncated {
+			return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
 		}
 		if total += len(f.body); total > maxLoadBytes {
 			return nil, fmt.Errorf("%w: too large", errLoadRecord)
