@@ -34,7 +34,8 @@ func newHarness(t *testing.T, opts Options, sessions ...string) *harness {
 	if opts.FlushInterval == 0 {
 		opts.FlushInterval = 1 << 40
 	}
-	h := &harness{t: t, ctx: context.Background(), store: openStore(t, sessions...)}
+	h := &harness{t: t, ctx: context.Background()}
+	h.store, _ = openStore(t, sessions...)
 	h.j = Open(h.ctx, h.store, opts)
 	t.Cleanup(h.j.Close)
 	return h
@@ -76,21 +77,23 @@ func (h *harness) checkKept(stream string) []persistence.Event {
 	return evs
 }
 
-// openStore is a SQLite store of the test's own holding the sessions
-// named (in /tmp).
-func openStore(t *testing.T, sessions ...string) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "crow.db"))
+// openStore is a SQLite store in a file of the test's own (the load-record
+// test and benchmark measure its pages) holding the sessions named (in
+// /tmp), and the file's path.
+func openStore(tb testing.TB, sessions ...string) (*sqlite.Store, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "crow.db")
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	tb.Cleanup(func() { s.Close() })
 	for _, id := range sessions {
 		if err := s.CreateSession(context.Background(), &persistence.Session{ID: id, Cwd: "/tmp"}); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return s
+	return s, path
 }
 
 // upd is a session/update of sess_a of the kind, numbered n.

@@ -604,21 +604,21 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	ev.Method = r.method
 	ok = ok && len(errObj) == 0
 	st := j.sessions[r.session]
-	if r.load && r.held != nil && ok && st != nil && (st.replay != nil || r.method == "session/resume") {
+	var replay *replayTally
+	if st != nil && r.method == "session/load" {
+		replay, st.replay = st.replay, nil // the replay ends with the response
+	}
+	if r.load && r.held != nil && ok && st != nil && (replay != nil || r.method == "session/resume") {
 		// The request, this response and the updates after it become
 		// one session_loaded event (finishLoadLocked); not committed
 		// before the response is written, unlike every other response.
 		record := map[string]any{"via": r.method}
-		if r.method == "session/load" { // a resume replays nothing
-			if st.replay != nil {
-				record["replay"] = st.replay.record()
-			}
-			st.replay = nil
+		if replay != nil { // a resume replays nothing
+			record["replay"] = replay.record()
 		}
 		j.finishLoadLocked(r.session, st) // an earlier load still open
-		st.load = &openLoad{at: ev.At, record: record,
+		st.load = &openLoad{at: ev.At, record: record, bytes: len(r.held.Body) + len(ev.Body),
 			frames: []loadFrame{{persistence.DirIn, r.held.Body}, {persistence.DirOut, ev.Body}}}
-		st.load.bytes = len(r.held.Body) + len(ev.Body)
 		j.mu.Unlock()
 		j.Flush(context.Background())
 		return
@@ -629,30 +629,22 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		}
 		j.addHeldLocked(r)
 	}
+	if st != nil && r.method == "session/load" && !ok {
+		startQueuedReplay(st) // no record of this load follows
+	}
 	switch {
-	case r.method == "session/new" && ok && res.SessionID != "":
-		j.sessions[res.SessionID] = &sessionState{}
-		r.session = res.SessionID
-		j.lifecycleLocked(r.session, 0, persistence.EventSessionCreated, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
-	case r.method == "session/fork" && ok && res.SessionID != "":
-		// The request and this answer stay in the source's stream; the
-		// fork's starts with its creation, naming the source.
-		j.sessions[res.SessionID] = &sessionState{}
-		j.lifecycleLocked(res.SessionID, 0, persistence.EventSessionCreated,
-			map[string]any{"connectionId": j.conn, "pid": os.Getpid(), "forkedFrom": r.session})
-	case r.method == "session/prompt" && r.session != "":
-		if st := j.sessions[r.session]; st != nil && st.active == r.turn {
-			st.active = 0
+	case (r.method == "session/new" || r.method == "session/fork") && ok && res.SessionID != "":
+		data := map[string]any{"connectionId": j.conn, "pid": os.Getpid()}
+		if r.method == "session/new" {
+			r.session = res.SessionID
+		} else {
+			// The request and this answer stay in the source's stream;
+			// the fork's starts with its creation, naming the source.
+			data["forkedFrom"] = r.session
 		}
-	}
-	var replay *replayTally
-	if st := j.sessions[r.session]; st != nil && r.method == "session/load" {
-		replay, st.replay = st.replay, nil // the replay ends with the response
-		if !ok {
-			startQueuedReplay(st) // no record of this load follows
-		}
-	}
-	if r.method == "session/delete" && ok {
+		j.sessions[res.SessionID] = &sessionState{}
+		j.lifecycleLocked(res.SessionID, 0, persistence.EventSessionCreated, data)
+	case r.method == "session/delete" && ok:
 		// Its events went with it; the answer belongs to the connection.
 		delete(j.sessions, r.session)
 		r.session = ""
@@ -672,14 +664,16 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		j.lifecycleLocked(r.session, 0, persistence.EventSessionClosed, map[string]any{"reason": r.method})
 		delete(j.sessions, r.session)
 	case r.method == "session/prompt" && r.session != "":
-		switch {
-		case len(errObj) > 0:
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnFailed, map[string]any{"error": errObj})
-		case res.StopReason == "cancelled":
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCancelled, map[string]any{"stopReason": res.StopReason})
-		default:
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCompleted, map[string]any{"stopReason": res.StopReason})
+		if st != nil && st.active == r.turn {
+			st.active = 0
 		}
+		kind, data := persistence.EventTurnCompleted, map[string]any{"stopReason": res.StopReason}
+		if len(errObj) > 0 {
+			kind, data = persistence.EventTurnFailed, map[string]any{"error": errObj}
+		} else if res.StopReason == "cancelled" {
+			kind = persistence.EventTurnCancelled
+		}
+		j.lifecycleLocked(r.session, r.turn, kind, data)
 	}
 	j.mu.Unlock()
 	if ev.Stream == j.conn && !j.recorded.Load() {
@@ -806,11 +800,8 @@ func joinsRun(ev *persistence.Event) bool {
 }
 
 func mustJSON(v any) []byte {
-	if v == nil {
-		return []byte("{}")
-	}
 	b, err := json.Marshal(v)
-	if err != nil {
+	if v == nil || err != nil {
 		return []byte("{}")
 	}
 	return b

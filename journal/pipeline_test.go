@@ -69,7 +69,7 @@ func (d *dropLoadStore) AppendEvents(ctx context.Context, evs ...*persistence.Ev
 // load: its frames still read back.
 func TestLoadAfterADroppedLoadRecord(t *testing.T) {
 	ctx := context.Background()
-	real := openStore(t, "sess_a")
+	real, _ := openStore(t, "sess_a")
 	store := &dropLoadStore{Store: real}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
 	frames := newLoadFrames("sess_a")

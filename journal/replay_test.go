@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
 // TestLoadReplayIsNotRecorded (issue 19 item 1): the session/update frames
@@ -117,7 +115,7 @@ func TestStreamedRunIsPacked(t *testing.T) {
 // load, on this connection and on a second one, reads back byte for byte.
 func TestLoadAddsAtMostOneKB(t *testing.T) {
 	ctx := context.Background()
-	store, path := loadedSession(t)
+	store, path := openStore(t, loadSID)
 	frames := newLoadFrames(loadSID)
 	var sent []string
 	load := func(j *Journal, id int) {
@@ -168,28 +166,12 @@ func driveLoad(ctx context.Context, j *Journal, sid string, frames []string) []s
 // loadSID is the session of the load-record test and benchmark.
 const loadSID = "sess_0123456789abcdef0123456789abcdef"
 
-// loadedSession is a SQLite store in a file of its own (the load-record
-// test and benchmark measure its pages) holding the session loadSID.
-func loadedSession(tb testing.TB) (*sqlite.Store, string) {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "crow.db")
-	store, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	if err := store.CreateSession(context.Background(), &persistence.Session{ID: loadSID, Cwd: "/tmp"}); err != nil {
-		tb.Fatal(err)
-	}
-	return store, path
-}
-
 // BenchmarkLoadRecord is what one more session/load of a session on the
 // same connection costs the frame log (crow-bench's "database growth per
 // load"): SQLite bytes in use per load, and the time to record it.
 func BenchmarkLoadRecord(b *testing.B) {
 	ctx := context.Background()
-	store, path := loadedSession(b)
+	store, path := openStore(b, loadSID)
 	frames := newLoadFrames(loadSID)
 	j := Open(ctx, store, Options{ConnectionID: "conn_0123456789abcdef0123456789abcdef", FlushInterval: 1 << 40})
 	defer j.Close()

@@ -68,7 +68,7 @@ func (refusingStore) CreateConnection(context.Context, *persistence.Connection) 
 // as before.
 func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
+	store, _ := openStore(t)
 	j := Open(ctx, refusingStore{store}, Options{ConnectionID: "conn_ro"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // flushes
@@ -85,7 +85,7 @@ func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 // orderStore notes the order of the connection record and event writes.
 type orderStore struct {
 	persistence.Store
-	hold  chan struct{} // nil: the record takes 20 ms; else it waits for a close
+	hold  chan struct{} // the record waits for its close (a store still opening)
 	mu    sync.Mutex
 	calls []string
 }
@@ -97,11 +97,7 @@ func (o *orderStore) note(c string) {
 }
 
 func (o *orderStore) CreateConnection(ctx context.Context, c *persistence.Connection) error {
-	if o.hold != nil {
-		<-o.hold // a store still opening
-	} else {
-		time.Sleep(20 * time.Millisecond) // a slow first write
-	}
+	<-o.hold
 	o.note("connection")
 	return o.Store.CreateConnection(ctx, c)
 }
@@ -132,7 +128,7 @@ func returnsWithin(d time.Duration, f func()) bool {
 // opening): its frames are committed right after the record, in order.
 func TestConnectionRecordedBeforeFrames(t *testing.T) {
 	ctx := context.Background()
-	real := openStore(t)
+	real, _ := openStore(t)
 	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
@@ -161,7 +157,7 @@ func TestConnectionRecordedBeforeFrames(t *testing.T) {
 // every frame before it.
 func TestSessionResponseWaitsForRecord(t *testing.T) {
 	ctx := context.Background()
-	real := openStore(t)
+	real, _ := openStore(t)
 	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	defer j.Close()
