@@ -309,20 +309,16 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	// The store packs streamed runs (persistence.PackEvents).
 	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
-		j.forgetDroppedLoads(batch)
-	}
-}
-
-// forgetDroppedLoads: a load whose session_loaded event was dropped cannot
-// be the base the next load of its session is stored as differences from
-// (that load is stored whole instead).
-func (j *Journal) forgetDroppedLoads(dropped []*persistence.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, e := range dropped {
-		if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
-			st.lastLoad, st.lastLoadSum = nil, ""
+		// A load whose session_loaded event was dropped cannot be the
+		// base the next load of its session is stored as differences
+		// from (that load is stored whole instead).
+		j.mu.Lock()
+		for _, e := range batch {
+			if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
+				st.lastLoad, st.lastLoadSum = nil, ""
+			}
 		}
+		j.mu.Unlock()
 	}
 }
 
@@ -719,10 +715,9 @@ func (j *Journal) streamOf(session string) string {
 	return session
 }
 
+// lifecycleLocked queues a lifecycle event (while the journal is off, the
+// writer drops it with everything else).
 func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.EventKind, data any) {
-	if j.off.Load() {
-		return
-	}
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
 	})

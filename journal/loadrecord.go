@@ -211,7 +211,8 @@ func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame,
 	var out []Frame
 	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
 	for _, e := range evs {
-		if e.Kind.IsFrame() {
+		switch {
+		case e.Kind.IsFrame():
 			frames, err := e.Frames(budget)
 			if err != nil {
 				return out, err
@@ -219,57 +220,51 @@ func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame,
 			for _, f := range frames {
 				out = append(out, Frame{Seq: e.Seq, Direction: e.Direction, Body: f})
 			}
-			continue
-		}
-		if e.Kind != persistence.EventSessionLoaded {
-			continue
-		}
-		body, err := e.Record()
-		if err != nil {
-			return out, fmt.Errorf("%w: %v", errLoadRecord, err)
-		}
-		frames, key, err := loadedFrames(body, loads, budget)
-		if err != nil {
-			return out, fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		if frames == nil {
-			continue // recorded before loads kept their frames here
-		}
-		loads[key] = frames
-		for _, f := range frames {
-			out = append(out, Frame{Seq: e.Seq, Direction: f.dir, Body: f.body})
+		case e.Kind == persistence.EventSessionLoaded:
+			frames, err := loadedFrames(&e, loads, budget)
+			if err != nil {
+				return out, fmt.Errorf("event %d: %w", e.Seq, err)
+			}
+			for _, f := range frames {
+				out = append(out, Frame{Seq: e.Seq, Direction: f.dir, Body: f.body})
+			}
 		}
 	}
 	return out, nil
 }
 
-// loadedFrames decodes the frames a session_loaded event's body holds
-// (nil if none) and the key later loads name it by; loads are the earlier
-// loads of the stream.
-func loadedFrames(body []byte, loads map[string][]loadFrame, budget *persistence.Budget) ([]loadFrame, string, error) {
+// loadedFrames decodes the frames a session_loaded event holds (none if it
+// was recorded before loads kept their frames here) and adds them to loads,
+// the earlier loads of the stream, under the key later loads name them by.
+func loadedFrames(e *persistence.Event, loads map[string][]loadFrame, budget *persistence.Budget) ([]loadFrame, error) {
 	var rec struct {
 		Sent *sentRecord `json:"sent"`
 	}
-	if err := json.Unmarshal(body, &rec); err != nil {
-		return nil, "", fmt.Errorf("%w: %v", errLoadRecord, err)
+	body, err := e.Record()
+	if err == nil {
+		err = json.Unmarshal(body, &rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errLoadRecord, err)
 	}
 	if rec.Sent == nil {
-		return nil, "", nil
+		return nil, nil
 	}
 	var base []loadFrame
 	if rec.Sent.Base != "" {
 		var ok bool
 		if base, ok = loads[rec.Sent.Base]; !ok {
-			return nil, "", fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
+			return nil, fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
 		}
 	}
 	frames, err := decodeLoad(rec.Sent.Data, base, budget)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	key := fmt.Sprintf("%08x", plainLoad(frames))
 	if len(frames) != rec.Sent.Frames || key != rec.Sent.CRC32C {
-		return nil, "", fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
+		return nil, fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
 	}
-	return frames, key, nil
+	loads[key] = frames
+	return frames, nil
 }
