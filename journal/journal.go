@@ -126,10 +126,8 @@ type sessionState struct {
 	// earlier response.
 	replayNext int
 	// lastLoad is the frames of the last load recorded on this
-	// connection, which the next one is stored as differences from, and
-	// their crc32c.
-	lastLoad    []loadFrame
-	lastLoadSum string
+	// connection, which the next one is stored as differences from.
+	lastLoad []loadFrame
 }
 
 // openLoad is a successful session/load between its response and its
@@ -315,7 +313,7 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 		j.mu.Lock()
 		for _, e := range batch {
 			if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
-				st.lastLoad, st.lastLoadSum = nil, ""
+				st.lastLoad = nil
 			}
 		}
 		j.mu.Unlock()
@@ -715,9 +713,10 @@ func (j *Journal) streamOf(session string) string {
 	return session
 }
 
-// lifecycleLocked queues a lifecycle event (while the journal is off, the
-// writer drops it with everything else).
 func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.EventKind, data any) {
+	if j.off.Load() {
+		return // nothing is recorded, nor goes with a write (originForWrite)
+	}
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
 	})
@@ -835,11 +834,11 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 		return
 	}
 	st.load = nil
-	sent := sentRecord{Frames: len(l.frames), CRC32C: fmt.Sprintf("%08x", plainLoad(l.frames)), Data: encodeLoad(l.frames, st.lastLoad)}
+	sent := sentRecord{Frames: len(l.frames), CRC32C: loadSum(l.frames), Data: encodeLoad(l.frames, st.lastLoad)}
 	if st.lastLoad != nil {
-		sent.Base = st.lastLoadSum
+		sent.Base = loadSum(st.lastLoad)
 	}
-	st.lastLoad, st.lastLoadSum = l.frames, sent.CRC32C
+	st.lastLoad = l.frames
 	l.record["sent"] = sent
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: l.at, Kind: persistence.EventSessionLoaded, Body: mustJSON(l.record),

@@ -25,7 +25,7 @@ import (
 // sentRecord is the "sent" field of a session_loaded event.
 type sentRecord struct {
 	Frames int    `json:"frames"`
-	CRC32C string `json:"crc32c"`         // of the frames in their plain form (plainLoad)
+	CRC32C string `json:"crc32c"`         // of the frames in their plain form (loadSum)
 	Base   string `json:"base,omitempty"` // crc32c of the load the differences refer to
 	Data   []byte `json:"data"`           // encodeLoad's output (base64 in the JSON)
 }
@@ -61,9 +61,10 @@ const (
 
 var errLoadRecord = errors.New("damaged load record")
 
-// plainLoad is the checksummed form of a load's frames: each frame behind
-// its direction letter, joined by newlines (a frame holds no raw newline).
-func plainLoad(frames []loadFrame) uint32 {
+// loadSum is the CRC-32C, in hex, of the plain form of a load's frames:
+// each frame behind its direction letter, joined by newlines (a frame
+// holds no raw newline).
+func loadSum(frames []loadFrame) string {
 	var crc uint32
 	for i, f := range frames {
 		if i > 0 {
@@ -72,7 +73,7 @@ func plainLoad(frames []loadFrame) uint32 {
 		crc = crc32.Update(crc, castagnoli, []byte{dirLetter(f.dir)})
 		crc = crc32.Update(crc, castagnoli, f.body)
 	}
-	return crc
+	return fmt.Sprintf("%08x", crc)
 }
 
 func dirLetter(d persistence.Direction) byte {
@@ -261,7 +262,7 @@ func loadedFrames(e *persistence.Event, loads map[string][]loadFrame, budget *pe
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%08x", plainLoad(frames))
+	key := loadSum(frames)
 	if len(frames) != rec.Sent.Frames || key != rec.Sent.CRC32C {
 		return nil, fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
 	}

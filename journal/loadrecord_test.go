@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -82,7 +81,7 @@ func TestDamagedLoadRecordIsReported(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"via": "session/load", "sent": s})
 		return b
 	}
-	good := sentRecord{Frames: 2, CRC32C: fmt.Sprintf("%08x", plainLoad(frames)), Data: encodeLoad(frames, nil)}
+	good := sentRecord{Frames: 2, CRC32C: loadSum(frames), Data: encodeLoad(frames, nil)}
 	for name, b := range map[string][]byte{
 		"missing base": body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Base: "0badbeef", Data: good.Data}),
 		"cut data":     body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Data: good.Data[:len(good.Data)-3]}),
