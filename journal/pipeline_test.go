@@ -11,15 +11,17 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// TestLoadPipelinedDuringReplay: a client may send its next session/load
-// (or a session/resume, then a load) while the previous load is still
-// replaying: the read loop reads it at once, the dispatcher handles it
-// after the first load's response and the updates after it. Each load's
-// tally counts its own replay, and no replayed frame is recorded.
-func TestLoadPipelinedDuringReplay(t *testing.T) {
+// TestPipelinedLoads: a client may send its next session/load (or a
+// session/resume, then a load) while the previous load is still replaying,
+// or after its response but before the updates after it (commands, usage)
+// are written: the read loop reads it at once, the dispatcher handles it
+// after the earlier load's response and the updates after it. Each load's
+// tally counts its own replay, the updates after a response belong to its
+// load, not to the next one's replay, and no replayed frame is recorded.
+func TestPipelinedLoads(t *testing.T) {
 	h := newHarness(t, Options{}, "sess_a")
-	answer := func(id int) { // the response, the updates after it, the agent's record
-		h.send(acp.Outbound, okResult(id), upd("available_commands_update", id))
+	after := func(id int) { // the updates after a response, the agent's record
+		h.send(acp.Outbound, upd("available_commands_update", id), upd("usage_update", id))
 		h.j.Record(h.ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 10})
 	}
 	// Load 1 replays; loads 2 and (after a resume) 4 are read meanwhile.
@@ -27,22 +29,33 @@ func TestLoadPipelinedDuringReplay(t *testing.T) {
 	h.replay(4)
 	h.send(acp.Inbound, loadReq(2, "session/load"), loadReq(3, "session/resume"), loadReq(4, "session/load"))
 	h.replay(6)
-	answer(1)
+	h.send(acp.Outbound, okResult(1))
+	after(1)
 	h.replay(10)
-	answer(2)
-	answer(3)
+	h.send(acp.Outbound, okResult(2))
+	after(2)
+	h.send(acp.Outbound, okResult(3))
+	after(3)
 	h.replay(10)
-	answer(4)
-	for i := 1; i <= 4; i++ {
+	h.send(acp.Outbound, okResult(4))
+	// Loads 5 to 7 are each read after the previous one's response, before
+	// the updates after it.
+	for i := 5; i <= 7; i++ {
+		h.send(acp.Inbound, loadReq(i, "session/load"))
+		after(i - 1)
+		h.replay(10)
+		h.send(acp.Outbound, okResult(i))
+	}
+	after(7)
+	for i := 1; i <= 7; i++ { // in the log each load's own frames are together
 		method := "session/load"
 		if i == 3 {
 			method = "session/resume"
 		}
-		h.kept = append(h.kept, loadReq(i, method), okResult(i), upd("available_commands_update", i))
+		h.kept = append(h.kept, loadReq(i, method), okResult(i), upd("available_commands_update", i), upd("usage_update", i))
 	}
-	// In the log each load's own frames are together.
-	if got := replayTallies(t, h.checkKept("sess_a")); got != "[10 10 -1 10]" {
-		t.Errorf("replays tallied %s, want [10 10 -1 10] (the resume replays nothing)", got)
+	if got := replayTallies(t, h.checkKept("sess_a")); got != "[10 10 -1 10 10 10 10]" {
+		t.Errorf("replays tallied %s, want [10 10 -1 10 10 10 10] (the resume replays nothing)", got)
 	}
 }
 

@@ -48,33 +48,6 @@ func TestLoadReplayIsNotRecorded(t *testing.T) {
 	}
 }
 
-// TestPipelinedLoadKeepsTheUpdatesAfterItsResponse: the updates a load
-// sends after its response (commands, usage) may reach the journal after
-// the next session/load's request was read (the read loop runs ahead of
-// dispatch). They belong to the first load, not to the second one's
-// replay: every one of them is recorded, and the second replay's tally
-// counts its own frames only.
-func TestPipelinedLoadKeepsTheUpdatesAfterItsResponse(t *testing.T) {
-	h := newHarness(t, Options{}, "sess_a")
-	h.send(acp.Inbound, loadReq(1, "session/load"))
-	const loads = 4
-	for i := 1; i <= loads; i++ {
-		h.replay(10)
-		h.send(acp.Outbound, okResult(i))
-		if i < loads {
-			h.send(acp.Inbound, loadReq(i+1, "session/load")) // read before the updates below are written
-		}
-		after := []string{upd("available_commands_update", i), upd("usage_update", i)}
-		h.send(acp.Outbound, after...)
-		h.j.Record(h.ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 10})
-		// In the log each load's frames are together.
-		h.kept = append(append(h.kept, loadReq(i, "session/load"), okResult(i)), after...)
-	}
-	if got := replayTallies(t, h.checkKept("sess_a")); got != "[10 10 10 10]" {
-		t.Errorf("replays tallied %s, want [10 10 10 10]", got)
-	}
-}
-
 // TestStreamedRunIsPacked (issue 19 item 2): a streamed reply's run of
 // frames is stored compressed, at most twice its text (each frame repeats
 // the same ~200-byte envelope around a few characters), and the exact
