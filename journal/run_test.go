@@ -107,20 +107,15 @@ func (o *orderStore) AppendEvents(ctx context.Context, evs ...*persistence.Event
 	return o.Store.AppendEvents(ctx, evs...)
 }
 
-// returnsWithin reports whether f returns within d (it is left running
-// otherwise).
-func returnsWithin(d time.Duration, f func()) bool {
+// answer sends frame out through j in the background: the channel closes
+// once OnFrame returns.
+func answer(j *Journal, frame string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f()
+		j.OnFrame(acp.Outbound, []byte(frame))
 	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
-	}
+	return done
 }
 
 // The connection's record is written before any of its frames. The answer
@@ -132,9 +127,9 @@ func TestConnectionRecordedBeforeFrames(t *testing.T) {
 	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
-	if !returnsWithin(2*time.Second, func() {
-		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	}) {
+	select {
+	case <-answer(j, `{"jsonrpc":"2.0","id":1,"result":{}}`):
+	case <-time.After(2 * time.Second):
 		t.Fatal("the answer to initialize waited for the connection's record")
 	}
 	close(store.hold)
@@ -162,11 +157,7 @@ func TestSessionResponseWaitsForRecord(t *testing.T) {
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	defer j.Close()
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/"}}`))
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess_1"}}`))
-	}()
+	answered := answer(j, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess_1"}}`)
 	select {
 	case <-answered:
 		t.Fatal("session/new was answered before the connection's record")
