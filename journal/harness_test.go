@@ -124,11 +124,9 @@ func (h *harness) replay(n int) {
 
 // loaded is what a session_loaded event's record says.
 type loaded struct {
-	Via    string
 	Replay *struct {
-		Frames, Messages, LastSeq int
-		Bytes                     int
-		CRC32C                    string
+		Frames, Bytes, Messages, LastSeq int
+		CRC32C                           string
 	}
 }
 
