@@ -43,7 +43,7 @@ func TestCraftedBodiesStayWithinTheBudget(t *testing.T) {
 		{"bomb", []*persistence.Event{frame(packed(make([]byte, 128<<20)))}, 1, "budget"},
 		{"many", []*persistence.Event{frame(packed(run)), frame(packed(run)), frame(packed(run)), frame(packed(run))}, 2, "budget of 16777216 bytes"},
 	}
-	store := openStore(t)
+	store, _ := openStore(t)
 	ctx := context.Background()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,43 +14,22 @@ import (
 // kept for its session_loaded event; an over-size prompt, kept until its
 // answer says whether it was refused as too large).
 func TestCancelFollowsItsRequest(t *testing.T) {
-	ctx := context.Background()
-	store := openStore(t, "sess_a")
-	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40, MaxPromptBytes: 64})
-	var want []string
-	send := func(dir acp.Direction, frame string) {
-		j.OnFrame(dir, []byte(frame))
-		want = append(want, frame)
-	}
+	h := newHarness(t, Options{MaxPromptBytes: 64}, "sess_a")
 	cancel := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}`, id)
 	}
-	cancelled := func(id int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32800,"message":"Request cancelled."}}`, id)
-	}
-
 	// A load cancelled during its replay (the replay itself is not kept).
-	send(acp.Inbound, `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`)
-	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk"}}}`))
-	send(acp.Inbound, cancel(1))
-	send(acp.Outbound, cancelled(1))
+	h.keep(acp.Inbound, loadReq(1, "session/load"))
+	h.replay(1)
+	h.keep(acp.Inbound, cancel(1))
+	h.keep(acp.Outbound, `{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"Request cancelled."}}`)
 	// A load that succeeds, so the session is open for a prompt.
-	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`))
-	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
-	j.Record(ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{})
-	want = append(want, `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"sess_a","cwd":"/tmp","mcpServers":[]}}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	h.keep(acp.Inbound, loadReq(2, "session/load"))
+	h.keep(acp.Outbound, okResult(2))
+	h.j.Record(h.ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{})
 	// An over-size prompt, cancelled twice before its answer.
-	send(acp.Inbound, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[{"type":"text","text":"`+strings.Repeat("long ", 40)+`"}]}}`)
-	send(acp.Inbound, cancel(3))
-	send(acp.Inbound, cancel(3))
-	send(acp.Outbound, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"cancelled"}}`)
-	j.Close()
-
-	evs, err := store.Events(ctx, "sess_a", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
-		t.Errorf("frames back:\n%s\nwant each cancel after its request:\n%s", strings.Join(back, "\n"), strings.Join(want, "\n"))
-	}
+	h.keep(acp.Inbound, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[{"type":"text","text":"`+strings.Repeat("long ", 40)+`"}]}}`)
+	h.keep(acp.Inbound, cancel(3), cancel(3))
+	h.keep(acp.Outbound, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"cancelled"}}`)
+	h.checkKept("sess_a")
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,76 +8,39 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
-// holdSession drives a journal whose writer commits every millisecond
+// newHoldSession drives a journal whose writer commits every millisecond
 // through a turn of session sess_a.
-type holdSession struct {
-	t     *testing.T
-	store *sqlite.Store
-	j     *Journal
-	sent  int // session/update frames sent
-}
-
-func newHoldSession(t *testing.T) *holdSession {
-	store := openStore(t, "sess_a")
-	j := Open(context.Background(), store, Options{ConnectionID: "conn_1", FlushInterval: time.Millisecond})
-	t.Cleanup(j.Close)
-	h := &holdSession{t: t, store: store, j: j}
-	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`))
+func newHoldSession(t *testing.T) *harness {
+	h := newHarness(t, Options{FlushInterval: time.Millisecond}, "sess_a")
+	h.send(acp.Inbound, `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`)
 	return h
 }
 
 // stream sends n updates a chunk of text each, a few timer ticks apart, as a
 // provider streams a reply.
-func (h *holdSession) stream(n int) {
-	for range n {
-		h.send(fmt.Sprintf("t%03d", h.sent))
+func (h *harness) stream(n int) {
+	for i := range n {
+		h.send(acp.Outbound, textChunk(fmt.Sprintf("t%03d", i)))
 		time.Sleep(2 * time.Millisecond)
 	}
 }
 
-// send sends one update of text.
-func (h *holdSession) send(text string) {
-	h.j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`+text+`"}}}}`))
-	h.sent++
-}
-
 // runs is the frame count of every committed session/update event, in order.
-func (h *holdSession) runs() []int {
+func (h *harness) runs() []int {
 	h.t.Helper()
-	evs, err := h.store.Events(context.Background(), "sess_a", persistence.EventFilter{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	var runs []int
-	for i, e := range evs {
+	for _, e := range h.events("sess_a") {
 		if e.Method == "session/update" {
-			runs = append(runs, len(framesAt(h.t, evs, i)))
+			runs = append(runs, len(eventFrames(h.t, &e)))
 		}
 	}
 	return runs
 }
 
-// framesAt is the frames of evs[i], failing t on an error.
-func framesAt(t *testing.T, evs []persistence.Event, i int) [][]byte {
-	t.Helper()
-	return eventFrames(t, &evs[i])
-}
-
-// eventFrames is e.Frames, failing t on an error.
-func eventFrames(t *testing.T, e *persistence.Event) [][]byte {
-	t.Helper()
-	frames, err := e.Frames(persistence.NewBudget(persistence.MaxDecoded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return frames
-}
-
 // waitRuns waits (bounded) until the committed runs are want.
-func (h *holdSession) waitRuns(want string) {
+func (h *harness) waitRuns(want string) {
 	h.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for fmt.Sprint(h.runs()) != want && time.Now().Before(deadline) {
@@ -98,7 +60,7 @@ func TestStreamedRunHeldAcrossTimerFlushes(t *testing.T) {
 	if runs := h.runs(); len(runs) != 0 {
 		t.Errorf("runs %v committed by the timer while the turn streams, want none", runs)
 	}
-	h.j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`))
+	h.send(acp.Outbound, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`)
 	if got := fmt.Sprint(h.runs()); got != "[30]" {
 		t.Errorf("runs %s after the response, want [30]", got)
 	}
@@ -109,31 +71,27 @@ func TestStreamedRunHeldAcrossTimerFlushes(t *testing.T) {
 // is queued after it, once it is maxRunHold old or once it is full; and by
 // Flush and Close.
 func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
-	ctx := context.Background()
 	h := newHoldSession(t)
 	ordered := h.j.Store(h.store)
 
 	h.stream(10)
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: "t000", Status: persistence.StatusStreaming}
-	if err := ordered.AppendMessages(ctx, "sess_a", msg); err != nil {
+	if err := ordered.AppendMessages(h.ctx, "sess_a", msg); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := h.store.Events(ctx, "sess_a", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := h.events("sess_a")
 	n := len(evs)
-	if n < 2 || evs[n-2].Method != "session/update" || len(framesAt(t, evs, n-2)) != 10 || evs[n-1].Kind != persistence.EventMessageAppended {
+	if n < 2 || evs[n-2].Method != "session/update" || len(eventFrames(t, &evs[n-2])) != 10 || evs[n-1].Kind != persistence.EventMessageAppended {
 		var tail []string
 		for i := max(0, n-2); i < n; i++ {
-			tail = append(tail, fmt.Sprintf("%s %s (%d frames)", evs[i].Kind, evs[i].Method, len(framesAt(t, evs, i))))
+			tail = append(tail, fmt.Sprintf("%s %s (%d frames)", evs[i].Kind, evs[i].Method, len(eventFrames(t, &evs[i]))))
 		}
 		t.Fatalf("after the write the log ends %v, want the run of 10 then message_appended", tail)
 	}
 
 	// Something queued after the run closes it: the timer commits both.
 	h.stream(5)
-	h.j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","method":"_zed/ping","params":{"sessionId":"sess_a"}}`))
+	h.send(acp.Inbound, `{"jsonrpc":"2.0","method":"_zed/ping","params":{"sessionId":"sess_a"}}`)
 	h.waitRuns("[10 5]")
 
 	// A run as old as maxRunHold is committed by the timer.
@@ -147,11 +105,11 @@ func TestHeldRunCommittedByWriteBoundFlushClose(t *testing.T) {
 	// frame that did not fit starts the next, held, run).
 	big := strings.Repeat("x", maxRunBody/2-200)
 	for range 3 {
-		h.send(big)
+		h.send(acp.Outbound, textChunk(big))
 	}
 	h.waitRuns("[10 5 4 2]")
 
-	h.j.Flush(ctx)
+	h.j.Flush(h.ctx)
 	if got := fmt.Sprint(h.runs()); got != "[10 5 4 2 1]" {
 		t.Errorf("runs %s after Flush, want [10 5 4 2 1]", got)
 	}

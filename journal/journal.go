@@ -5,7 +5,7 @@
 //
 // acp.Options.OnFrame hands every frame to Journal.OnFrame. Frames are
 // buffered and committed in batches by a background writer (every
-// FlushInterval, or sooner when MaxBatch frames are waiting), with these
+// FlushInterval, or sooner when maxBatch frames are waiting), with these
 // guarantees:
 //
 //   - A response reaches the client only after it, and every frame before
@@ -48,6 +48,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,17 +61,15 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Defaults of Options.
 const (
-	DefaultFlushInterval = 20 * time.Millisecond
-	DefaultMaxBatch      = 512
+	defaultFlushInterval = 20 * time.Millisecond
+	maxBatch             = 512 // frames waiting that wake the writer
 )
 
 // Options configure a Journal.
 type Options struct {
 	ConnectionID  string        // required: the stream of frames outside any session
-	FlushInterval time.Duration // 0: DefaultFlushInterval
-	MaxBatch      int           // 0: DefaultMaxBatch
+	FlushInterval time.Duration // 0: defaultFlushInterval
 	Logger        *zap.Logger
 	// MaxPromptBytes is the agent's prompt limit: a session/prompt frame
 	// larger than it is held until its answer, and when the answer refuses
@@ -127,10 +126,8 @@ type sessionState struct {
 	// earlier response.
 	replayNext int
 	// lastLoad is the frames of the last load recorded on this
-	// connection, which the next one is stored as differences from, and
-	// their crc32c.
-	lastLoad    []loadFrame
-	lastLoadSum string
+	// connection, which the next one is stored as differences from.
+	lastLoad []loadFrame
 }
 
 // openLoad is a successful session/load between its response and its
@@ -177,9 +174,7 @@ func (t *replayTally) add(frame []byte) {
 // record is the replay's part of the session_loaded event.
 func (t *replayTally) record() map[string]any {
 	out := map[string]any{"frames": t.frames, "bytes": t.bytes, "crc32c": fmt.Sprintf("%08x", t.crc)}
-	for k, v := range t.agent {
-		out[k] = v
-	}
+	maps.Copy(out, t.agent)
 	return out
 }
 
@@ -204,10 +199,7 @@ type request struct {
 // itself off, logs why, and the connection is served without a frame log.
 func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = DefaultFlushInterval
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.FlushInterval = defaultFlushInterval
 	}
 	log := opts.Logger
 	if log == nil {
@@ -250,9 +242,6 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 // Recording reports whether the connection's frames are kept: false once
 // the journal turned itself off (the connection could not be recorded).
 func (j *Journal) Recording() bool { return !j.off.Load() }
-
-// ConnectionID is the connection's stream id.
-func (j *Journal) ConnectionID() string { return j.conn }
 
 func (j *Journal) writer() {
 	defer close(j.done)
@@ -318,20 +307,16 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	// The store packs streamed runs (persistence.PackEvents).
 	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
-		j.forgetDroppedLoads(batch)
-	}
-}
-
-// forgetDroppedLoads: a load whose session_loaded event was dropped cannot
-// be the base the next load of its session is stored as differences from
-// (that load is stored whole instead).
-func (j *Journal) forgetDroppedLoads(dropped []*persistence.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, e := range dropped {
-		if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
-			st.lastLoad, st.lastLoadSum = nil, ""
+		// A load whose session_loaded event was dropped cannot be the
+		// base the next load of its session is stored as differences
+		// from (that load is stored whole instead).
+		j.mu.Lock()
+		for _, e := range batch {
+			if st := j.sessions[e.Stream]; st != nil && e.Kind == persistence.EventSessionLoaded {
+				st.lastLoad = nil
+			}
 		}
+		j.mu.Unlock()
 	}
 }
 
@@ -345,37 +330,33 @@ func (j *Journal) forgetDroppedLoads(dropped []*persistence.Event) {
 // another write came first) it is dropped.
 func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
 	j.mu.Lock()
+	st := j.sessions[sessionID]
 	if kind == persistence.EventSessionLoaded {
-		st := j.sessions[sessionID]
-		if st == nil || st.replay == nil && st.load == nil {
-			if st != nil {
-				startQueuedReplay(st) // its load was recorded early
-			}
-			j.mu.Unlock()
-			return
-		}
 		// The agent's account of a replay joins the load's one event;
 		// after the response (and the updates that follow it) it also
 		// closes the load.
+		open := st != nil && st.load != nil
 		m, _ := data.(map[string]any)
-		if st.load == nil {
-			st.replay.agent = m
-			j.mu.Unlock()
-			return
-		}
-		if replay, _ := st.load.record["replay"].(map[string]any); replay != nil {
-			for k, v := range m {
-				replay[k] = v
+		switch {
+		case open:
+			if replay, _ := st.load.record["replay"].(map[string]any); replay != nil {
+				maps.Copy(replay, m)
 			}
+			j.finishLoadLocked(sessionID, st)
+		case st != nil && st.replay != nil:
+			st.replay.agent = m
 		}
-		j.finishLoadLocked(sessionID, st)
-		startQueuedReplay(st)
+		if st != nil {
+			startQueuedReplay(st) // the load is recorded (maybe early: a write came first)
+		}
 		j.mu.Unlock()
-		j.Flush(ctx)
+		if open {
+			j.Flush(ctx)
+		}
 		return
 	}
 	turn := int64(0)
-	if st := j.sessions[sessionID]; st != nil {
+	if st != nil {
 		turn = st.active
 	} else if kind == persistence.EventSessionCreated {
 		// The agent made a session no request named (a subagent's child,
@@ -386,18 +367,6 @@ func (j *Journal) Record(ctx context.Context, sessionID string, kind persistence
 	j.lifecycleLocked(sessionID, turn, kind, data)
 	j.mu.Unlock()
 	j.Flush(ctx)
-}
-
-// origin is the connection and running turn of a session, for the store's
-// projection events.
-func (j *Journal) origin(sessionID string) persistence.Origin {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	src := persistence.Origin{ConnectionID: j.conn}
-	if st := j.sessions[sessionID]; st != nil {
-		src.Turn = st.active
-	}
-	return src
 }
 
 // envelope is the part of a frame the journal reads to attribute it.
@@ -445,10 +414,8 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		return
 	}
 	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
-		j.add(ev)
-		return
+	if json.Unmarshal(raw, &env) != nil {
+		env = envelope{} // recorded as invalid below
 	}
 	var p sessionParams
 	if len(env.Params) > 0 && env.Params[0] == '{' {
@@ -483,7 +450,9 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		}
 	default:
 		ev.Stream, ev.Kind = j.conn, persistence.EventInvalid
-		j.add(ev)
+		j.mu.Lock()
+		j.addLocked(ev)
+		j.mu.Unlock()
 	}
 }
 
@@ -629,21 +598,21 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	ev.Method = r.method
 	ok = ok && len(errObj) == 0
 	st := j.sessions[r.session]
-	if r.load && r.held != nil && ok && st != nil && (st.replay != nil || r.method == "session/resume") {
+	var replay *replayTally
+	if st != nil && r.method == "session/load" {
+		replay, st.replay = st.replay, nil // the replay ends with the response
+	}
+	if r.load && r.held != nil && ok && st != nil && (replay != nil || r.method == "session/resume") {
 		// The request, this response and the updates after it become
 		// one session_loaded event (finishLoadLocked); not committed
 		// before the response is written, unlike every other response.
 		record := map[string]any{"via": r.method}
-		if r.method == "session/load" { // a resume replays nothing
-			if st.replay != nil {
-				record["replay"] = st.replay.record()
-			}
-			st.replay = nil
+		if replay != nil { // a resume replays nothing
+			record["replay"] = replay.record()
 		}
 		j.finishLoadLocked(r.session, st) // an earlier load still open
-		st.load = &openLoad{at: ev.At, record: record,
+		st.load = &openLoad{at: ev.At, record: record, bytes: len(r.held.Body) + len(ev.Body),
 			frames: []loadFrame{{persistence.DirIn, r.held.Body}, {persistence.DirOut, ev.Body}}}
-		st.load.bytes = len(r.held.Body) + len(ev.Body)
 		j.mu.Unlock()
 		j.Flush(context.Background())
 		return
@@ -654,30 +623,22 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		}
 		j.addHeldLocked(r)
 	}
+	if st != nil && r.method == "session/load" && !ok {
+		startQueuedReplay(st) // no record of this load follows
+	}
 	switch {
-	case r.method == "session/new" && ok && res.SessionID != "":
-		j.sessions[res.SessionID] = &sessionState{}
-		r.session = res.SessionID
-		j.lifecycleLocked(r.session, 0, persistence.EventSessionCreated, map[string]any{"connectionId": j.conn, "pid": os.Getpid()})
-	case r.method == "session/fork" && ok && res.SessionID != "":
-		// The request and this answer stay in the source's stream; the
-		// fork's starts with its creation, naming the source.
-		j.sessions[res.SessionID] = &sessionState{}
-		j.lifecycleLocked(res.SessionID, 0, persistence.EventSessionCreated,
-			map[string]any{"connectionId": j.conn, "pid": os.Getpid(), "forkedFrom": r.session})
-	case r.method == "session/prompt" && r.session != "":
-		if st := j.sessions[r.session]; st != nil && st.active == r.turn {
-			st.active = 0
+	case (r.method == "session/new" || r.method == "session/fork") && ok && res.SessionID != "":
+		data := map[string]any{"connectionId": j.conn, "pid": os.Getpid()}
+		if r.method == "session/new" {
+			r.session = res.SessionID
+		} else {
+			// The request and this answer stay in the source's stream;
+			// the fork's starts with its creation, naming the source.
+			data["forkedFrom"] = r.session
 		}
-	}
-	var replay *replayTally
-	if st := j.sessions[r.session]; st != nil && r.method == "session/load" {
-		replay, st.replay = st.replay, nil // the replay ends with the response
-		if !ok {
-			startQueuedReplay(st) // no record of this load follows
-		}
-	}
-	if r.method == "session/delete" && ok {
+		j.sessions[res.SessionID] = &sessionState{}
+		j.lifecycleLocked(res.SessionID, 0, persistence.EventSessionCreated, data)
+	case r.method == "session/delete" && ok:
 		// Its events went with it; the answer belongs to the connection.
 		delete(j.sessions, r.session)
 		r.session = ""
@@ -697,14 +658,16 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 		j.lifecycleLocked(r.session, 0, persistence.EventSessionClosed, map[string]any{"reason": r.method})
 		delete(j.sessions, r.session)
 	case r.method == "session/prompt" && r.session != "":
-		switch {
-		case len(errObj) > 0:
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnFailed, map[string]any{"error": errObj})
-		case res.StopReason == "cancelled":
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCancelled, map[string]any{"stopReason": res.StopReason})
-		default:
-			j.lifecycleLocked(r.session, r.turn, persistence.EventTurnCompleted, map[string]any{"stopReason": res.StopReason})
+		if st != nil && st.active == r.turn {
+			st.active = 0
 		}
+		kind, data := persistence.EventTurnCompleted, map[string]any{"stopReason": res.StopReason}
+		if len(errObj) > 0 {
+			kind, data = persistence.EventTurnFailed, map[string]any{"error": errObj}
+		} else if res.StopReason == "cancelled" {
+			kind = persistence.EventTurnCancelled
+		}
+		j.lifecycleLocked(r.session, r.turn, kind, data)
 	}
 	j.mu.Unlock()
 	if ev.Stream == j.conn && !j.recorded.Load() {
@@ -752,17 +715,11 @@ func (j *Journal) streamOf(session string) string {
 
 func (j *Journal) lifecycleLocked(sid string, turn int64, kind persistence.EventKind, data any) {
 	if j.off.Load() {
-		return
+		return // nothing is recorded, nor goes with a write (originForWrite)
 	}
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: time.Now().UTC(), Turn: turn, Kind: kind, Body: mustJSON(data),
 	})
-}
-
-func (j *Journal) add(ev *persistence.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.addLocked(ev)
 }
 
 // maxRunBody bounds the body of an event holding a run of frames.
@@ -794,7 +751,7 @@ func (j *Journal) addLocked(ev *persistence.Event) {
 		return
 	}
 	j.pending = append(j.pending, ev)
-	if len(j.pending) >= j.opts.MaxBatch {
+	if len(j.pending) >= maxBatch {
 		select {
 		case j.kick <- struct{}{}:
 		default:
@@ -837,11 +794,8 @@ func joinsRun(ev *persistence.Event) bool {
 }
 
 func mustJSON(v any) []byte {
-	if v == nil {
-		return []byte("{}")
-	}
 	b, err := json.Marshal(v)
-	if err != nil {
+	if v == nil || err != nil {
 		return []byte("{}")
 	}
 	return b
@@ -880,11 +834,11 @@ func (j *Journal) finishLoadLocked(sid string, st *sessionState) {
 		return
 	}
 	st.load = nil
-	sent := sentRecord{Frames: len(l.frames), CRC32C: fmt.Sprintf("%08x", plainLoad(l.frames)), Data: encodeLoad(l.frames, st.lastLoad)}
+	sent := sentRecord{Frames: len(l.frames), CRC32C: loadSum(l.frames), Data: encodeLoad(l.frames, st.lastLoad)}
 	if st.lastLoad != nil {
-		sent.Base = st.lastLoadSum
+		sent.Base = loadSum(st.lastLoad)
 	}
-	st.lastLoad, st.lastLoadSum = l.frames, sent.CRC32C
+	st.lastLoad = l.frames
 	l.record["sent"] = sent
 	j.addLocked(&persistence.Event{
 		Stream: sid, ConnectionID: j.conn, At: l.at, Kind: persistence.EventSessionLoaded, Body: mustJSON(l.record),
@@ -913,24 +867,26 @@ func (j *Journal) finishStaleLoadsLocked(now time.Time) {
 	}
 }
 
-// beforeWrite readies sid's events for a write to the session that is
-// about to commit what is pending: its open load is recorded, and the
-// request of a load still running (a load may repair what a dead writer
-// left) is recorded now, before what it writes, as a frame event of its
-// own (that load is then recorded as loads were before, frame by frame).
-func (j *Journal) beforeWrite(sid string) {
+// originForWrite is the origin of a write to session sid (the connection,
+// the session's running turn) with the pending frames, which it takes.
+// Before them, sid's open load is recorded, and so is the request of a
+// load still running (a load may repair what a dead writer left), as a
+// frame event of its own (that load is then recorded frame by frame).
+func (j *Journal) originForWrite(sid string) persistence.Origin {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	st := j.sessions[sid]
-	if st == nil {
-		return
-	}
-	j.finishLoadLocked(sid, st)
-	for id, r := range j.requests {
-		if r.load && r.session == sid && r.held != nil {
-			j.releaseLoadLocked(id, r)
+	o := persistence.Origin{ConnectionID: j.conn}
+	if st := j.sessions[sid]; st != nil {
+		j.finishLoadLocked(sid, st)
+		for id, r := range j.requests {
+			if r.load && r.session == sid && r.held != nil {
+				j.releaseLoadLocked(id, r)
+			}
 		}
+		o.Turn = st.active
 	}
+	o.Pending, j.pending = j.pending, nil
+	return o
 }
 
 // releaseLoadLocked records the held request r of a load now, as a frame

@@ -25,7 +25,7 @@ import (
 // sentRecord is the "sent" field of a session_loaded event.
 type sentRecord struct {
 	Frames int    `json:"frames"`
-	CRC32C string `json:"crc32c"`         // of the frames in their plain form (plainLoad)
+	CRC32C string `json:"crc32c"`         // of the frames in their plain form (loadSum)
 	Base   string `json:"base,omitempty"` // crc32c of the load the differences refer to
 	Data   []byte `json:"data"`           // encodeLoad's output (base64 in the JSON)
 }
@@ -61,9 +61,10 @@ const (
 
 var errLoadRecord = errors.New("damaged load record")
 
-// plainLoad is the checksummed form of a load's frames: each frame behind
-// its direction letter, joined by newlines (a frame holds no raw newline).
-func plainLoad(frames []loadFrame) uint32 {
+// loadSum is the CRC-32C, in hex, of the plain form of a load's frames:
+// each frame behind its direction letter, joined by newlines (a frame
+// holds no raw newline).
+func loadSum(frames []loadFrame) string {
 	var crc uint32
 	for i, f := range frames {
 		if i > 0 {
@@ -72,7 +73,7 @@ func plainLoad(frames []loadFrame) uint32 {
 		crc = crc32.Update(crc, castagnoli, []byte{dirLetter(f.dir)})
 		crc = crc32.Update(crc, castagnoli, f.body)
 	}
-	return crc
+	return fmt.Sprintf("%08x", crc)
 }
 
 func dirLetter(d persistence.Direction) byte {
@@ -128,21 +129,24 @@ func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]lo
 	}
 	var out []loadFrame
 	total := 0
-	num := func() (int, bool) {
+	truncated := false // a number or bytes past the end: the rest reads as zero
+	num := func() int {
 		v, n := binary.Uvarint(data)
 		if n <= 0 || v > maxLoadBytes {
-			return 0, false
+			truncated = true
+			return 0
 		}
 		data = data[n:]
-		return int(v), true
+		return int(v)
 	}
-	take := func(n int) ([]byte, bool) {
+	take := func(n int) []byte {
 		if n > len(data) {
-			return nil, false
+			truncated = true
+			return nil
 		}
 		b := data[:n]
 		data = data[n:]
-		return b, true
+		return b
 	}
 	for len(data) > 0 {
 		if len(data) < 2 || (data[0] != 'i' && data[0] != 'o') {
@@ -156,32 +160,22 @@ func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]lo
 		data = data[2:]
 		switch op {
 		case opLiteral:
-			n, ok := num()
-			body, ok2 := take(n)
-			if !ok || !ok2 {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
-			}
-			f.body = bytes.Clone(body)
+			f.body = bytes.Clone(take(num()))
 		case opDelta:
-			i, ok1 := num()
-			p, ok2 := num()
-			s, ok3 := num()
-			n, ok4 := num()
-			if !ok1 || !ok2 || !ok3 || !ok4 {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
-			}
-			if i >= len(base) || p+s > len(base[i].body) {
+			i, p, s, n := num(), num(), num(), num()
+			if !truncated && (i >= len(base) || p+s > len(base[i].body)) {
 				return nil, fmt.Errorf("%w: frame %d: refers past its base", errLoadRecord, len(out))
 			}
-			mid, ok := take(n)
-			if !ok {
-				return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
+			if mid := take(n); !truncated {
+				b := base[i].body
+				f.body = make([]byte, 0, p+n+s)
+				f.body = append(append(append(f.body, b[:p]...), mid...), b[len(b)-s:]...)
 			}
-			b := base[i].body
-			f.body = make([]byte, 0, p+n+s)
-			f.body = append(append(append(f.body, b[:p]...), mid...), b[len(b)-s:]...)
 		default:
 			return nil, fmt.Errorf("%w: frame %d: unknown op %q", errLoadRecord, len(out), op)
+		}
+		if truncated {
+			return nil, fmt.Errorf("%w: frame %d: truncated", errLoadRecord, len(out))
 		}
 		if total += len(f.body); total > maxLoadBytes {
 			return nil, fmt.Errorf("%w: too large", errLoadRecord)
@@ -218,7 +212,8 @@ func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame,
 	var out []Frame
 	loads := make(map[string][]loadFrame) // by the crc32c of their plain form
 	for _, e := range evs {
-		if e.Kind.IsFrame() {
+		switch {
+		case e.Kind.IsFrame():
 			frames, err := e.Frames(budget)
 			if err != nil {
 				return out, err
@@ -226,57 +221,51 @@ func framesWithin(evs []persistence.Event, budget *persistence.Budget) ([]Frame,
 			for _, f := range frames {
 				out = append(out, Frame{Seq: e.Seq, Direction: e.Direction, Body: f})
 			}
-			continue
-		}
-		if e.Kind != persistence.EventSessionLoaded {
-			continue
-		}
-		body, err := e.Record()
-		if err != nil {
-			return out, fmt.Errorf("%w: %v", errLoadRecord, err)
-		}
-		frames, key, err := loadedFrames(body, loads, budget)
-		if err != nil {
-			return out, fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		if frames == nil {
-			continue // recorded before loads kept their frames here
-		}
-		loads[key] = frames
-		for _, f := range frames {
-			out = append(out, Frame{Seq: e.Seq, Direction: f.dir, Body: f.body})
+		case e.Kind == persistence.EventSessionLoaded:
+			frames, err := loadedFrames(&e, loads, budget)
+			if err != nil {
+				return out, fmt.Errorf("event %d: %w", e.Seq, err)
+			}
+			for _, f := range frames {
+				out = append(out, Frame{Seq: e.Seq, Direction: f.dir, Body: f.body})
+			}
 		}
 	}
 	return out, nil
 }
 
-// loadedFrames decodes the frames a session_loaded event's body holds
-// (nil if none) and the key later loads name it by; loads are the earlier
-// loads of the stream.
-func loadedFrames(body []byte, loads map[string][]loadFrame, budget *persistence.Budget) ([]loadFrame, string, error) {
+// loadedFrames decodes the frames a session_loaded event holds (none if it
+// was recorded before loads kept their frames here) and adds them to loads,
+// the earlier loads of the stream, under the key later loads name them by.
+func loadedFrames(e *persistence.Event, loads map[string][]loadFrame, budget *persistence.Budget) ([]loadFrame, error) {
 	var rec struct {
 		Sent *sentRecord `json:"sent"`
 	}
-	if err := json.Unmarshal(body, &rec); err != nil {
-		return nil, "", fmt.Errorf("%w: %v", errLoadRecord, err)
+	body, err := e.Record()
+	if err == nil {
+		err = json.Unmarshal(body, &rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errLoadRecord, err)
 	}
 	if rec.Sent == nil {
-		return nil, "", nil
+		return nil, nil
 	}
 	var base []loadFrame
 	if rec.Sent.Base != "" {
 		var ok bool
 		if base, ok = loads[rec.Sent.Base]; !ok {
-			return nil, "", fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
+			return nil, fmt.Errorf("%w: its base load %s is not among the events before it", errLoadRecord, rec.Sent.Base)
 		}
 	}
 	frames, err := decodeLoad(rec.Sent.Data, base, budget)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	key := fmt.Sprintf("%08x", plainLoad(frames))
+	key := loadSum(frames)
 	if len(frames) != rec.Sent.Frames || key != rec.Sent.CRC32C {
-		return nil, "", fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
+		return nil, fmt.Errorf("%w: %d frames, crc32c %s; the record says %d, %s", errLoadRecord, len(frames), key, rec.Sent.Frames, rec.Sent.CRC32C)
 	}
-	return frames, key, nil
+	loads[key] = frames
+	return frames, nil
 }

@@ -2,10 +2,8 @@ package journal
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -19,43 +17,25 @@ import (
 // without "sent") reads back frame for frame, with a new-style load after
 // it.
 func TestOldLoadEventsStillRead(t *testing.T) {
-	ctx := context.Background()
-	store := openStore(t)
-	const sid = "sess_0123456789abcdef0123456789abcdef"
-	if err := store.CreateSession(ctx, &persistence.Session{ID: sid, Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
-	old := newLoadFrames(sid)(1)
+	h := newHarness(t, Options{ConnectionID: "conn_new"}, "sess_a")
+	old := newLoadFrames("sess_a")(1)
 	ev := func(kind persistence.EventKind, dir persistence.Direction, method string, body []byte) *persistence.Event {
-		return &persistence.Event{Stream: sid, ConnectionID: "conn_old", Kind: kind, Direction: dir, Method: method, Body: body}
+		return &persistence.Event{Stream: "sess_a", ConnectionID: "conn_old", Kind: kind, Direction: dir, Method: method, Body: body}
 	}
-	if err := store.AppendEvents(ctx,
-		ev(persistence.EventRequest, persistence.DirIn, "session/load", old[0]),
-		ev(persistence.EventResponse, persistence.DirOut, "session/load", persistence.PackRun(old[1])),
+	if err := h.store.AppendEvents(h.ctx,
+		ev(persistence.EventRequest, persistence.DirIn, "session/load", []byte(old[0])),
+		ev(persistence.EventResponse, persistence.DirOut, "session/load", persistence.PackRun([]byte(old[1]))),
 		ev(persistence.EventSessionLoaded, "", "", []byte(`{"connectionId":"conn_old","pid":7,"replay":{"bytes":10,"crc32c":"00000000","frames":1},"via":"session/load"}`)),
-		ev(persistence.EventNotification, persistence.DirOut, "session/update", persistence.PackRun(bytes.Join(old[2:], []byte("\n")))),
+		ev(persistence.EventNotification, persistence.DirOut, "session/update", persistence.PackRun([]byte(strings.Join(old[2:], "\n")))),
 	); err != nil {
 		t.Fatal(err)
 	}
-	j := Open(ctx, store, Options{ConnectionID: "conn_new", FlushInterval: 1 << 40})
-	newer := newLoadFrames(sid)(2)
-	j.OnFrame(acp.Inbound, newer[0])
-	for _, f := range newer[1:] {
-		j.OnFrame(acp.Outbound, f)
-	}
-	j.Record(ctx, sid, persistence.EventSessionLoaded, map[string]any{"messages": 0})
-	j.Close()
-	evs, err := store.Events(ctx, sid, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, f := range append(old, newer...) {
-		want = append(want, string(f))
-	}
-	if back := framesOf(t, evs); strings.Join(back, "\n") != strings.Join(want, "\n") {
-		t.Errorf("frames back: %s", firstDiff(back, want))
-	}
+	h.kept = old
+	newer := newLoadFrames("sess_a")(2)
+	h.keep(acp.Inbound, newer[0])
+	h.keep(acp.Outbound, newer[1:]...)
+	h.j.Record(h.ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{"messages": 0})
+	h.checkKept("sess_a")
 }
 
 // TestLoadRecordRoundTrip: frames come back byte for byte whether stored
@@ -101,8 +81,7 @@ func TestDamagedLoadRecordIsReported(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"via": "session/load", "sent": s})
 		return b
 	}
-	good := sentRecord{Frames: 2, CRC32C: "", Data: encodeLoad(frames, nil)}
-	good.CRC32C = fmt.Sprintf("%08x", plainLoad(frames))
+	good := sentRecord{Frames: 2, CRC32C: loadSum(frames), Data: encodeLoad(frames, nil)}
 	for name, b := range map[string][]byte{
 		"missing base": body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Base: "0badbeef", Data: good.Data}),
 		"cut data":     body(sentRecord{Frames: 2, CRC32C: good.CRC32C, Data: good.Data[:len(good.Data)-3]}),

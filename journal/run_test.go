@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,75 +11,37 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
-
-// openStore is a SQLite store of the test's own holding the sessions
-// named (in /tmp).
-func openStore(t *testing.T, sessions ...string) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, id := range sessions {
-		if err := s.CreateSession(context.Background(), &persistence.Session{ID: id, Cwd: "/tmp"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
 
 // A streamed reply's session/update frames are stored as one event, one
 // frame per line, in order; anything else between them, a new turn, a
 // commit or the size cap starts a new event; every frame is kept.
 func TestStreamedUpdatesShareAnEvent(t *testing.T) {
-	ctx := context.Background()
-	store := openStore(t, "sess_a")
-	j := Open(ctx, store, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	var sent [][]byte
-	frame := func(dir acp.Direction, s string) {
-		j.OnFrame(dir, []byte(s))
-		sent = append(sent, []byte(s))
-	}
-	update := func(text string) {
-		frame(acp.Outbound, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`+text+`"}}}}`)
-	}
+	h := newHarness(t, Options{}, "sess_a")
 	prompt := func(id int) {
-		frame(acp.Inbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`, id))
+		h.keep(acp.Inbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`, id))
 	}
 	answer := func(id int) {
-		frame(acp.Outbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, id))
+		h.keep(acp.Outbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, id))
 	}
-
 	prompt(1)
 	for i := range 5 {
-		update(fmt.Sprintf("a%d", i)) // one event of 5
+		h.keep(acp.Outbound, textChunk(fmt.Sprintf("a%d", i))) // one event of 5
 	}
-	frame(acp.Inbound, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_a"}}`)
-	update("b0") // after an inbound frame: a new event
-	update("b1")
-	j.Flush(ctx)
-	update("c0") // after a commit: a new event
+	h.keep(acp.Inbound, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_a"}}`)
+	h.keep(acp.Outbound, textChunk("b0"), textChunk("b1")) // after an inbound frame: a new event
+	h.j.Flush(h.ctx)
 	big := strings.Repeat("x", maxRunBody/2)
-	update(big) // joins c0
-	update(big) // over the cap: a new event
-	answer(1)   // commits
+	h.keep(acp.Outbound, textChunk("c0"), textChunk(big)) // after a commit: a new event
+	h.keep(acp.Outbound, textChunk(big))                  // over the cap: a new event
+	answer(1)                                             // commits
 	prompt(2)
-	update("d0") // a new turn: a new event
+	h.keep(acp.Outbound, textChunk("d0")) // a new turn: a new event
 	answer(2)
-	j.Close()
 
-	evs, err := store.Events(ctx, "sess_a", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got [][]byte
 	var runs []int
-	for _, e := range evs {
+	for _, e := range h.checkKept("sess_a") {
 		fs := eventFrames(t, &e)
-		got = append(got, fs...)
 		if e.Method == "session/update" {
 			runs = append(runs, len(fs))
 			if joined := bytes.Join(fs, []byte("\n")); !bytes.Equal(e.Body, joined) && len(e.Body) >= len(joined) {
@@ -92,14 +53,6 @@ func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 	}
 	if fmt.Sprint(runs) != "[5 2 2 1 1]" {
 		t.Errorf("session/update events hold %v frames, want [5 2 2 1 1]", runs)
-	}
-	if len(got) != len(sent) {
-		t.Fatalf("%d frames stored, %d sent", len(got), len(sent))
-	}
-	for i := range sent {
-		if !bytes.Equal(got[i], sent[i]) {
-			t.Fatalf("frame %d: stored %.80q, sent %.80q", i, got[i], sent[i])
-		}
 	}
 }
 
@@ -115,7 +68,7 @@ func (refusingStore) CreateConnection(context.Context, *persistence.Connection) 
 // as before.
 func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t)
+	store, _ := openStore(t)
 	j := Open(ctx, refusingStore{store}, Options{ConnectionID: "conn_ro"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // flushes
@@ -132,7 +85,7 @@ func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 // orderStore notes the order of the connection record and event writes.
 type orderStore struct {
 	persistence.Store
-	hold  chan struct{} // nil: the record takes 20 ms; else it waits for a close
+	hold  chan struct{} // the record waits for its close (a store still opening)
 	mu    sync.Mutex
 	calls []string
 }
@@ -144,11 +97,7 @@ func (o *orderStore) note(c string) {
 }
 
 func (o *orderStore) CreateConnection(ctx context.Context, c *persistence.Connection) error {
-	if o.hold != nil {
-		<-o.hold // a store still opening
-	} else {
-		time.Sleep(20 * time.Millisecond) // a slow first write
-	}
+	<-o.hold
 	o.note("connection")
 	return o.Store.CreateConnection(ctx, c)
 }
@@ -158,20 +107,15 @@ func (o *orderStore) AppendEvents(ctx context.Context, evs ...*persistence.Event
 	return o.Store.AppendEvents(ctx, evs...)
 }
 
-// returnsWithin reports whether f returns within d (it is left running
-// otherwise).
-func returnsWithin(d time.Duration, f func()) bool {
+// answer sends frame out through j in the background: the channel closes
+// once OnFrame returns.
+func answer(j *Journal, frame string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f()
+		j.OnFrame(acp.Outbound, []byte(frame))
 	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
-	}
+	return done
 }
 
 // The connection's record is written before any of its frames. The answer
@@ -179,13 +123,13 @@ func returnsWithin(d time.Duration, f func()) bool {
 // opening): its frames are committed right after the record, in order.
 func TestConnectionRecordedBeforeFrames(t *testing.T) {
 	ctx := context.Background()
-	real := openStore(t)
+	real, _ := openStore(t)
 	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
-	if !returnsWithin(2*time.Second, func() {
-		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	}) {
+	select {
+	case <-answer(j, `{"jsonrpc":"2.0","id":1,"result":{}}`):
+	case <-time.After(2 * time.Second):
 		t.Fatal("the answer to initialize waited for the connection's record")
 	}
 	close(store.hold)
@@ -208,16 +152,12 @@ func TestConnectionRecordedBeforeFrames(t *testing.T) {
 // every frame before it.
 func TestSessionResponseWaitsForRecord(t *testing.T) {
 	ctx := context.Background()
-	real := openStore(t)
+	real, _ := openStore(t)
 	store := &orderStore{Store: real, hold: make(chan struct{})}
 	j := Open(ctx, store, Options{ConnectionID: "conn_1"})
 	defer j.Close()
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/"}}`))
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess_1"}}`))
-	}()
+	answered := answer(j, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess_1"}}`)
 	select {
 	case <-answered:
 		t.Fatal("session/new was answered before the connection's record")

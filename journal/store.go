@@ -44,26 +44,21 @@ func (o *orderedStore) base() persistence.Store {
 var _ persistence.Store = (*orderedStore)(nil)
 
 // write runs op on the store made as this connection, with the pending
-// frames. They are taken under flushMu, held until op returns, so no later
-// batch commits first; if op fails they go back to the front of the queue.
+// frames (the store packs them with its records: persistence.PackEvents).
+// They are taken under flushMu, held until op returns, so no later batch
+// commits first; if op fails they go back to the front of the queue.
 func (o *orderedStore) write(sessionID string, op func(s persistence.Store) error) error {
 	o.j.flushMu.Lock()
 	defer o.j.flushMu.Unlock()
-	o.j.beforeWrite(sessionID)
-	o.j.mu.Lock()
-	pending := o.j.pending
-	o.j.pending = nil
-	o.j.mu.Unlock()
-	origin := o.j.origin(sessionID)
-	origin.Pending = pending // the store packs them with its records (persistence.PackEvents)
+	origin := o.j.originForWrite(sessionID)
 	s := o.s.WithOrigin(origin)
 	if o.fence != nil {
 		s = s.WithFence(*o.fence)
 	}
 	err := op(s)
-	if err != nil && len(pending) > 0 {
+	if err != nil && len(origin.Pending) > 0 {
 		o.j.mu.Lock()
-		o.j.pending = append(pending, o.j.pending...)
+		o.j.pending = append(origin.Pending, o.j.pending...)
 		o.j.mu.Unlock()
 	}
 	return err

@@ -1,8 +1,6 @@
 package journal
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -11,101 +9,6 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 )
-
-// Every store write a client request leads to (a prompt's messages, a
-// load's interrupted reply, a compaction and its undo through
-// _crow/compaction/expand, collapse and delete) goes through the journal:
-// the request frame, still pending when the write runs, is committed in
-// the write's transaction before the projection event, which carries the
-// connection and the running turn.
-func TestEveryRequestWriteIsJournaledInOrder(t *testing.T) {
-	ctx := context.Background()
-	real := openStore(t)
-	if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a", Cwd: "/tmp"}); err != nil {
-		t.Fatal(err)
-	}
-	// The writer never flushes on its own: only a response or a write
-	// through the wrapper commits what is pending.
-	j := Open(ctx, real, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	defer j.Close()
-	w := j.Store(real)
-
-	var msgs []*persistence.Message
-	var compaction *persistence.Compaction
-	steps := []struct {
-		method string
-		write  func() error
-	}{
-		{"session/prompt", func() error {
-			msgs = []*persistence.Message{
-				{Role: persistence.RoleUser, Content: "m1"}, {Role: persistence.RoleAssistant, Content: "m2"},
-				{Role: persistence.RoleUser, Content: "m3"}, {Role: persistence.RoleAssistant, Content: "m4", Status: persistence.StatusStreaming},
-			}
-			return w.AppendMessages(ctx, "sess_a", msgs...)
-		}},
-		{"session/prompt", func() error {
-			msgs[3].Content += " more"
-			return w.UpdateMessage(ctx, msgs[3])
-		}},
-		{"session/load", func() error {
-			n, err := w.InterruptStreaming(ctx, "sess_a")
-			if err == nil && n != 1 {
-				err = fmt.Errorf("%d replies interrupted, want 1", n)
-			}
-			return err
-		}},
-		{"session/prompt", func() error {
-			c := &persistence.Compaction{SessionID: "sess_a", Policy: "summarize", CompactedIDs: []int64{msgs[0].ID}}
-			return persistencetest.ApplyCompaction(ctx, w, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s1"})
-		}},
-		{"session/prompt", func() error {
-			compaction = &persistence.Compaction{SessionID: "sess_a", Policy: "summarize", CompactedIDs: []int64{msgs[1].ID}}
-			return w.Compact(ctx, compaction, []*persistence.Message{{Role: persistence.RoleSummary, Content: "s2"}})
-		}},
-		{"_crow/compaction/expand", func() error { return w.ExpandCompaction(ctx, "sess_a", compaction.ID) }},
-		{"_crow/compaction/collapse", func() error { return w.CollapseCompaction(ctx, "sess_a", compaction.ID) }},
-		{"_crow/compaction/delete", func() error { return w.DeleteCompaction(ctx, "sess_a", compaction.ID) }},
-	}
-	for i, step := range steps {
-		id := i + 1
-		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"sess_a"}}`, id, step.method)
-		j.OnFrame(acp.Inbound, []byte(req))
-		before, err := real.Events(ctx, "sess_a", persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := step.write(); err != nil {
-			t.Fatalf("%s: %v", step.method, err)
-		}
-		// Read back before the response, which would commit everything.
-		evs, err := real.Events(ctx, "sess_a", persistence.EventFilter{AfterSeq: int64(len(before))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqAt, projections := -1, 0
-		for k, e := range evs {
-			for _, f := range eventFrames(t, &e) {
-				if bytes.Equal(f, []byte(req)) {
-					reqAt = k
-				}
-			}
-			if e.Kind.IsFrame() || e.Kind == persistence.EventTurnStarted {
-				continue
-			}
-			projections++
-			if reqAt < 0 {
-				t.Errorf("step %d %s: %s event (seq %d) committed before the request frame", id, step.method, e.Kind, e.Seq)
-			}
-			if e.ConnectionID != "conn_1" {
-				t.Errorf("step %d %s: %s event (seq %d) has connection %q, want conn_1", id, step.method, e.Kind, e.Seq, e.ConnectionID)
-			}
-		}
-		if projections == 0 {
-			t.Errorf("step %d %s: no projection event recorded", id, step.method)
-		}
-		j.OnFrame(acp.Outbound, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id)))
-	}
-}
 
 // The journal's store wrapper defines every method of persistence.Store
 // itself: none is reached through an embedded store, where a new write
@@ -126,51 +29,57 @@ func TestStoreWrapperDefinesEveryMethod(t *testing.T) {
 	}
 }
 
-// Every write of the journal's store that records projection events records
-// them as made by the journal's connection, whatever the context it is
-// given (the origin is passed to the store explicitly, never carried by a
-// context): a write that reached the store without it would leave an event
-// with an empty connection id. Every method of persistence.Store must be
-// listed here as recording or not, so a new write cannot be left out.
-func TestProjectionWritesCarryTheirConnection(t *testing.T) {
-	ctx := context.Background()
-	real := openStore(t)
-	persistencetest.RichSession(t, real, "src")
-	dump, err := persistence.Dump(ctx, real, "src")
+// Every write of the journal's store that records projection events goes
+// through the journal: the frame of the client request that led to it (a
+// prompt's messages, a load's interrupted reply, a compaction and its undo
+// through _crow/compaction/expand, collapse and delete), still pending when
+// the write runs, is committed in the write's transaction before the
+// projection events, and they are recorded as made by the journal's
+// connection whatever the context given (the origin is passed to the store
+// explicitly, never carried by a context): a write that reached the store
+// without it would leave an event with an empty connection id. Every method
+// of persistence.Store must be listed here as recording or not, so a new
+// write cannot be left out.
+func TestProjectionWritesAreJournaledInOrder(t *testing.T) {
+	// The writer never flushes on its own: only a response or a write
+	// through the wrapper commits what is pending.
+	h := newHarness(t, Options{}, "sess_a")
+	ctx, w := h.ctx, h.j.Store(h.store)
+	persistencetest.RichSession(t, h.store, "src")
+	dump, err := persistence.Dump(ctx, h.store, "src")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := real.DeleteSession(ctx, "src"); err != nil { // imported again below
+	if err := h.store.DeleteSession(ctx, "src"); err != nil { // imported again below
 		t.Fatal(err)
 	}
-	if err := real.CreateSession(ctx, &persistence.Session{ID: "sess_a"}); err != nil {
-		t.Fatal(err)
-	}
-	j := Open(ctx, real, Options{ConnectionID: "conn_1", FlushInterval: 1 << 40})
-	defer j.Close()
-	w := j.Store(real)
 
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusStreaming}
 	c := &persistence.Compaction{SessionID: "sess_a", Policy: "summarize"}
+	// Each write: the session it records in, the client request it follows
+	// ("": none on this connection).
 	recording := map[string]struct {
-		session string
-		write   func() error
+		session, request string
+		write            func() error
 	}{
-		"AppendMessages": {"sess_a", func() error { return w.AppendMessages(ctx, "sess_a", msg) }},
-		"UpdateMessage":  {"sess_a", func() error { msg.Content = "ab"; return w.UpdateMessage(ctx, msg) }},
-		"InterruptStreaming": {"sess_a", func() error {
-			_, err := w.InterruptStreaming(ctx, "sess_a")
+		"AppendMessages": {"sess_a", "session/prompt", func() error { return w.AppendMessages(ctx, "sess_a", msg) }},
+		"UpdateMessage":  {"sess_a", "session/prompt", func() error { msg.Content = "ab"; return w.UpdateMessage(ctx, msg) }},
+		"InterruptStreaming": {"sess_a", "session/load", func() error {
+			n, err := w.InterruptStreaming(ctx, "sess_a")
+			if err == nil && n != 1 {
+				err = fmt.Errorf("%d replies interrupted, want 1", n)
+			}
 			return err
 		}},
-		"Compact": {"sess_a", func() error {
+		"Compact": {"sess_a", "session/prompt", func() error {
 			c.CompactedIDs = []int64{msg.ID}
 			return w.Compact(ctx, c, []*persistence.Message{{Role: persistence.RoleSummary, Content: "s"}})
 		}},
-		"ExpandCompaction":   {"sess_a", func() error { return w.ExpandCompaction(ctx, "sess_a", c.ID) }},
-		"CollapseCompaction": {"sess_a", func() error { return w.CollapseCompaction(ctx, "sess_a", c.ID) }},
-		"DeleteCompaction":   {"sess_a", func() error { return w.DeleteCompaction(ctx, "sess_a", c.ID) }},
-		"ImportSession":      {"src", func() error { return w.ImportSession(ctx, dump) }},
-		"ForkSession": {"fork_a", func() error {
+		"ExpandCompaction":   {"sess_a", "_crow/compaction/expand", func() error { return w.ExpandCompaction(ctx, "sess_a", c.ID) }},
+		"CollapseCompaction": {"sess_a", "_crow/compaction/collapse", func() error { return w.CollapseCompaction(ctx, "sess_a", c.ID) }},
+		"DeleteCompaction":   {"sess_a", "_crow/compaction/delete", func() error { return w.DeleteCompaction(ctx, "sess_a", c.ID) }},
+		"ImportSession":      {"src", "", func() error { return w.ImportSession(ctx, dump) }},
+		"ForkSession": {"fork_a", "", func() error {
 			_, err := w.ForkSession(ctx, "sess_a", &persistence.Session{ID: "fork_a"})
 			return err
 		}},
@@ -196,31 +105,40 @@ func TestProjectionWritesCarryTheirConnection(t *testing.T) {
 	if len(order) != len(recording) {
 		t.Fatalf("order lists %d writes, recording %d", len(order), len(recording))
 	}
-	for _, name := range order {
+	for id, name := range order {
 		step := recording[name]
-		before, err := real.Events(ctx, step.session, persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"sess_a"}}`, id, step.request)
+		if step.request != "" {
+			h.send(acp.Inbound, req)
 		}
+		before := len(h.events(step.session))
 		if err := step.write(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		evs, err := real.Events(ctx, step.session, persistence.EventFilter{AfterSeq: int64(len(before))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		projections := 0
-		for _, e := range evs {
-			if e.Kind.IsFrame() {
+		// Read back before the response, which would commit everything.
+		reqAt, projections := -1, 0
+		for k, e := range h.events(step.session)[before:] {
+			for _, f := range eventFrames(t, &e) {
+				if string(f) == req {
+					reqAt = k
+				}
+			}
+			if e.Kind.IsFrame() || e.Kind == persistence.EventTurnStarted {
 				continue
 			}
 			projections++
+			if reqAt < 0 && step.request != "" {
+				t.Errorf("%s after %s: %s event (seq %d) committed before the request frame", name, step.request, e.Kind, e.Seq)
+			}
 			if e.ConnectionID != "conn_1" {
 				t.Errorf("%s: %s event (seq %d) recorded with connection %q, want conn_1", name, e.Kind, e.Seq, e.ConnectionID)
 			}
 		}
 		if projections == 0 {
 			t.Errorf("%s: no projection event recorded", name)
+		}
+		if step.request != "" {
+			h.send(acp.Outbound, okResult(id))
 		}
 	}
 }
