@@ -73,7 +73,7 @@ func TestJournalOffWhenConnectionNotRecorded(t *testing.T) {
 	j.OnFrame(acp.Inbound, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	j.OnFrame(acp.Outbound, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)) // flushes
 	j.Close()
-	if !j.off.Load() {
+	if !j.off.Load() || j.Recording() {
 		t.Fatal("journal still on")
 	}
 	evs, err := store.Events(ctx, "conn_ro", persistence.EventFilter{})
