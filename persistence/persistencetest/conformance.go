@@ -1,23 +1,12 @@
 // Package persistencetest checks that a persistence.Store honours the
 // contract documented on the interface, whatever its backend.
 //
-// A backend's tests call Conformance with a function that opens a fresh,
-// empty store:
+// A backend's tests call Conformance with a Backend: how to open a store
+// on a fresh, empty database, and the few things the checks that look
+// under the Store interface need (see sqlite's TestConformance).
 //
-//	func TestConformance(t *testing.T) {
-//		dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-//		persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-//			s, err := sqlite.Open(t.Context(), filepath.Join(dir(t), "crow.db"))
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			t.Cleanup(func() { s.Close() })
-//			return s
-//		})
-//	}
-//
-// The suite tests behaviour only: nothing here knows SQL. Times are compared
-// with time.Time.Equal and caller-supplied times have microsecond precision;
+// The store tests check behaviour only: times are compared with
+// time.Time.Equal and caller-supplied times have microsecond precision;
 // JSON is compared by value, not by bytes; a nil slice and an empty one are
 // interchangeable.
 package persistencetest
@@ -36,13 +25,8 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Conformance runs the Store contract against stores made by open. open must
-// return a store on a new, empty database for each subtest t and arrange for
-// it to be closed when t ends (t.Cleanup). Called again with the same t, it
-// must return another, independent store (its own connections, as another
-// process would have) on that same database: the multi-process tests use
-// this. SameDatabase helps write such an open.
-func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
+// Conformance runs the Store contract against b's stores.
+func Conformance(t *testing.T, b Backend) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s persistence.Store)
@@ -78,12 +62,17 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 	tests = append(tests, leaseTests...)      // lease.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
+			tc.fn(t, b.open(t))
 		})
 	}
 	for _, tc := range processTests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open)
+			tc.fn(t, b.open)
+		})
+	}
+	for _, tc := range backendTests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, b)
 		})
 	}
 }

@@ -8,18 +8,12 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// PartsColumn reads and writes a message's raw parts column, for tests
-// that look under the Store interface.
-type PartsColumn struct {
-	Get func(t *testing.T, id int64) *string // nil for NULL
-	Set func(t *testing.T, id int64, col string)
-}
-
-// PartsStoredOnce checks that a message whose parts are one text block equal
+// testPartsStoredOnce checks that a message whose parts are one text block equal
 // to its content keeps that text once (in content) and reads back the same
 // parts, that every other shape of parts reads back as written, and that a
 // row written before (the text in both columns) still reads.
-func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
+func testPartsStoredOnce(t *testing.T, b Backend) {
+	s, db := b.open(t), b.DB(t)
 	ctx := t.Context()
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "parts"}); err != nil {
 		t.Fatal(err)
@@ -42,13 +36,13 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 			t.Errorf("message %d: Parts = %#v, want %#v", i, got[i].Parts, want.Parts)
 		}
 	}
-	if raw := col.Get(t, cases[0].ID); raw == nil || strings.Contains(*raw, "plain text") {
+	if raw := parts(t, db, cases[0].ID); raw == nil || strings.Contains(*raw, "plain text") {
 		t.Errorf("parts equal to the content are stored again: %s", show(raw))
 	}
-	if raw := col.Get(t, cases[1].ID); raw == nil || !strings.Contains(*raw, "plain text") {
+	if raw := parts(t, db, cases[1].ID); raw == nil || !strings.Contains(*raw, "plain text") {
 		t.Errorf("parts other than the content are not stored: %s", show(raw))
 	}
-	if raw := col.Get(t, cases[len(cases)-1].ID); raw != nil {
+	if raw := parts(t, db, cases[len(cases)-1].ID); raw != nil {
 		t.Errorf("no parts stored as %q, want NULL", *raw)
 	}
 
@@ -67,11 +61,20 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 	// A row as stores wrote it before: the text in both columns.
 	old := &persistence.Message{Role: persistence.RoleUser, Content: "old prompt"}
 	mustAppend(t, s, "parts", old)
-	col.Set(t, old.ID, `[{"type":"text","text":"old prompt"}]`)
+	db.mustExec(t, `UPDATE messages SET parts = ? WHERE id = ?`, `[{"type":"text","text":"old prompt"}]`, old.ID)
 	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: old.Seq - 1})
 	if want := []persistence.Part{{Type: "text", Text: "old prompt"}}; len(got) != 1 || !reflect.DeepEqual(got[0].Parts, want) {
 		t.Errorf("an old row reads back as %+v, want Parts %+v", got, want)
 	}
+}
+
+// parts is the parts column of message id (nil: NULL).
+func parts(t *testing.T, db DB, id int64) (col *string) {
+	t.Helper()
+	if err := db.QueryRow(`SELECT parts FROM messages WHERE id = ?`, id).Scan(&col); err != nil {
+		t.Fatal(err)
+	}
+	return col
 }
 
 func show(col *string) string {

@@ -24,10 +24,7 @@ var processTests = []struct {
 
 // SameDatabase memoises name per test: it returns a function that calls name
 // once per *testing.T and returns that result on every later call with the
-// same t. An open for Conformance uses it to name one database per subtest:
-//
-//	dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-//	open := func(t *testing.T) persistence.Store { return mustOpen(t, filepath.Join(dir(t), "crow.db")) }
+// same t. A Backend uses it to name one database per subtest.
 func SameDatabase(name func(t *testing.T) string) func(t *testing.T) string {
 	var mu sync.Mutex
 	names := make(map[*testing.T]string)

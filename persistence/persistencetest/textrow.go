@@ -7,16 +7,20 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// ContentColumn reads a message's raw content column, for tests that look
-// under the Store interface.
-type ContentColumn func(t *testing.T, id int64) string
-
-// TextInRow checks that every message's text is whole in its row, as a
+// testTextInRow checks that every message's text is whole in its row, as a
 // person reading the database with sqlite3 or psql sees it: appended
 // messages long and short, with escapes, and a reply saved as it grows
 // (short and long saves, a status change, rewrites); every message reads
 // back as written and the tables equal their rebuild from the log.
-func TextInRow(t *testing.T, s persistence.Store, col ContentColumn) {
+func testTextInRow(t *testing.T, b Backend) {
+	s, db := b.open(t), b.DB(t)
+	col := func(t *testing.T, id int64) (content string) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT content FROM messages WHERE id = ?`, id).Scan(&content); err != nil {
+			t.Fatal(err)
+		}
+		return content
+	}
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "row"})
 	prompt := Prose(11, 1500)

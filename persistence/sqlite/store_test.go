@@ -22,9 +22,37 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-	persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-		return mustOpen(t, filepath.Join(dir(t), "crow.db"))
+	path := persistencetest.SameDatabase(func(t *testing.T) string { return filepath.Join(t.TempDir(), "crow.db") })
+	persistencetest.Conformance(t, persistencetest.Backend{
+		Name: "sqlite", Migrations: migrations.SQLite, Precision: time.Nanosecond,
+		Open: func(t *testing.T) (persistence.Store, error) {
+			s, err := Open(context.Background(), path(t))
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		DB: func(t *testing.T) persistencetest.DB {
+			db, err := sql.Open("sqlite3", "file:"+path(t)+"?"+pragmas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			db.SetMaxOpenConns(1)
+			return persistencetest.DB{
+				Exec:     func(q string, args ...any) error { _, err := db.Exec(q, args...); return err },
+				QueryRow: func(q string, args ...any) persistencetest.Row { return db.QueryRow(q, args...) },
+				Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
+			}
+		},
+		Boom: `CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'
+			BEGIN SELECT RAISE(ABORT, 'boom'); END`,
+		V7: persistencetest.V7SQL{
+			Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			Counter: `UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`,
+			At:      func(t time.Time) any { return t.UnixNano() },
+		},
 	})
 }
 
@@ -176,141 +204,13 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-func TestMigrationsRecordedAndIdempotent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "keep"}); err != nil {
-		t.Fatal(err)
-	}
-	versions := schemaVersions(t, s.db)
-	if want := embeddedVersions(t); !slices.Equal(versions, want) {
-		t.Fatalf("schema_migrations = %v, want %v", versions, want)
-	}
-	s.Close()
-
-	s2 := mustOpen(t, path)
-	if got := schemaVersions(t, s2.db); !slices.Equal(got, versions) {
-		t.Errorf("after reopen schema_migrations = %v, want %v", got, versions)
-	}
-	if _, err := s2.GetSession(t.Context(), "keep"); err != nil {
-		t.Errorf("data lost on reopen: %v", err)
-	}
-}
-
-func TestMigrationsRefuseNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s := mustOpen(t, path)
-	if _, err := s.db.ExecContext(t.Context(),
-		`INSERT INTO schema_migrations (version, applied_at) VALUES (999, 'later')`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	_, err := Open(t.Context(), path)
-	if err == nil {
-		t.Fatal("Open of a database from a newer binary: no error")
-	}
-	all := embeddedVersions(t)
-	for _, want := range []string{"newer", "999", fmt.Sprintf("(%d)", all[len(all)-1])} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
-		}
-	}
-}
-
-func TestMigrateFailureRollsBack(t *testing.T) {
-	db := rawDB(t, filepath.Join(t.TempDir(), "m.db"), 0)
-	persistencetest.MigrateFailureRollsBack(t, persistencetest.Migrations{
-		Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
-		Versions: func() []int { return schemaVersions(t, db) },
-		Tables:   func() []string { return tableNames(t, db) },
-		Count: func(table string) (n int) {
-			if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		},
-	})
-}
-
-// rawDB opens the SQLite file at path without the store, migrated up to
-// version (0: none), closed when t ends.
-func rawDB(t *testing.T, path string, version int) *sql.DB {
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if version > 0 {
-		if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", version), "m"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db
-}
-
-func schemaVersions(t *testing.T, db *sql.DB) []int {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-func tableNames(t *testing.T, db *sql.DB) []string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_schema WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// TestExactRoundTrip: SQLite keeps times to the nanosecond, and refuses
-// one it cannot (beyond 2262).
-func TestExactRoundTrip(t *testing.T) {
+// TestTimeBeyond2262: SQLite keeps times to the nanosecond (the
+// conformance suite's ExactRoundTrip), and refuses one it cannot.
+func TestTimeBeyond2262(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.ExactRoundTrip(t, s, time.Nanosecond)
 	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "y", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("a time beyond 2262 was accepted")
 	}
-}
-
-// TestAppendAtomicMidBatch fails the second insert of a batch inside the
-// transaction and checks that the first one, the seq reservation and the
-// UpdatedAt bump are all rolled back.
-func TestAppendAtomicMidBatch(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	ctx := t.Context()
-	if _, err := s.db.ExecContext(ctx, `
-		CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'
-		BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
-		t.Fatal(err)
-	}
-	persistencetest.AppendAtomicMidBatch(t, s, "sqlite", func() (n int, err error) {
-		err = s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages`).Scan(&n)
-		return n, err
-	})
 }
 
 func TestDeleteCascadesRows(t *testing.T) {
@@ -447,25 +347,6 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-func TestErrorsNameTheOperation(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.ErrorsNameTheOperation(t, s, "sqlite")
-}
-
-// embeddedVersions lists the versions of the embedded migration files.
-func embeddedVersions(t *testing.T) []int {
-	t.Helper()
-	files, err := migrations.Load(migrations.SQLite, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range files {
-		out = append(out, f.Version)
-	}
-	return out
-}
-
 // Migration 0006 removes the empty-program rules ("command:") the old
 // first-word matcher stored for lines such as "(cd sub && ls)", which then
 // approved any line starting with a metacharacter (issue 13 case 1).
@@ -496,24 +377,6 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 	}
 }
 
-func TestPartsStoredOnce(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.PartsStoredOnce(t, s, persistencetest.PartsColumn{
-		Get: func(t *testing.T, id int64) *string {
-			var col *string
-			if err := s.db.QueryRowContext(t.Context(), `SELECT parts FROM messages WHERE id = ?`, id).Scan(&col); err != nil {
-				t.Fatal(err)
-			}
-			return col
-		},
-		Set: func(t *testing.T, id int64, col string) {
-			if _, err := s.db.ExecContext(t.Context(), `UPDATE messages SET parts = ? WHERE id = ?`, col, id); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
-}
-
 // TestMessagesWhateverLastSeq: the room a read makes for a session's rows
 // comes from its last_seq, which must neither lose rows when it is too low
 // nor allocate without bound when it is damaged.
@@ -542,65 +405,5 @@ func TestMessagesWhateverLastSeq(t *testing.T) {
 	}
 	if _, err := s.Messages(ctx, "nope", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("messages of an unknown session: %v, want ErrNotFound", err)
-	}
-}
-
-func TestTextInRow(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.TextInRow(t, s, func(t *testing.T, id int64) (content string) {
-		if err := s.db.QueryRowContext(t.Context(), `SELECT content FROM messages WHERE id = ?`, id).Scan(&content); err != nil {
-			t.Fatal(err)
-		}
-		return content
-	})
-}
-
-// TestMigrateStreamNumbers: migration 0008 rebuilds a 0.1.0 (version 7) event log
-// (streams and connections named by text) with them named by number, and
-// nothing is lost (persistencetest.StreamNumbersMigrated).
-func TestMigrateStreamNumbers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	db := rawDB(t, path, 7)
-	ctx := t.Context()
-	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
-		_, err := db.ExecContext(ctx, q, args...)
-		return err
-	}, persistencetest.V7SQL{
-		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`,
-		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`,
-		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		Counter: `UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`,
-		At:      func(t time.Time) any { return t.UnixNano() },
-	})
-	db.Close()
-	persistencetest.StreamNumbersMigrated(t, mustOpen(t, path))
-}
-
-// TestUnreleasedFormatRefused: a database a development build after 0.1.0
-// wrote (its versions 8 to 10: a content_at column, or version 8 over the
-// old event table) is refused with an error that says what to do, and
-// left as it was.
-func TestUnreleasedFormatRefused(t *testing.T) {
-	for name, marks := range map[string]string{
-		"0008 to 0010": `ALTER TABLE messages ADD COLUMN content_at TEXT;
-			INSERT INTO schema_migrations VALUES (8, 'x'), (9, 'x'), (10, 'x')`,
-		"0008 alone": `INSERT INTO schema_migrations VALUES (8, 'x')`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "crow.db")
-			db := rawDB(t, path, 7)
-			if _, err := db.Exec(marks); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Open(t.Context(), path)
-			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") {
-				t.Fatalf("open: %v, want the unreleased-format error", err)
-			}
-			var v int
-			if err := db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != 10 && name == "0008 to 0010" {
-				t.Errorf("the database was changed: version %d (%v)", v, err)
-			}
-		})
 	}
 }
