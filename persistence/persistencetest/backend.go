@@ -183,9 +183,7 @@ func testAppendAtomicMidBatch(t *testing.T, b Backend) {
 		t.Error("rollback kept the UpdatedAt bump")
 	}
 	ok2 := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
-	if err := s.AppendMessages(ctx, "a", ok2); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, s, "a", ok2)
 	if ok2.Seq != 1 {
 		t.Errorf("seq after rollback = %d, want 1", ok2.Seq)
 	}
@@ -212,9 +210,7 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 	kept := at.Truncate(prec)
 	meta := json.RawMessage(`{ "b": 1,  "a": [true, null], "b": 2 }`)
 	sess := &persistence.Session{ID: "x", CreatedAt: at, UpdatedAt: at.Add(prec), Metadata: meta}
-	if err := s.CreateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, sess)
 	got := mustGet(t, s, "x")
 	if !sess.CreatedAt.Equal(kept) || !got.CreatedAt.Equal(kept) || !got.UpdatedAt.Equal(kept.Add(prec)) || got.CreatedAt.Location() != time.UTC {
 		t.Errorf("times handed back %v, read back %v, %v; want %v and +%v, in UTC", sess.CreatedAt, got.CreatedAt, got.UpdatedAt, kept, prec)
@@ -249,9 +245,7 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 	}
 
 	c := &persistence.Compaction{SessionID: "x", Policy: "p", CompactedIDs: []int64{}, CreatedAt: at}
-	if err := ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c)
 	cs, err := s.Compactions(ctx, "x")
 	if err != nil {
 		t.Fatal(err)

@@ -392,9 +392,7 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	mustAppend(t, s, "gone", a1, a2)
 	mustAppend(t, s, "kept", userMsg("k1"), userMsg("k2"))
 	c := &persistence.Compaction{SessionID: "gone", Policy: "summarise", CompactedIDs: []int64{a1.ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 
 	if err := s.DeleteSession(ctx, "gone"); err != nil {
 		t.Fatalf("DeleteSession: %v", err)
@@ -531,9 +529,7 @@ func testAppendMessages(t *testing.T, s persistence.Store) {
 		t.Errorf("AppendMessages moved UpdatedAt from %v to %v, want strictly later", future, got)
 	}
 	c := &persistence.Compaction{SessionID: "ahead", Policy: "noop"}
-	if err := ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c)
 	if got2 := mustGet(t, s, "ahead").UpdatedAt; !got2.After(future.Add(time.Nanosecond)) {
 		t.Errorf("ApplyCompaction moved UpdatedAt to %v, want strictly later than the append's", got2)
 	}
@@ -608,9 +604,7 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 	}
 	mustAppend(t, s, "f", msgs...)
 	c := &persistence.Compaction{SessionID: "f", Policy: "summarise", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"})
 
 	for _, tc := range []struct {
 		f    persistence.MessageFilter

@@ -59,9 +59,7 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 		ids = append(ids, m.ID)
 	}
 	c := &persistence.Compaction{SessionID: "patch", Policy: "summarise", CompactedIDs: ids}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	ops := []struct {
 		name string
 		do   func() error

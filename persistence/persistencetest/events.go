@@ -36,9 +36,7 @@ func testEventsImport(t *testing.T, s persistence.Store) {
 	u, a := userMsg("q"), &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusComplete}
 	mustAppend(t, s, "orig", u, a)
 	c := &persistence.Compaction{SessionID: "orig", Policy: "p", CompactedIDs: []int64{u.ID}, KeptIDs: []int64{a.ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"})
 	d, err := persistence.Dump(ctx, s, "orig")
 	if err != nil {
 		t.Fatal(err)
@@ -170,18 +168,12 @@ func testEventsProjection(t *testing.T, base persistence.Store) {
 	u.Parts = []persistence.Part{{Type: "text", Text: "hello"}}
 	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "hi", Status: persistence.StatusComplete,
 		ToolCalls: []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: `{"p":1}`}}, Meta: json.RawMessage(`{"k":"v"}`)}
-	if err := first.AppendMessages(ctx, "p", u, a); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, first, "p", u, a)
 	c := &persistence.Compaction{SessionID: "p", Policy: "summarise", CompactedIDs: []int64{u.ID}}
 	sum := &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}
-	if err := ApplyCompaction(ctx, s, c, sum); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, sum)
 	// A write through the store itself has no origin.
-	if err := base.AppendMessages(ctx, "p", userMsg("anonymous")); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, base, "p", userMsg("anonymous"))
 	evs, err := s.Events(ctx, "p", persistence.EventFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -356,9 +348,7 @@ func testEventsRunPacked(t *testing.T, base persistence.Store) {
 	first, second, other := run("r", text[:4000]), run("r", text[4000:]), run("conn_r", text[:2000])
 	m := &persistence.Message{Role: persistence.RoleAssistant, Content: text[:4000], Status: persistence.StatusStreaming}
 	w := rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{first, other}})
-	if err := w.AppendMessages(ctx, "r", m); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, w, "r", m)
 	m.Content, m.Status = text, persistence.StatusComplete
 	w = rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{second}})
 	if err := w.UpdateMessage(ctx, m); err != nil {

@@ -40,14 +40,10 @@ func RichSession(t *testing.T, s persistence.Store, id string) {
 	mustAppend(t, s, id, msgs[:5]...)
 	c1 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID},
 		KeptIDs: []int64{msgs[2].ID}, TokensBefore: 10, TokensAfter: 5, Settings: json.RawMessage(`{"k": 2}`)}
-	if err := ApplyCompaction(ctx, s, c1, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c1, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	mustAppend(t, s, id, msgs[5:]...)
 	c2 := &persistence.Compaction{SessionID: id, Policy: "prune", CompactedIDs: []int64{msgs[0].ID, msgs[3].ID}}
-	if err := ApplyCompaction(ctx, s, c2, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c2)
 	// Compacted with an added marker, then expanded: the originals active
 	// again, the marker hidden, the record Expanded.
 	c3 := &persistence.Compaction{SessionID: id, Policy: "prune-tool-output", CompactedIDs: []int64{msgs[6].ID}}

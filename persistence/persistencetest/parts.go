@@ -15,9 +15,7 @@ import (
 func testPartsStoredOnce(t *testing.T, b Backend) {
 	s, db := b.open(t), b.DB(t)
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "parts"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, &persistence.Session{ID: "parts"})
 	text := strings.Repeat("a prompt of plain text, \"quoted\", é, \n", 20)
 	cases := []*persistence.Message{
 		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text}}},

@@ -144,9 +144,7 @@ func testTwoStoresOneSession(t *testing.T, open func(t *testing.T) persistence.S
 	}
 
 	c := &persistence.Compaction{SessionID: "shared", Policy: "p", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID}}
-	if err := ApplyCompaction(ctx, a, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, a, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	active := mustMessages(t, b, "shared", persistence.MessageFilter{ActiveOnly: true})
 	if len(active) != writers*appends-1 || active[len(active)-1].Content != "sum" {
 		t.Errorf("other store sees %d active messages (last %q), want %d ending with the summary",

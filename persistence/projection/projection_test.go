@@ -151,13 +151,6 @@ func TestRebuildOldShapes(t *testing.T) {
 		return persistence.MessageRecord{ID: id, Seq: seq, Role: role, Content: content, Status: persistence.StatusComplete,
 			CreatedAt: at, IsActive: active, CompactedIntoID: into}
 	}
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	one, two := int64(1), int64(2)
 	long := strings.Repeat("a long reply that is packed. ", 40)
 	var evs []persistence.Event
@@ -165,10 +158,10 @@ func TestRebuildOldShapes(t *testing.T) {
 		evs = append(evs, persistence.Event{Seq: int64(len(evs) + 1), Kind: k, Body: b})
 	}
 	// Old shapes: plain bodies, whole rows in the change record.
-	add(persistence.EventMessageAppended, body(rec(10, 1, persistence.RoleUser, "q", true, nil)))
-	add(persistence.EventMessageAppended, body(rec(11, 2, persistence.RoleAssistant, "", true, nil)))
-	add(persistence.EventMessageUpdated, body(rec(11, 2, persistence.RoleAssistant, "an answer", true, nil)))
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{
+	add(persistence.EventMessageAppended, body(t, rec(10, 1, persistence.RoleUser, "q", true, nil)))
+	add(persistence.EventMessageAppended, body(t, rec(11, 2, persistence.RoleAssistant, "", true, nil)))
+	add(persistence.EventMessageUpdated, body(t, rec(11, 2, persistence.RoleAssistant, "an answer", true, nil)))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{
 		Messages: []persistence.MessageRecord{
 			rec(10, 1, persistence.RoleUser, "q", false, &one),
 			rec(11, 2, persistence.RoleAssistant, "an answer", false, &one),
@@ -177,8 +170,8 @@ func TestRebuildOldShapes(t *testing.T) {
 		Compaction: &persistence.Compaction{ID: 1, Policy: "summarise", CompactedIDs: []int64{10, 11}, AddedIDs: []int64{12}},
 	}))
 	// New shapes: a patch.
-	add(persistence.EventMessageAppended, body(rec(13, 4, persistence.RoleAssistant, long, true, nil)))
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{
+	add(persistence.EventMessageAppended, body(t, rec(13, 4, persistence.RoleAssistant, long, true, nil)))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{
 		Patches:    []persistence.MessagePatch{{IDs: []int64{12, 13}, IsActive: false, CompactedIntoID: &two}},
 		Messages:   []persistence.MessageRecord{rec(14, 5, persistence.RoleSummary, "sum2", true, nil)},
 		Compaction: &persistence.Compaction{ID: 2, Policy: "summarise", CompactedIDs: []int64{12, 13}, AddedIDs: []int64{14}},
@@ -207,7 +200,7 @@ func TestRebuildOldShapes(t *testing.T) {
 	}
 
 	// A patch of a message the log never made is an error, not a row.
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{Patches: []persistence.MessagePatch{{IDs: []int64{99}}}}))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{Patches: []persistence.MessagePatch{{IDs: []int64{99}}}}))
 	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "unknown message 99") {
 		t.Errorf("patch of an unknown message: %v", err)
 	}
@@ -217,17 +210,10 @@ func TestRebuildOldShapes(t *testing.T) {
 // extends the text the records before it made, and one whose base does not
 // match that text is an error, not a wrong message.
 func TestRebuildAppendedUpdates(t *testing.T) {
-	body := func(r persistence.MessageRecord) []byte {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	evs := []persistence.Event{
-		{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "Hel", IsActive: true})},
-		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "lo, ", ContentFrom: 3, Reasoning: "think"})},
-		{Seq: 3, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "world", ContentFrom: 7, Reasoning: "ing", ReasoningFrom: 5})},
+		{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "Hel", IsActive: true})},
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "lo, ", ContentFrom: 3, Reasoning: "think"})},
+		{Seq: 3, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "world", ContentFrom: 7, Reasoning: "ing", ReasoningFrom: 5})},
 	}
 	st, err := projection.Rebuild("s", evs)
 	if err != nil {
@@ -237,7 +223,7 @@ func TestRebuildAppendedUpdates(t *testing.T) {
 		t.Errorf("rebuilt %+v", m)
 	}
 	evs = append(evs, persistence.Event{Seq: 4, Kind: persistence.EventMessageUpdated,
-		Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Content: "!", ContentFrom: 99})})
+		Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Content: "!", ContentFrom: 99})})
 	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "appends at byte 99") {
 		t.Errorf("an append at the wrong place: %v", err)
 	}
@@ -248,18 +234,11 @@ func TestRebuildAppendedUpdates(t *testing.T) {
 // keeps a NUL as U+FFFD (three bytes): an update record appending at the
 // stored length still rebuilds, to the stored text.
 func TestRebuildAppendAfterOldImport(t *testing.T) {
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	stored := persistence.ValidText("a reply \x00 cut")
 	evs := []persistence.Event{
-		{Seq: 1, Kind: persistence.EventSessionImported, Body: body(persistence.ImportRecord{Messages: []persistence.MessageRecord{
+		{Seq: 1, Kind: persistence.EventSessionImported, Body: body(t, persistence.ImportRecord{Messages: []persistence.MessageRecord{
 			{ID: 7, Seq: 1, Role: persistence.RoleAssistant, Content: "a reply \x00 cut", Status: persistence.StatusStreaming, IsActive: true}}})},
-		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 7, Seq: 1, Role: persistence.RoleAssistant,
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 7, Seq: 1, Role: persistence.RoleAssistant,
 			Content: " and more", ContentFrom: len(stored), Status: persistence.StatusInterrupted})},
 	}
 	st, err := projection.Rebuild("s", evs)
@@ -269,4 +248,14 @@ func TestRebuildAppendAfterOldImport(t *testing.T) {
 	if got := st.Messages[0].Content; got != stored+" and more" {
 		t.Errorf("rebuilt %q, want %q", got, stored+" and more")
 	}
+}
+
+// body is v's JSON.
+func body(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

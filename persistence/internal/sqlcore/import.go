@@ -11,10 +11,7 @@ import (
 // transaction, with new ids. Times and text are stored as the database
 // keeps them (Dialect.Stored, Dialect.Text), in d too.
 func (s *Store) ImportSession(ctx context.Context, d *persistence.SessionDump) error {
-	if err := s.importSession(ctx, d); err != nil {
-		return s.errorf("import session", err)
-	}
-	return nil
+	return s.errorf("import session", s.importSession(ctx, d))
 }
 
 func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) error {

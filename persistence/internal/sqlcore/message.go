@@ -123,10 +123,7 @@ func fill(sessionID string, rows []MessageRow, ids []int64) {
 // AppendMessages commits msgs atomically and in order, assigning each the
 // next seq of the session, and bumps the session's UpdatedAt.
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...*persistence.Message) error {
-	if err := s.appendMessages(ctx, sessionID, msgs); err != nil {
-		return s.errorf("append messages", err)
-	}
-	return nil
+	return s.errorf("append messages", s.appendMessages(ctx, sessionID, msgs))
 }
 
 func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*persistence.Message) error {
@@ -292,10 +289,7 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 
 // UpdateMessage rewrites a message's mutable fields and records the change.
 func (s *Store) UpdateMessage(ctx context.Context, m *persistence.Message) error {
-	if err := s.updateMessage(ctx, m); err != nil {
-		return s.errorf("update message", err)
-	}
-	return nil
+	return s.errorf("update message", s.updateMessage(ctx, m))
 }
 
 func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error {
