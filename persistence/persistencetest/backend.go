@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 	"strings"
@@ -51,12 +52,19 @@ type Row interface{ Scan(dest ...any) error }
 func (b Backend) open(t *testing.T) persistence.Store {
 	t.Helper()
 	s, err := b.Open(t)
+	return Opened(t, s, err)
+}
+
+// Opened is what a test does with a store it opens: it fails tb with err,
+// or returns s, closed when tb ends.
+func Opened[S io.Closer](tb testing.TB, s S, err error) S {
+	tb.Helper()
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		tb.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+			tb.Errorf("Close: %v", err)
 		}
 	})
 	return s

@@ -90,37 +90,23 @@ func testTwoStoresEvents(t *testing.T, open func(t *testing.T) persistence.Store
 	a, b := open(t), open(t)
 	ctx := t.Context()
 	const writers, batches = 4, 15
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		s := a
-		if w%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			for i := range batches {
-				evs := []*persistence.Event{
-					{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
-						Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":0}`, w, i)},
-					{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
-						Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":1}`, w, i)},
-				}
-				if err := s.AppendEvents(ctx, evs...); err != nil {
-					errs <- fmt.Errorf("writer %d batch %d: %w", w, i, err)
-					return
-				}
-				if evs[1].Seq != evs[0].Seq+1 {
-					errs <- fmt.Errorf("writer %d batch %d: seqs %d, %d not contiguous", w, i, evs[0].Seq, evs[1].Seq)
-					return
-				}
+	concurrently(t, []persistence.Store{a, b}, writers, func(w int, s persistence.Store) error {
+		for i := range batches {
+			evs := []*persistence.Event{
+				{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
+					Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":0}`, w, i)},
+				{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
+					Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":1}`, w, i)},
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			if err := s.AppendEvents(ctx, evs...); err != nil {
+				return fmt.Errorf("writer %d batch %d: %w", w, i, err)
+			}
+			if evs[1].Seq != evs[0].Seq+1 {
+				return fmt.Errorf("writer %d batch %d: seqs %d, %d not contiguous", w, i, evs[0].Seq, evs[1].Seq)
+			}
+		}
+		return nil
+	})
 	for p, s := range []persistence.Store{a, b} {
 		got, err := s.Events(ctx, "conn_shared", persistence.EventFilter{})
 		if err != nil {

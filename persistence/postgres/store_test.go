@@ -25,13 +25,7 @@ func TestConformance(t *testing.T) {
 	dsn := persistencetest.SameDatabase(func(t *testing.T) string { return pgtest.URL(t) })
 	persistencetest.Conformance(t, persistencetest.Backend{
 		Name: "postgres", Migrations: migrations.Postgres, Precision: time.Microsecond,
-		Open: func(t *testing.T) (persistence.Store, error) {
-			s, err := Open(context.Background(), dsn(t))
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
+		Open: func(t *testing.T) (persistence.Store, error) { return Open(context.Background(), dsn(t)) },
 		DB: func(t *testing.T) persistencetest.DB {
 			pool, err := pgxpool.New(t.Context(), dsn(t))
 			if err != nil {
@@ -66,15 +60,7 @@ func TestConformance(t *testing.T) {
 func mustOpen(tb testing.TB, dsn string) *Store {
 	tb.Helper()
 	s, err := Open(context.Background(), dsn)
-	if err != nil {
-		tb.Fatalf("Open: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("Close: %v", err)
-		}
-	})
-	return s
+	return persistencetest.Opened(tb, s, err)
 }
 
 func TestOpenErrorsHidePassword(t *testing.T) {

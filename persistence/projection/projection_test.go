@@ -24,10 +24,7 @@ func TestVerify(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	persistencetest.Opened(t, s, err)
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +122,7 @@ func TestVerify(t *testing.T) {
 func TestVerifyOddText(t *testing.T) {
 	ctx := t.Context()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	persistencetest.Opened(t, s, err)
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}

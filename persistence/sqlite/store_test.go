@@ -25,13 +25,7 @@ func TestConformance(t *testing.T) {
 	path := persistencetest.SameDatabase(func(t *testing.T) string { return filepath.Join(t.TempDir(), "crow.db") })
 	persistencetest.Conformance(t, persistencetest.Backend{
 		Name: "sqlite", Migrations: migrations.SQLite, Precision: time.Nanosecond,
-		Open: func(t *testing.T) (persistence.Store, error) {
-			s, err := Open(context.Background(), path(t))
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
+		Open: func(t *testing.T) (persistence.Store, error) { return Open(context.Background(), path(t)) },
 		DB: func(t *testing.T) persistencetest.DB {
 			db, err := sql.Open("sqlite3", "file:"+path(t)+"?"+pragmas)
 			if err != nil {
@@ -59,15 +53,7 @@ func TestConformance(t *testing.T) {
 func mustOpen(tb testing.TB, path string) *Store {
 	tb.Helper()
 	s, err := Open(context.Background(), path)
-	if err != nil {
-		tb.Fatalf("Open: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("Close: %v", err)
-		}
-	})
-	return s
+	return persistencetest.Opened(tb, s, err)
 }
 
 func TestOpenCreatesPrivateFiles(t *testing.T) {

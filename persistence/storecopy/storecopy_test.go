@@ -20,20 +20,12 @@ import (
 
 func openSQLite(t *testing.T) persistence.Store {
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return persistencetest.Opened(t, s, err)
 }
 
 func openPostgres(t *testing.T) persistence.Store {
 	s, err := postgres.Open(t.Context(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return persistencetest.Opened(t, s, err)
 }
 
 // TestCopy copies between every pair of backends available.
