@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/projection"
 )
 
 // eventTests are the EventLog and MessageUpdater contract.
@@ -26,39 +25,6 @@ var eventTests = []struct {
 	{"EventsDeleteSession", testEventsDeleteSession},
 	{"UpdateMessage", testUpdateMessage},
 	{"InterruptStreaming", testInterruptStreaming},
-	{"EventsImport", testEventsImport},
-}
-
-// testEventsImport: an imported session's messages rebuild from its log.
-func testEventsImport(t *testing.T, s persistence.Store) {
-	ctx := t.Context()
-	mustCreate(t, s, &persistence.Session{ID: "orig"})
-	u, a := userMsg("q"), &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusComplete}
-	mustAppend(t, s, "orig", u, a)
-	c := &persistence.Compaction{SessionID: "orig", Policy: "p", CompactedIDs: []int64{u.ID}, KeptIDs: []int64{a.ID}}
-	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"})
-	d, err := persistence.Dump(ctx, s, "orig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Session.ID = "copy"
-	for i := range d.Messages {
-		d.Messages[i].SessionID = "copy"
-	}
-	for i := range d.Compactions {
-		d.Compactions[i].SessionID = "copy"
-	}
-	if err := s.ImportSession(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, s, "copy", userMsg("after import"))
-	r, err := projection.Verify(ctx, s, "copy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.OK() || r.Messages != 4 {
-		t.Errorf("imported session: %d messages, differences %q", r.Messages, r.Differences)
-	}
 }
 
 func testEventsAppendOrder(t *testing.T, s persistence.Store) {

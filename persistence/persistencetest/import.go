@@ -135,6 +135,8 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if next.Seq != src.LastSeq()+1 {
 		t.Errorf("first seq after import = %d, want %d", next.Seq, src.LastSeq()+1)
 	}
+	// Its messages and compactions rebuild from its log.
+	verifyOK(t, s, "copy", "after the import and an append")
 	// The source is untouched.
 	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
 		t.Error("importing a copy changed the source session")

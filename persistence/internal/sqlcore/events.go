@@ -147,7 +147,10 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 // (streamed runs packed: persistence.PackEvents) and then evs, the events
 // of one projection change.
 func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
-	_, err := s.recordTx(ctx, tx, evs, t)
+	if len(evs) == 0 && len(s.origin.Pending) == 0 {
+		return nil
+	}
+	_, err := s.appendEventsTx(ctx, tx, append(persistence.PackEvents(s.origin.Pending), evs...), t)
 	return err
 }
 
@@ -167,23 +170,6 @@ func (s *Store) streamNumber(ctx context.Context, tx conn, stream string) (int64
 	}
 	err = tx.QueryRow(ctx, `SELECT id FROM event_streams WHERE stream = ?`, stream).Scan(&id)
 	return id, err
-}
-
-// recordTx is projectionTx, returning the ids evs were given.
-func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) ([]int64, error) {
-	if len(evs) == 0 && len(s.origin.Pending) == 0 {
-		return nil, nil
-	}
-	all := append(persistence.PackEvents(s.origin.Pending), evs...)
-	out, err := s.appendEventsTx(ctx, tx, all, t)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, len(evs))
-	for i, r := range out[len(out)-len(evs):] { // the records come last
-		ids[i] = r.ID
-	}
-	return ids, nil
 }
 
 // projectionEvent builds the event the store records beside a change to the
