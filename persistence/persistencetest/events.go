@@ -286,9 +286,9 @@ func testInterruptStreaming(t *testing.T, s persistence.Store) {
 	}
 }
 
-// streamedRun is the session/update frames of text in chunks of four
+// StreamedRun is the session/update frames of text in chunks of four
 // characters, as a provider streams a reply, joined into one run.
-func streamedRun(sid, text string) []byte {
+func StreamedRun(sid, text string) []byte {
 	var frames []string
 	for i := 0; i < len(text); i += 4 {
 		chunk, _ := json.Marshal(text[i:min(i+4, len(text))])
@@ -309,7 +309,7 @@ func testEventsRunPacked(t *testing.T, base persistence.Store) {
 	text := Prose(1, 8000)
 	run := func(stream, text string) *persistence.Event {
 		return &persistence.Event{Stream: stream, ConnectionID: "conn_r", Direction: persistence.DirOut, Turn: 1,
-			Kind: persistence.EventNotification, Method: "session/update", Body: streamedRun("r", text)}
+			Kind: persistence.EventNotification, Method: "session/update", Body: StreamedRun("r", text)}
 	}
 	first, second, other := run("r", text[:4000]), run("r", text[4000:]), run("conn_r", text[:2000])
 	m := &persistence.Message{Role: persistence.RoleAssistant, Content: text[:4000], Status: persistence.StatusStreaming}

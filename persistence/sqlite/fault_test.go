@@ -32,7 +32,7 @@ func TestDiskFull(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `PRAGMA max_page_count = `+strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
-	// Needs new pages even compressed (a long text is stored compressed).
+	// Needs new pages.
 	random := make([]byte, 32<<10)
 	rand.Read(random)
 	big := hex.EncodeToString(random)

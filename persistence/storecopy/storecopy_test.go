@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -243,11 +242,7 @@ func TestCopyPackedRuns(t *testing.T) {
 			var runs [][]byte
 			for i := range 3 {
 				text := persistencetest.Prose(uint64(i), 2000)
-				var frames []string
-				for j := 0; j < len(text); j += 4 {
-					frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`, text[j:min(j+4, len(text))]))
-				}
-				run := []byte(strings.Join(frames, "\n"))
+				run := persistencetest.StreamedRun("s", text)
 				runs = append(runs, run)
 				w := src.(persistence.Recorder).WithOrigin(persistence.Origin{ConnectionID: "c", Turn: 1, Pending: []*persistence.Event{
 					{Stream: "s", ConnectionID: "c", Direction: persistence.DirOut, Turn: 1, Kind: persistence.EventNotification, Method: "session/update", Body: run}}})

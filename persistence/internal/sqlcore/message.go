@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // encodeMessage prepares m for an INSERT into session sessionID; t is its
@@ -24,10 +23,10 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 	var err error
 	if partsAreContent(m.Parts, r.Content) {
 		r.Parts = contentParts
-	} else if r.Parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
+	} else if r.Parts, err = JSONSlice("parts", m.Parts); err != nil {
 		return r, err
 	}
-	if r.ToolCalls, err = jsoncol.Slice("tool calls", m.ToolCalls); err != nil {
+	if r.ToolCalls, err = JSONSlice("tool calls", m.ToolCalls); err != nil {
 		return r, err
 	}
 	if r.Meta, err = s.rawJSON("meta", m.Meta); err != nil {
@@ -44,7 +43,7 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 // contentParts is what the parts column holds for a message whose parts are
 // one text block equal to its content (a prompt of plain text): the text is
 // stored once, in content, and readParts rebuilds the block. It is JSON, as
-// PostgreSQL's json column requires, and never what jsoncol.Slice writes.
+// PostgreSQL's json column requires, and never what JSONSlice writes.
 const contentParts = `"content"`
 
 // partsAreContent reports whether parts are one text block holding exactly
@@ -66,7 +65,7 @@ func readParts(col sql.NullString, content string) ([]persistence.Part, error) {
 	case col.String == contentParts:
 		return []persistence.Part{{Type: "text", Text: content}}, nil
 	}
-	return jsoncol.DecodeSlice[persistence.Part]("parts", []byte(col.String))
+	return DecodeJSONSlice[persistence.Part]("parts", []byte(col.String))
 }
 
 // encodeMessages encodes msgs; what names them in errors ("message 2").
@@ -275,7 +274,7 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if sc.toolCalls.Valid {
-		m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", []byte(sc.toolCalls.String))
+		m.ToolCalls, err = DecodeJSONSlice[persistence.ToolCall]("tool calls", []byte(sc.toolCalls.String))
 	}
 	if err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
@@ -296,7 +295,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 	if m == nil || m.ID == 0 || m.SessionID == "" {
 		return fmt.Errorf("message id and session id are required")
 	}
-	toolCalls, err := jsoncol.Slice("tool calls", m.ToolCalls)
+	toolCalls, err := JSONSlice("tool calls", m.ToolCalls)
 	if err != nil {
 		return err
 	}
@@ -327,7 +326,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		// content changes: written out as JSON (NULL keeps the column).
 		var parts any
 		if prior.Parts != nil && prior.Content != content {
-			if parts, err = jsoncol.Slice("parts", prior.Parts); err != nil {
+			if parts, err = JSONSlice("parts", prior.Parts); err != nil {
 				return err
 			}
 		}
