@@ -85,9 +85,7 @@ func (b Backend) at(t *testing.T, version int) DB {
 				fsys["m/"+f.Name] = &fstest.MapFile{Data: []byte(f.SQL)}
 			}
 		}
-		if err := db.Migrate(fsys); err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Migrate(fsys))
 	}
 	return db
 }
@@ -101,9 +99,7 @@ func (db DB) mustExec(t *testing.T, query string, args ...any) {
 
 func (db DB) count(t *testing.T, table string) (n int) {
 	t.Helper()
-	if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	must(t, db.QueryRow(`SELECT COUNT(*) FROM `+table).Scan(&n))
 	return n
 }
 
@@ -112,9 +108,7 @@ func (db DB) versions(t *testing.T) []int {
 	t.Helper()
 	var out []int
 	for v := 0; ; {
-		if err := db.QueryRow(`SELECT COALESCE(MIN(version), 0) FROM schema_migrations WHERE version > ?`, v).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.QueryRow(`SELECT COALESCE(MIN(version), 0) FROM schema_migrations WHERE version > ?`, v).Scan(&v))
 		if v == 0 {
 			return out
 		}
@@ -226,9 +220,7 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 	if string(got.Metadata) != string(meta) {
 		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
 	}
-	if err := s.UpdateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, sess))
 	if got := mustGet(t, s, "x"); !got.UpdatedAt.Equal(sess.UpdatedAt) {
 		t.Errorf("UpdateSession handed back %v, stored %v", sess.UpdatedAt, got.UpdatedAt)
 	}
@@ -338,9 +330,7 @@ func testMigrateFailureRollsBack(t *testing.T, b Backend) {
 	// Versions are reserved per feature and land in any order.
 	for _, f := range []string{"0005_e", "0004_d"} {
 		fsys["m/"+f+".sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE " + f[5:] + " (x INTEGER);")}
-		if err := db.Migrate(fsys); err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Migrate(fsys))
 	}
 	if got := db.versions(t); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Errorf("schema_migrations = %v, want [1 2 3 4 5] (a late lower version applied)", got)

@@ -134,9 +134,7 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	if err := s.ExpandCompaction(ctx, "c", c1.ID); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("Expand of a covered compaction = %v, want ErrConflict", err)
 	}
-	if err := s.ExpandCompaction(ctx, "c", c2.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ExpandCompaction(ctx, "c", c2.ID))
 	if err := s.ExpandCompaction(ctx, "c", c1.ID); err != nil {
 		t.Fatalf("Expand c1 after c2: %v", err)
 	}
@@ -149,12 +147,8 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	if err := s.CollapseCompaction(ctx, "c", c2.ID); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("Collapse c2 while c1 expanded = %v, want ErrConflict", err)
 	}
-	if err := s.CollapseCompaction(ctx, "c", c1.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CollapseCompaction(ctx, "c", c2.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CollapseCompaction(ctx, "c", c1.ID))
+	must(t, s.CollapseCompaction(ctx, "c", c2.ID))
 	if got := activeIDs(t, s, "c"); !slices.Equal(got, []int64{msgs[3].ID, msgs[4].ID, s2.ID}) {
 		t.Errorf("active after collapsing both = %v", got)
 	}
@@ -211,9 +205,7 @@ func testCompactionNotFound(t *testing.T, s persistence.Store) {
 func testTokenCounts(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	msgs := fiveMessages(t, s)
-	if err := s.SetTokenCounts(ctx, "c", "cl100k_base", map[int64]int{msgs[0].ID: 11, msgs[2].ID: 33, 999999: 1}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.SetTokenCounts(ctx, "c", "cl100k_base", map[int64]int{msgs[0].ID: 11, msgs[2].ID: 33, 999999: 1}))
 	all := mustMessages(t, s, "c", persistence.MessageFilter{})
 	if all[0].TokenCount != 11 || all[0].TokenEncoding != "cl100k_base" || all[2].TokenCount != 33 ||
 		all[1].TokenCount != 0 || all[1].TokenEncoding != "" {

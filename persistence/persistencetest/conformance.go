@@ -352,9 +352,7 @@ func testListSessionsStableCursor(t *testing.T, s persistence.Store) {
 	// While paging: a new session appears and a seen one is bumped to the top.
 	mustCreate(t, s, &persistence.Session{ID: "newcomer"})
 	bumped := first[1]
-	if err := s.UpdateSession(ctx, &bumped); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, &bumped))
 
 	seen := ids(first)
 	for pages := 0; next != ""; pages++ {
@@ -944,6 +942,14 @@ func testCanceledContext(t *testing.T, s persistence.Store) {
 }
 
 // helpers
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 func userMsg(text string) *persistence.Message {
 	return &persistence.Message{Role: persistence.RoleUser, Content: text, Status: persistence.StatusComplete}

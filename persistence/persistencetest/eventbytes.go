@@ -125,9 +125,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 	for i := 1; i <= saves; i++ {
 		reply.Content = text[:len(text)*i/saves]
 		reply.Reasoning = text[:len(text)*i/saves/4]
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		e := lastEvent(t, s, "grow", persistence.EventMessageUpdated)
 		rec, err := e.Record()
 		if err != nil {
@@ -157,9 +155,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 		{"text again", "text again"},
 	} {
 		reply.Content, reply.Status = c.content, persistence.StatusComplete
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		verifyOK(t, s, "grow", "after "+c.what)
 	}
 	if _, err := s.InterruptStreaming(ctx, "grow"); err != nil {
@@ -169,9 +165,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 	// A reply interrupted, then saved again as it goes on growing.
 	for _, more := range []string{" resumed", " and done"} {
 		reply.Content += more
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		verifyOK(t, s, "grow", "after the interrupted reply grew by "+more)
 	}
 }
@@ -203,9 +197,7 @@ func testImportedThenAppended(t *testing.T, s persistence.Store) {
 				Status: persistence.StatusStreaming, IsActive: true, CreatedAt: base},
 		},
 	}
-	if err := s.ImportSession(ctx, d); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ImportSession(ctx, d))
 	verifyOK(t, s, "imported", "after the import")
 	if _, err := s.InterruptStreaming(ctx, "imported"); err != nil {
 		t.Fatal(err)
@@ -215,8 +207,6 @@ func testImportedThenAppended(t *testing.T, s persistence.Store) {
 	reply := &msgs[1]
 	reply.Content += " and continued"
 	reply.Reasoning += " further"
-	if err := s.UpdateMessage(ctx, reply); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, reply))
 	verifyOK(t, s, "imported", "after the imported reply grew")
 }

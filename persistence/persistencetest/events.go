@@ -29,9 +29,7 @@ var eventTests = []struct {
 
 func testEventsAppendOrder(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
-	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}))
 	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("duplicate connection: %v, want ErrConflict", err)
 	}
@@ -40,12 +38,8 @@ func testEventsAppendOrder(t *testing.T, s persistence.Store) {
 			Turn: turn, Kind: persistence.EventNotification, Method: "m", Body: []byte(`{}`)}
 	}
 	batch := []*persistence.Event{mk("a", 1), mk("b", 0), mk("a", 2), mk("a", 2)}
-	if err := s.AppendEvents(ctx, batch...); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendEvents(ctx, mk("b", 0), mk("a", 1)); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, batch...))
+	must(t, s.AppendEvents(ctx, mk("b", 0), mk("a", 1)))
 	a, err := s.Events(ctx, "a", persistence.EventFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +93,7 @@ func testEventsByteExact(t *testing.T, s persistence.Store) {
 	for _, b := range bodies {
 		evs = append(evs, &persistence.Event{Stream: "conn_x", Direction: persistence.DirOut, Kind: persistence.EventInvalid, Body: b})
 	}
-	if err := s.AppendEvents(ctx, evs...); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, evs...))
 	got, err := s.Events(ctx, "conn_x", persistence.EventFilter{})
 	if err != nil || len(got) != len(bodies) {
 		t.Fatalf("%d events, %v", len(got), err)
@@ -210,9 +202,7 @@ func testEventsDeleteSession(t *testing.T, s persistence.Store) {
 	mustCreate(t, s, &persistence.Session{ID: "k"})
 	mustAppend(t, s, "d", userMsg("x"))
 	mustAppend(t, s, "k", userMsg("y"))
-	if err := s.DeleteSession(ctx, "d"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "d"))
 	if evs, err := s.Events(ctx, "d", persistence.EventFilter{}); err != nil || len(evs) != 0 {
 		t.Errorf("deleted session keeps %d events (%v)", len(evs), err)
 	}
@@ -230,9 +220,7 @@ func testUpdateMessage(t *testing.T, s persistence.Store) {
 	m.Content, m.Reasoning, m.Status = "partial reply", "thought", persistence.StatusComplete
 	m.ToolCalls = []persistence.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}
 	m.Meta, m.TokenCount = json.RawMessage(`{"x":1}`), 12
-	if err := s.UpdateMessage(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, m))
 	got := mustMessages(t, s, "u", persistence.MessageFilter{})
 	if len(got) != 1 {
 		t.Fatalf("%d messages", len(got))
@@ -317,13 +305,9 @@ func testEventsRunPacked(t *testing.T, base persistence.Store) {
 	mustAppend(t, w, "r", m)
 	m.Content, m.Status = text, persistence.StatusComplete
 	w = rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{second}})
-	if err := w.UpdateMessage(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, w.UpdateMessage(ctx, m))
 	lone := run("r", text[:3000])
-	if err := base.AppendEvents(ctx, lone); err != nil {
-		t.Fatal(err)
-	}
+	must(t, base.AppendEvents(ctx, lone))
 	evs, err := base.Events(ctx, "r", persistence.EventFilter{})
 	if err != nil {
 		t.Fatal(err)

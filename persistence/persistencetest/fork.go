@@ -74,9 +74,7 @@ func testForkSession(t *testing.T, s persistence.Store) {
 		t.Error("changing the fork changed the source")
 	}
 	forked, _ := persistence.Dump(ctx, s, "fork")
-	if err := s.DeleteSession(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "src"))
 	after, err := persistence.Dump(ctx, s, "fork")
 	if err != nil {
 		t.Fatalf("the fork after its source was deleted: %v", err)

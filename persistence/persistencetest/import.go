@@ -48,29 +48,17 @@ func RichSession(t *testing.T, s persistence.Store, id string) {
 	// again, the marker hidden, the record Expanded.
 	c3 := &persistence.Compaction{SessionID: id, Policy: "prune-tool-output", CompactedIDs: []int64{msgs[6].ID}}
 	marker := &persistence.Message{Role: persistence.RoleTool, Content: "[output pruned]", ToolCallID: "c5"}
-	if err := s.Compact(ctx, c3, []*persistence.Message{marker}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ExpandCompaction(ctx, id, c3.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c3, []*persistence.Message{marker}))
+	must(t, s.ExpandCompaction(ctx, id, c3.ID))
 	// Compacted and then deleted for good: its summary is gone, leaving a
 	// gap in the seqs.
 	c4 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[7].ID}}
-	if err := s.Compact(ctx, c4, []*persistence.Message{{Role: persistence.RoleSummary, Content: "gone"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteCompaction(ctx, id, c4.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c4, []*persistence.Message{{Role: persistence.RoleSummary, Content: "gone"}}))
+	must(t, s.DeleteCompaction(ctx, id, c4.ID))
 	mustAppend(t, s, id, userMsg("tail"))
-	if err := s.SetTokenCounts(ctx, id, "o200k_base", map[int64]int{msgs[2].ID: 7, msgs[4].ID: 11}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.SetTokenCounts(ctx, id, "o200k_base", map[int64]int{msgs[2].ID: 7, msgs[4].ID: 11}))
 	sess.Title = "rich, updated"
-	if err := s.UpdateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, sess))
 }
 
 // RichSessionMessages and RichSessionCompactions are what RichSession

@@ -36,9 +36,7 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 	}
 	mustCreate(t, s, &persistence.Session{ID: "s"})
 	la := lease("s", "a", 11)
-	if err := s.AcquireLease(ctx, la, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, la, time.Minute, ""))
 	if la.AcquiredAt.IsZero() || !la.ExpiresAt.After(la.HeartbeatAt) {
 		t.Errorf("times not filled: %+v", la)
 	}
@@ -56,9 +54,7 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 	}
 	// Renewal by the holder keeps the acquisition time.
 	again := lease("s", "a", 11)
-	if err := s.AcquireLease(ctx, again, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, again, time.Minute, ""))
 	if !again.AcquiredAt.Equal(la.AcquiredAt) || again.HeartbeatAt.Before(la.HeartbeatAt) {
 		t.Errorf("renewal: %+v after %+v", again, la)
 	}
@@ -71,9 +67,7 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 func testLeaseExpiryAndReplace(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "s"})
-	if err := s.AcquireLease(ctx, lease("s", "dead", 1), 20*time.Millisecond, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, lease("s", "dead", 1), 20*time.Millisecond, ""))
 	time.Sleep(40 * time.Millisecond)
 	nb := lease("s", "b", 2)
 	if err := s.AcquireLease(ctx, nb, time.Minute, ""); err != nil {
@@ -101,9 +95,7 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 		if l.Owner == "b" {
 			ttl = 30 * time.Millisecond
 		}
-		if err := s.AcquireLease(ctx, l, ttl, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AcquireLease(ctx, l, ttl, ""))
 	}
 	ids, err := s.RenewLeases(ctx, "a", time.Hour)
 	slices.Sort(ids)
@@ -122,15 +114,11 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 		t.Errorf("expired lease not free: %v", err)
 	}
 	// Release by a non-owner is a no-op; by the owner it frees the session.
-	if err := s.ReleaseLease(ctx, "s1", "x"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s1", "x"))
 	if got, _ := s.GetLease(ctx, "s1"); got == nil || got.Owner != "a" {
 		t.Errorf("non-owner release dropped the lease: %+v", got)
 	}
-	if err := s.ReleaseLease(ctx, "s1", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s1", "a"))
 	if got, err := s.GetLease(ctx, "s1"); err != nil || got.ExpiresAt.After(time.Now()) || got.Owner != "" {
 		t.Errorf("after release: %+v, %v; want it recorded, expired, with no owner", got, err)
 	}
@@ -140,9 +128,7 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 	if err := s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""); err != nil {
 		t.Errorf("released lease not free: %v", err)
 	}
-	if err := s.DeleteSession(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "s1"))
 	if _, err := s.GetLease(ctx, "s1"); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("deleted session keeps its lease: %v", err)
 	}
@@ -168,9 +154,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 	}
 	take("a", time.Minute, "")
 	take("a", time.Minute, "") // again by its holder
-	if err := s.ReleaseLease(ctx, "s", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "a"))
 	take("b", 10*time.Millisecond, "") // after a release
 	time.Sleep(30 * time.Millisecond)
 	take("c", time.Minute, "")  // after expiry
@@ -183,9 +167,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 		t.Errorf("abandoned %v, want %v", abandoned, want)
 	}
 	// A former holder's release leaves the new holder's lease alone.
-	if err := s.ReleaseLease(ctx, "s", "c"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "c"))
 	if got, err := s.GetLease(ctx, "s"); err != nil || got.Generation != 5 || got.Owner != "d" {
 		t.Errorf("GetLease = %+v, %v; want d's generation 5", got, err)
 	}
@@ -193,9 +175,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 	// finds it abandoned.
 	take("e", 10*time.Millisecond, "d")
 	time.Sleep(30 * time.Millisecond)
-	if err := s.ReleaseLease(ctx, "s", "e"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "e"))
 	take("f", time.Minute, "")
 	if !abandoned[len(abandoned)-1] {
 		t.Error("a lease released only after it expired counts as released")
@@ -212,9 +192,7 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 	acquire := func(owner string, ttl time.Duration) persistence.Store {
 		t.Helper()
 		l := lease("s", owner, 1)
-		if err := s.AcquireLease(ctx, l, ttl, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AcquireLease(ctx, l, ttl, ""))
 		return s.WithFence(l.Fence())
 	}
 	// Every kind of write a turn makes. prepare does the unfenced setup and
@@ -300,9 +278,7 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 
 	again := acquire("a", time.Minute)
 	refused(held, "after its holder acquired it again")
-	if err := s.ReleaseLease(ctx, "s", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "a"))
 	refused(again, "after release")
 
 	short := acquire("b", 20*time.Millisecond)

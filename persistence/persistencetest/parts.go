@@ -48,9 +48,7 @@ func testPartsStoredOnce(t *testing.T, b Backend) {
 	// the content keep the text they had.
 	upd := *cases[0]
 	upd.Content = "the content rewritten"
-	if err := s.UpdateMessage(ctx, &upd); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, &upd))
 	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: cases[0].Seq - 1})
 	if got[0].Content != upd.Content || !reflect.DeepEqual(got[0].Parts, cases[0].Parts) {
 		t.Errorf("after an update of the content: Content %q, Parts %#v; want Parts %#v as they were", got[0].Content, got[0].Parts, cases[0].Parts)
@@ -69,9 +67,7 @@ func testPartsStoredOnce(t *testing.T, b Backend) {
 // parts is the parts column of message id (nil: NULL).
 func parts(t *testing.T, db DB, id int64) (col *string) {
 	t.Helper()
-	if err := db.QueryRow(`SELECT parts FROM messages WHERE id = ?`, id).Scan(&col); err != nil {
-		t.Fatal(err)
-	}
+	must(t, db.QueryRow(`SELECT parts FROM messages WHERE id = ?`, id).Scan(&col))
 	return col
 }
 

@@ -72,9 +72,7 @@ func testTwoStoresLease(t *testing.T, open func(t *testing.T) persistence.Store)
 	if err := other.AcquireLease(ctx, l, time.Minute, ""); !errors.Is(err, persistence.ErrLeaseHeld) {
 		t.Fatalf("AcquireLease while held = %v, want ErrLeaseHeld", err)
 	}
-	if err := holderStore.ReleaseLease(ctx, "leased", winner); err != nil {
-		t.Fatal(err)
-	}
+	must(t, holderStore.ReleaseLease(ctx, "leased", winner))
 	if err := other.AcquireLease(ctx, l, time.Minute, ""); err != nil {
 		t.Fatalf("AcquireLease after release: %v", err)
 	}
@@ -145,9 +143,7 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 	ctx := t.Context()
 	mustCreate(t, a, &persistence.Session{ID: "fenced"})
 	la := &persistence.Lease{SessionID: "fenced", Owner: "paused", PID: 1, Host: "a"}
-	if err := a.AcquireLease(ctx, la, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, a.AcquireLease(ctx, la, time.Minute, ""))
 	fenced := a.WithFence(la.Fence())
 	var (
 		stored  []string
@@ -182,12 +178,8 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 		t.Fatalf("the first holder stopped early: %v", lastErr)
 	}
 	lb := &persistence.Lease{SessionID: "fenced", Owner: "taker", PID: 2, Host: "b"}
-	if err := b.AcquireLease(ctx, lb, time.Minute, "paused"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WithFence(lb.Fence()).AppendMessages(ctx, "fenced", userMsg("b")); err != nil {
-		t.Fatal(err)
-	}
+	must(t, b.AcquireLease(ctx, lb, time.Minute, "paused"))
+	must(t, b.WithFence(lb.Fence()).AppendMessages(ctx, "fenced", userMsg("b")))
 	<-done
 	if !errors.Is(lastErr, persistence.ErrLeaseLost) {
 		t.Fatalf("the first holder's writes after the takeover: %v, want ErrLeaseLost (%d stored)", lastErr, len(stored))

@@ -112,9 +112,7 @@ func streamNumbersMigrated(t *testing.T, s persistence.Store) {
 		{Stream: oldSession, ConnectionID: "conn_new", Turn: 3, Kind: persistence.EventTurnStarted, Body: []byte(`{}`)},
 		{Stream: oldSession, ConnectionID: oldStray, Turn: 3, Kind: persistence.EventTurnCompleted, Body: []byte(`{}`)},
 	}
-	if err := s.AppendEvents(ctx, next...); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, next...))
 	if next[0].Seq != 6 || next[1].Seq != 7 || next[0].ID <= oldLastID || next[1].ID != next[0].ID+1 {
 		t.Errorf("new events got seqs %d, %d and ids %d, %d; want 6, 7 and ids above %d (none given twice)",
 			next[0].Seq, next[1].Seq, next[0].ID, next[1].ID, oldLastID)
@@ -123,9 +121,7 @@ func streamNumbersMigrated(t *testing.T, s persistence.Store) {
 	if err != nil || len(got) != 2 || got[0].ConnectionID != "conn_new" || got[1].ConnectionID != oldStray {
 		t.Fatalf("new events read back as %+v (%v)", got, err)
 	}
-	if err := s.DeleteSession(ctx, oldSession); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, oldSession))
 	if got, err := s.Events(ctx, oldSession, persistence.EventFilter{}); err != nil || len(got) != 0 {
 		t.Errorf("the deleted session keeps %d events (%v)", len(got), err)
 	}

@@ -16,9 +16,7 @@ func testTextInRow(t *testing.T, b Backend) {
 	s, db := b.open(t), b.DB(t)
 	col := func(t *testing.T, id int64) (content string) {
 		t.Helper()
-		if err := db.QueryRow(`SELECT content FROM messages WHERE id = ?`, id).Scan(&content); err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.QueryRow(`SELECT content FROM messages WHERE id = ?`, id).Scan(&content))
 		return content
 	}
 	ctx := t.Context()
@@ -55,9 +53,7 @@ func testTextInRow(t *testing.T, b Backend) {
 		{Prose(15, 1000), persistence.StatusComplete},
 	} {
 		reply.Content, reply.Status = st.content, st.status
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		if got := col(t, reply.ID); got != st.content {
 			t.Errorf("a save of %d bytes: the row's content is %d bytes", len(st.content), len(got))
 		}
