@@ -25,51 +25,35 @@ func TestVerify(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s, err := sqlite.Open(ctx, path)
 	persistencetest.Opened(t, s, err)
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	u := &persistence.Message{Role: persistence.RoleUser, Content: "q", Parts: []persistence.Part{{Type: "text", Text: "q"}}, Status: persistence.StatusComplete}
 	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "par", Status: persistence.StatusStreaming}
-	if err := s.AppendMessages(ctx, "s", u, a); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", u, a))
 	a.Content, a.Status = "partial and then whole", persistence.StatusComplete
 	a.ToolCalls = []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: "{}"}}
 	a.Meta = json.RawMessage(`{"b":1,"a":2}`)
-	if err := s.UpdateMessage(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, a))
 	tool := &persistence.Message{Role: persistence.RoleTool, ToolCallID: "c1", Content: "file", Status: persistence.StatusComplete}
-	if err := s.AppendMessages(ctx, "s", tool); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", tool))
 	c := &persistence.Compaction{SessionID: "s", Policy: "summarise", CompactedIDs: []int64{u.ID, a.ID, tool.ID}, TokensBefore: 100, TokensAfter: 10}
-	if err := persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}))
 	// Expand, collapse, expand again and delete a second compaction: each
 	// state rebuilds exactly.
 	c2 := &persistence.Compaction{SessionID: "s", Policy: "prune", CompactedIDs: []int64{*c.SummaryMessageID}}
-	if err := s.Compact(ctx, c2, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum2"}}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c2, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum2"}}))
 	for _, op := range []func() error{
 		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
 		func() error { return s.CollapseCompaction(ctx, "s", c2.ID) },
 		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
 		func() error { return s.DeleteCompaction(ctx, "s", c2.ID) },
 	} {
-		if err := op(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, op())
 		if r, err := projection.Verify(ctx, s, "s"); err != nil || !r.OK() {
 			t.Fatalf("after a compaction operation: %v %q", err, r.Differences)
 		}
 	}
 	streaming := &persistence.Message{Role: persistence.RoleAssistant, Content: "cut", Status: persistence.StatusStreaming}
-	if err := s.AppendMessages(ctx, "s", streaming); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", streaming))
 	if _, err := s.InterruptStreaming(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +107,9 @@ func TestVerifyOddText(t *testing.T) {
 	ctx := t.Context()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
 	persistencetest.Opened(t, s, err)
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	m := &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe", ToolCallID: "c\xff", Reasoning: "\xe2\x82"}
-	if err := s.AppendMessages(ctx, "s", m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", m))
 	r, err := projection.Verify(ctx, s, "s")
 	if err != nil || !r.OK() {
 		t.Errorf("Verify = %+v, %v; want no differences", r, err)
@@ -252,4 +232,12 @@ func body(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -60,9 +60,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "crow")
 	path := filepath.Join(dir, "crow.db")
 	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "a"}))
 
 	for _, c := range []struct {
 		path string
@@ -91,9 +89,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 func TestOpenOddPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a dir?with#odd%20chars", "my db?.sqlite")
 	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "odd"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "odd"}))
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not at the given path: %v", err)
 	}
@@ -106,9 +102,7 @@ func TestOpenOddPath(t *testing.T) {
 func TestOpenRelativePath(t *testing.T) {
 	t.Chdir(t.TempDir())
 	s := mustOpen(t, "rel/crow.db")
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "r"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "r"}))
 	if _, err := os.Stat("rel/crow.db"); err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +114,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 	// The parent "directory" is a file.
 	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(file, nil, 0o600))
 	if _, err := Open(t.Context(), filepath.Join(file, "crow.db")); err == nil {
 		t.Error("Open under a file: no error")
 	}
 	// Not a database.
 	junk := filepath.Join(t.TempDir(), "junk.db")
-	if err := os.WriteFile(junk, []byte(strings.Repeat("not a database ", 100)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(junk, []byte(strings.Repeat("not a database ", 100)), 0o600))
 	if _, err := Open(t.Context(), junk); err == nil {
 		t.Error("Open(junk file): no error")
 	}
@@ -203,29 +193,19 @@ func TestDeleteCascadesRows(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
 	for _, id := range []string{"a", "b"} {
-		if err := s.CreateSession(ctx, &persistence.Session{ID: id}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.CreateSession(ctx, &persistence.Session{ID: id}))
 		m := &persistence.Message{Role: persistence.RoleUser, Content: id}
-		if err := s.AppendMessages(ctx, id, m); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AppendMessages(ctx, id, m))
 		c := &persistence.Compaction{SessionID: id, Policy: "p", CompactedIDs: []int64{m.ID}}
-		if err := persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary}))
 	}
-	if err := s.DeleteSession(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "a"))
 	for table, want := range map[string]int{"sessions": 1, "messages": 2, "compactions": 1} {
 		var total, ofA int
 		q := `SELECT COUNT(*), COUNT(CASE WHEN ` + map[string]string{
 			"sessions": "id", "messages": "session_id", "compactions": "session_id",
 		}[table] + ` = 'a' THEN 1 END) FROM ` + table
-		if err := s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA))
 		if total != want || ofA != 0 {
 			t.Errorf("%s: %d rows, %d of a; want %d, 0", table, total, ofA, want)
 		}
@@ -320,9 +300,7 @@ func TestQueryPlans(t *testing.T) {
 		for rows.Next() {
 			var id, parent, unused int
 			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
+			must(t, rows.Scan(&id, &parent, &unused, &detail))
 			plan = append(plan, detail)
 		}
 		rows.Close()
@@ -340,9 +318,7 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s := mustOpen(t, path)
 	for _, k := range []string{"command:", "command: ", "command:ls", "edit"} {
-		if err := s.SetPermissionRule(t.Context(), &persistence.PermissionRule{Cwd: "/p", Key: k, Allow: true}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.SetPermissionRule(t.Context(), &persistence.PermissionRule{Cwd: "/p", Key: k, Allow: true}))
 	}
 	// As a database written before 0006: the rules are there, 0006 is not.
 	if _, err := s.db.ExecContext(t.Context(), `DELETE FROM schema_migrations WHERE version = 6`); err != nil {
@@ -369,13 +345,9 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 func TestMessagesWhateverLastSeq(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "seq"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "seq"}))
 	for i := range 5 {
-		if err := s.AppendMessages(ctx, "seq", &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i)}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AppendMessages(ctx, "seq", &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i)}))
 	}
 	for _, last := range []int64{1 << 62, 2, 0, -7} {
 		if _, err := s.db.ExecContext(ctx, `UPDATE sessions SET last_seq = ? WHERE id = 'seq'`, last); err != nil {
@@ -391,5 +363,13 @@ func TestMessagesWhateverLastSeq(t *testing.T) {
 	}
 	if _, err := s.Messages(ctx, "nope", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("messages of an unknown session: %v, want ErrNotFound", err)
+	}
+}
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
