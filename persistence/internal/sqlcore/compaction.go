@@ -385,11 +385,7 @@ func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, add
 		}
 		rec.Compaction = c
 	}
-	ev, err := s.projectionEvent(sessionID, persistence.EventMessagesChanged, rec, t)
-	if err != nil {
-		return err
-	}
-	return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+	return s.project(ctx, tx, sessionID, persistence.EventMessagesChanged, t, rec)
 }
 
 // patches reads the compaction state of the messages ids (but those

@@ -102,11 +102,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		// The projection starts from the imported state.
 		t := s.now()
 		snap := persistence.ImportSnapshot(storedDump(d, rows), msgIDs, compIDs, s.d.Stored)
-		ev, err := s.projectionEvent(sess.ID, persistence.EventSessionImported, snap, t)
-		if err != nil {
-			return err
-		}
-		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+		return s.project(ctx, tx, sess.ID, persistence.EventSessionImported, t, snap)
 	})
 	if err != nil {
 		return err

@@ -101,15 +101,12 @@ func (s *Store) insertNew(ctx context.Context, tx conn, sessionID string, rows [
 // appended records, inside tx, the message_appended events of rows
 // inserted with ids.
 func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids []int64, t time.Time) error {
-	evs := make([]*persistence.Event, len(rows))
+	recs := make([]any, len(rows))
 	for i := range rows {
 		m := rows[i].stored(sessionID, ids[i], rows[i].Seq)
-		var err error
-		if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageAppended, persistence.RecordOf(&m), t); err != nil {
-			return err
-		}
+		recs[i] = persistence.RecordOf(&m)
 	}
-	return s.projectionTx(ctx, tx, evs, t)
+	return s.project(ctx, tx, sessionID, persistence.EventMessageAppended, t, recs...)
 }
 
 // fill copies what the store assigned into the callers' messages.
@@ -343,11 +340,8 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if len(msgs) == 0 {
 			return notFound
 		}
-		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
-		if err != nil {
-			return err
-		}
-		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+		rec := persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning)
+		return s.project(ctx, tx, m.SessionID, persistence.EventMessageUpdated, t, rec)
 	})
 }
 
@@ -364,14 +358,11 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 			return err
 		}
 		n = len(msgs)
-		evs := make([]*persistence.Event, len(msgs))
+		recs := make([]any, len(msgs))
 		for i := range msgs {
-			rec := persistence.UpdateRecord(&msgs[i], msgs[i].Content, msgs[i].Reasoning) // only the status changed
-			if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageUpdated, rec, t); err != nil {
-				return err
-			}
+			recs[i] = persistence.UpdateRecord(&msgs[i], msgs[i].Content, msgs[i].Reasoning) // only the status changed
 		}
-		return s.projectionTx(ctx, tx, evs, t)
+		return s.project(ctx, tx, sessionID, persistence.EventMessageUpdated, t, recs...)
 	})
 	if err != nil {
 		return 0, s.errorf("interrupt streaming", err)
