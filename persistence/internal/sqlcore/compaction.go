@@ -51,14 +51,6 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 	if err != nil {
 		return err
 	}
-	compacted, err := s.d.IDArray("compacted ids", c.CompactedIDs)
-	if err != nil {
-		return err
-	}
-	kept, err := s.d.IDArray("kept ids", c.KeptIDs)
-	if err != nil {
-		return err
-	}
 	settings, err := s.rawJSON("settings", c.Settings)
 	if err != nil {
 		return err
@@ -89,18 +81,9 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 				}
 			}
 		}
-		addedCol, err := s.d.IDArray("added ids", addedIDs)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-				tokens_before, tokens_after, summary_message_id, settings, created_at,
-				added_ids, messages_before, messages_after)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			RETURNING id`,
-			c.SessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-			summaryID, settings, created, addedCol, c.MessagesBefore, c.MessagesAfter).Scan(&compactionID); err != nil {
+		ins := *c
+		ins.AddedIDs, ins.SummaryMessageID, ins.Expanded = addedIDs, summaryID, false
+		if compactionID, err = s.insertCompaction(ctx, tx, &ins, created, settings); err != nil {
 			return err
 		}
 		if len(distinct) > 0 {
@@ -125,6 +108,29 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 	c.AddedIDs = addedIDs
 	fill(c.SessionID, rows, addedIDs)
 	return nil
+}
+
+// insertCompaction inserts c, whose message ids are the stored ones, and
+// returns its id.
+func (s *Store) insertCompaction(ctx context.Context, tx conn, c *persistence.Compaction, created, settings any) (int64, error) {
+	lists := [][]int64{c.CompactedIDs, c.KeptIDs, c.AddedIDs}
+	var cols [3]any
+	for i, name := range []string{"compacted ids", "kept ids", "added ids"} {
+		var err error
+		if cols[i], err = s.d.IDArray(name, lists[i]); err != nil {
+			return 0, err
+		}
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `
+		INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
+			tokens_before, tokens_after, summary_message_id, settings, created_at,
+			added_ids, messages_before, messages_after, expanded)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING id`,
+		c.SessionID, c.Policy, cols[0], cols[1], c.TokensBefore, c.TokensAfter,
+		c.SummaryMessageID, settings, created, cols[2], c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&id)
+	return id, err
 }
 
 // distinctIDs returns ids without duplicates, in first-seen order.

@@ -74,7 +74,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		newComp := make(map[int64]int64, len(comps))
 		for i, c := range d.Compactions {
-			if compIDs[i], err = s.importCompaction(ctx, tx, sess.ID, &c, newMsg, comps[i].created, comps[i].settings); err != nil {
+			if compIDs[i], err = s.importCompaction(ctx, tx, sess.ID, c, newMsg, comps[i].created, comps[i].settings); err != nil {
 				return fmt.Errorf("compaction %d: %w", i, err)
 			}
 			newComp[c.ID] = compIDs[i]
@@ -122,34 +122,16 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 
 // importCompaction inserts c, its message ids renumbered by newMsg, and
 // returns its id.
-func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string, c *persistence.Compaction, newMsg map[int64]int64, created, settings any) (int64, error) {
-	compacted, err := s.d.IDArray("compacted ids", persistence.Remap(c.CompactedIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	kept, err := s.d.IDArray("kept ids", persistence.Remap(c.KeptIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	added, err := s.d.IDArray("added ids", persistence.Remap(c.AddedIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	var summary *int64
+func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string, c persistence.Compaction, newMsg map[int64]int64, created, settings any) (int64, error) {
+	c.SessionID = sessionID
+	c.CompactedIDs = persistence.Remap(c.CompactedIDs, newMsg)
+	c.KeptIDs = persistence.Remap(c.KeptIDs, newMsg)
+	c.AddedIDs = persistence.Remap(c.AddedIDs, newMsg)
 	if c.SummaryMessageID != nil {
 		id := newMsg[*c.SummaryMessageID]
-		summary = &id
+		c.SummaryMessageID = &id
 	}
-	var id int64
-	err = tx.QueryRow(ctx, `
-		INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-			tokens_before, tokens_after, summary_message_id, settings, created_at,
-			added_ids, messages_before, messages_after, expanded)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING id`,
-		sessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-		summary, settings, created, added, c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&id)
-	return id, err
+	return s.insertCompaction(ctx, tx, &c, created, settings)
 }
 
 // storedDump is d with its messages' text as rows store it (PostgreSQL
