@@ -10,10 +10,7 @@ import (
 )
 
 // compactionTests are the CompactionStore part of the contract.
-var compactionTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var compactionTests = []storeTest{
 	{"CompactAdded", testCompactAdded},
 	{"ExpandCollapse", testExpandCollapse},
 	{"ExpandNested", testExpandNested},

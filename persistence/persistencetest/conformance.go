@@ -27,10 +27,7 @@ import (
 
 // Conformance runs the Store contract against b's stores.
 func Conformance(t *testing.T, b Backend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s persistence.Store)
-	}{
+	tests := []storeTest{
 		{"CreateGetSession", testCreateGetSession},
 		{"CreateSessionConflict", testCreateSessionConflict},
 		{"UpdateSession", testUpdateSession},
@@ -75,6 +72,12 @@ func Conformance(t *testing.T, b Backend) {
 			tc.fn(t, b)
 		})
 	}
+}
+
+// storeTest checks a store on a new, empty database.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s persistence.Store)
 }
 
 // base is a fixed, caller-supplied time with microsecond precision.

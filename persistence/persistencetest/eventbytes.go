@@ -10,10 +10,7 @@ import (
 
 // eventBytesTests pin what the projection events cost: the event log must
 // not hold a session's text many times over.
-var eventBytesTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var eventBytesTests = []storeTest{
 	{"ChangeRecordsPatches", testChangeRecordsPatches},
 	{"RecordsPlain", testRecordsPlain},
 	{"UpdateRecordsAppended", testUpdateRecordsAppended},

@@ -13,10 +13,7 @@ import (
 )
 
 // eventTests are the EventLog and MessageUpdater contract.
-var eventTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var eventTests = []storeTest{
 	{"EventsAppendOrder", testEventsAppendOrder},
 	{"EventsByteExact", testEventsByteExact},
 	{"EventsProjection", testEventsProjection},

@@ -11,10 +11,7 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-var leaseTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var leaseTests = []storeTest{
 	{"LeaseOneWriter", testLeaseOneWriter},
 	{"LeaseExpiryAndReplace", testLeaseExpiryAndReplace},
 	{"LeaseRenewRelease", testLeaseRenewRelease},
