@@ -184,11 +184,7 @@ func testAppendAtomicMidBatch(t *testing.T, b Backend) {
 	if after := mustGet(t, s, "a"); !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Error("rollback kept the UpdatedAt bump")
 	}
-	ok2 := &persistence.Message{Role: persistence.RoleUser, Content: "fine"}
-	mustAppend(t, s, "a", ok2)
-	if ok2.Seq != 1 {
-		t.Errorf("seq after rollback = %d, want 1", ok2.Seq)
-	}
+	checkNextSeq(t, s, "a", 1, "seq after rollback")
 }
 
 // ApplyCompaction is Compact with at most one added message, the summary

@@ -169,11 +169,7 @@ func testDeleteCompaction(t *testing.T, s persistence.Store) {
 	if _, err := s.Compaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("Compaction after delete = %v, want ErrNotFound", err)
 	}
-	m := userMsg("m6")
-	mustAppend(t, s, "c", m)
-	if m.Seq != 7 {
-		t.Errorf("seq after delete = %d, want 7 (seqs are never reused)", m.Seq)
-	}
+	checkNextSeq(t, s, "c", 7, "seq after delete (seqs are never reused)")
 }
 
 func testCompactionNotFound(t *testing.T, s persistence.Store) {

@@ -429,11 +429,7 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	if got, err := s.Compactions(ctx, "gone"); err != nil || len(got) != 0 {
 		t.Errorf("recreated session: Compactions = %d, %v; want none", len(got), err)
 	}
-	m := userMsg("again")
-	mustAppend(t, s, "gone", m)
-	if m.Seq != 1 {
-		t.Errorf("first seq of recreated session = %d, want 1", m.Seq)
-	}
+	checkNextSeq(t, s, "gone", 1, "first seq of recreated session")
 }
 
 func testAppendMessages(t *testing.T, s persistence.Store) {
@@ -586,11 +582,7 @@ func testAppendMessagesAtomic(t *testing.T, s persistence.Store) {
 	}
 
 	// The failed batch used up no seq.
-	next := userMsg("3")
-	mustAppend(t, s, "atom", next)
-	if next.Seq != 3 {
-		t.Errorf("seq after failed batch = %d, want 3", next.Seq)
-	}
+	checkNextSeq(t, s, "atom", 3, "seq after failed batch")
 }
 
 func testMessagesFilter(t *testing.T, s persistence.Store) {
@@ -919,11 +911,7 @@ func testApplyCompactionErrors(t *testing.T, s persistence.Store) {
 	if after := mustGet(t, s, "a").UpdatedAt; !after.Equal(beforeA) {
 		t.Errorf("failed compaction bumped UpdatedAt")
 	}
-	next := userMsg("a2")
-	mustAppend(t, s, "a", next)
-	if next.Seq != 2 {
-		t.Errorf("seq after failed compactions = %d, want 2", next.Seq)
-	}
+	checkNextSeq(t, s, "a", 2, "seq after failed compactions")
 }
 
 func testCanceledContext(t *testing.T, s persistence.Store) {
@@ -988,6 +976,17 @@ func mustMessages(t *testing.T, s persistence.Store, sessionID string, f persist
 		t.Fatalf("Messages(%q, %+v): %v", sessionID, f, err)
 	}
 	return msgs
+}
+
+// checkNextSeq appends a message to the session and checks the seq it
+// gets (why says when).
+func checkNextSeq(t *testing.T, s persistence.Store, sessionID string, want int64, why string) {
+	t.Helper()
+	m := userMsg("next")
+	mustAppend(t, s, sessionID, m)
+	if m.Seq != want {
+		t.Errorf("%s = %d, want %d", why, m.Seq, want)
+	}
 }
 
 // listPages pages through ListSessions and returns the ids of each page.

@@ -62,11 +62,7 @@ func testForkSession(t *testing.T, s persistence.Store) {
 	// Each goes on alone: a message and an undone compaction in the fork
 	// leave the source as it was; deleting the source leaves the fork
 	// whole, its long texts included.
-	next := userMsg("only in the fork")
-	mustAppend(t, s, "fork", next)
-	if next.Seq != src.LastSeq()+1 {
-		t.Errorf("first seq in the fork = %d, want %d", next.Seq, src.LastSeq()+1)
-	}
+	checkNextSeq(t, s, "fork", src.LastSeq()+1, "first seq in the fork")
 	if err := s.ExpandCompaction(ctx, "fork", got.Compactions[0].ID); err != nil {
 		t.Fatalf("expand in the fork: %v", err)
 	}

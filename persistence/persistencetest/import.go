@@ -118,11 +118,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 		t.Errorf("import bumped UpdatedAt: %v, source %v", got.Session.UpdatedAt, src.Session.UpdatedAt)
 	}
 	// The seq counter continues after the imported messages.
-	next := userMsg("after import")
-	mustAppend(t, s, "copy", next)
-	if next.Seq != src.LastSeq()+1 {
-		t.Errorf("first seq after import = %d, want %d", next.Seq, src.LastSeq()+1)
-	}
+	checkNextSeq(t, s, "copy", src.LastSeq()+1, "first seq after import")
 	// Its messages and compactions rebuild from its log.
 	verifyOK(t, s, "copy", "after the import and an append")
 	// The source is untouched.
@@ -173,11 +169,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, empty); err != nil {
 		t.Fatalf("ImportSession(empty): %v", err)
 	}
-	first := userMsg("first")
-	mustAppend(t, s, "empty", first)
-	if first.Seq != 1 {
-		t.Errorf("first seq of an imported empty session = %d", first.Seq)
-	}
+	checkNextSeq(t, s, "empty", 1, "first seq of an imported empty session")
 }
 
 func mustDigest(t *testing.T, d *persistence.SessionDump) string {
