@@ -102,9 +102,7 @@ func testExpandCollapse(t *testing.T, s persistence.Store) {
 	if got, _ := s.Compaction(ctx, "c", c.ID); got == nil || !got.Expanded {
 		t.Errorf("record not marked expanded: %+v", got)
 	}
-	if err := s.ExpandCompaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("second Expand = %v, want ErrConflict", err)
-	}
+	checkErr(t, "second Expand", s.ExpandCompaction(ctx, "c", c.ID), persistence.ErrConflict)
 
 	if err := s.CollapseCompaction(ctx, "c", c.ID); err != nil {
 		t.Fatalf("Collapse: %v", err)
@@ -113,9 +111,7 @@ func testExpandCollapse(t *testing.T, s persistence.Store) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("expand+collapse changed the active view:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if err := s.CollapseCompaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("second Collapse = %v, want ErrConflict", err)
-	}
+	checkErr(t, "second Collapse", s.CollapseCompaction(ctx, "c", c.ID), persistence.ErrConflict)
 }
 
 func testExpandNested(t *testing.T, s persistence.Store) {
@@ -128,9 +124,7 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	c2 := &persistence.Compaction{SessionID: "c", Policy: "summarize", CompactedIDs: []int64{s1.ID, msgs[2].ID}}
 	mustCompact(t, s, c2, s2)
 
-	if err := s.ExpandCompaction(ctx, "c", c1.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("Expand of a covered compaction = %v, want ErrConflict", err)
-	}
+	checkErr(t, "Expand of a covered compaction", s.ExpandCompaction(ctx, "c", c1.ID), persistence.ErrConflict)
 	must(t, s.ExpandCompaction(ctx, "c", c2.ID))
 	if err := s.ExpandCompaction(ctx, "c", c1.ID); err != nil {
 		t.Fatalf("Expand c1 after c2: %v", err)
@@ -141,9 +135,7 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	}
 	// c2's originals include s1, now hidden by c1's expansion: c2 cannot
 	// collapse until c1 does.
-	if err := s.CollapseCompaction(ctx, "c", c2.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("Collapse c2 while c1 expanded = %v, want ErrConflict", err)
-	}
+	checkErr(t, "Collapse c2 while c1 expanded", s.CollapseCompaction(ctx, "c", c2.ID), persistence.ErrConflict)
 	must(t, s.CollapseCompaction(ctx, "c", c1.ID))
 	must(t, s.CollapseCompaction(ctx, "c", c2.ID))
 	if got := activeIDs(t, s, "c"); !slices.Equal(got, []int64{msgs[3].ID, msgs[4].ID, s2.ID}) {
@@ -204,7 +196,5 @@ func testTokenCounts(t *testing.T, s persistence.Store) {
 		all[1].TokenCount != 0 || all[1].TokenEncoding != "" {
 		t.Errorf("counts = %d/%q %d/%q %d", all[0].TokenCount, all[0].TokenEncoding, all[1].TokenCount, all[1].TokenEncoding, all[2].TokenCount)
 	}
-	if err := s.SetTokenCounts(ctx, "nope", "x", map[int64]int{1: 1}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("SetTokenCounts(unknown session) = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "SetTokenCounts(unknown session)", s.SetTokenCounts(ctx, "nope", "x", map[int64]int{1: 1}), persistence.ErrNotFound)
 }

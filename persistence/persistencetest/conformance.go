@@ -542,9 +542,7 @@ func testAppendMessagesErrors(t *testing.T, s persistence.Store) {
 	if m.ID != 0 || m.Seq != 0 || m.SessionID != "" {
 		t.Errorf("failed append changed the message: ID %d, Seq %d, SessionID %q", m.ID, m.Seq, m.SessionID)
 	}
-	if err := s.AppendMessages(ctx, "no-such-session"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("AppendMessages(unknown session, no messages) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "AppendMessages(unknown session, no messages)", s.AppendMessages(ctx, "no-such-session"), persistence.ErrNotFound)
 
 	mustCreate(t, s, &persistence.Session{ID: "a"})
 	mustCreate(t, s, &persistence.Session{ID: "b"})
@@ -976,6 +974,14 @@ func mustMessages(t *testing.T, s persistence.Store, sessionID string, f persist
 		t.Fatalf("Messages(%q, %+v): %v", sessionID, f, err)
 	}
 	return msgs
+}
+
+// checkErr fails t unless err is (or wraps) want; what names the call.
+func checkErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: %v, want %v", what, err, want)
+	}
 }
 
 // checkNextSeq appends a message to the session and checks the seq it

@@ -27,9 +27,7 @@ var eventTests = []storeTest{
 func testEventsAppendOrder(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	must(t, s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}))
-	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("duplicate connection: %v, want ErrConflict", err)
-	}
+	checkErr(t, "duplicate connection", s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}), persistence.ErrConflict)
 	mk := func(stream string, turn int64) *persistence.Event {
 		return &persistence.Event{Stream: stream, ConnectionID: "conn_1", Direction: persistence.DirIn,
 			Turn: turn, Kind: persistence.EventNotification, Method: "m", Body: []byte(`{}`)}

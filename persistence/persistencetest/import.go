@@ -128,9 +128,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 
 	// An existing id is a conflict and changes nothing.
 	d2, _ := persistence.Dump(ctx, s, "src")
-	if err := s.ImportSession(ctx, d2); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("ImportSession(existing id) error = %v, want ErrConflict", err)
-	}
+	checkErr(t, "ImportSession(existing id)", s.ImportSession(ctx, d2), persistence.ErrConflict)
 	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != RichSessionMessages {
 		t.Errorf("after the conflict the session has %d messages, want %d", n, RichSessionMessages)
 	}

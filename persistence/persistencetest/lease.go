@@ -25,9 +25,7 @@ func lease(session, owner string, pid int) *persistence.Lease {
 
 func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
-	if err := s.AcquireLease(ctx, lease("none", "a", 1), time.Minute, ""); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("lease on unknown session: %v, want ErrNotFound", err)
-	}
+	checkErr(t, "lease on unknown session", s.AcquireLease(ctx, lease("none", "a", 1), time.Minute, ""), persistence.ErrNotFound)
 	if _, err := s.GetLease(ctx, "none"); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("GetLease(none) = %v, want ErrNotFound", err)
 	}
@@ -46,9 +44,7 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 		t.Errorf("holder %+v, want a/11/host-a", held.Holder)
 	}
 	// A wrong "replace" does not take a live lease.
-	if err := s.AcquireLease(ctx, lease("s", "b", 22), time.Minute, "zzz"); !errors.Is(err, persistence.ErrLeaseHeld) {
-		t.Errorf("replace of another owner: %v, want ErrLeaseHeld", err)
-	}
+	checkErr(t, "replace of another owner", s.AcquireLease(ctx, lease("s", "b", 22), time.Minute, "zzz"), persistence.ErrLeaseHeld)
 	// Renewal by the holder keeps the acquisition time.
 	again := lease("s", "a", 11)
 	must(t, s.AcquireLease(ctx, again, time.Minute, ""))
@@ -104,9 +100,7 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	// s1 was renewed: still a's. s3 was not: b's expired lease is free.
-	if err := s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""); !errors.Is(err, persistence.ErrLeaseHeld) {
-		t.Errorf("renewed lease taken: %v", err)
-	}
+	checkErr(t, "renewed lease taken", s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""), persistence.ErrLeaseHeld)
 	if err := s.AcquireLease(ctx, lease("s3", "x", 9), time.Minute, ""); err != nil {
 		t.Errorf("expired lease not free: %v", err)
 	}
