@@ -158,9 +158,7 @@ func testDeleteCompaction(t *testing.T, s persistence.Store) {
 	if all := mustMessages(t, s, "c", persistence.MessageFilter{}); len(all) != 5 {
 		t.Errorf("%d messages after delete, want 5 (the summary is gone)", len(all))
 	}
-	if _, err := s.Compaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compaction after delete = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "Compaction after delete", errOf(s.Compaction(ctx, "c", c.ID)), persistence.ErrNotFound)
 	checkNextSeq(t, s, "c", 7, "seq after delete (seqs are never reused)")
 }
 

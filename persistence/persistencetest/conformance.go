@@ -193,9 +193,7 @@ func testUpdateSession(t *testing.T, s persistence.Store) {
 	if !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("UpdateSession(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := s.GetSession(ctx, "ghost"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("UpdateSession(unknown) created it: GetSession error = %v", err)
-	}
+	checkErr(t, "UpdateSession(unknown) created it: GetSession", errOf(s.GetSession(ctx, "ghost")), persistence.ErrNotFound)
 }
 
 func testInvalidJSON(t *testing.T, s persistence.Store) {
@@ -205,9 +203,7 @@ func testInvalidJSON(t *testing.T, s persistence.Store) {
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "bad", Metadata: bad}); err == nil {
 		t.Error("CreateSession with invalid Metadata: no error")
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("invalid session was stored: GetSession error = %v", err)
-	}
+	checkErr(t, "invalid session was stored: GetSession", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 
 	sess := &persistence.Session{ID: "ok", Metadata: json.RawMessage(`{"a":1}`)}
 	mustCreate(t, s, sess)
@@ -398,15 +394,9 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	if err := s.DeleteSession(ctx, "gone"); err != nil {
 		t.Fatalf("DeleteSession: %v", err)
 	}
-	if _, err := s.GetSession(ctx, "gone"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("GetSession(deleted) error = %v, want ErrNotFound", err)
-	}
-	if _, err := s.Messages(ctx, "gone", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Messages(deleted) error = %v, want ErrNotFound", err)
-	}
-	if _, err := s.Compactions(ctx, "gone"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compactions(deleted) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "GetSession(deleted)", errOf(s.GetSession(ctx, "gone")), persistence.ErrNotFound)
+	checkErr(t, "Messages(deleted)", errOf(s.Messages(ctx, "gone", persistence.MessageFilter{})), persistence.ErrNotFound)
+	checkErr(t, "Compactions(deleted)", errOf(s.Compactions(ctx, "gone")), persistence.ErrNotFound)
 	list, _, err := s.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: "/w"})
 	if err != nil || !slices.Equal(ids(list), []string{"kept"}) {
 		t.Errorf("ListSessions after delete = %v, %v; want [kept]", ids(list), err)
@@ -626,9 +616,7 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 		}
 	}
 
-	if _, err := s.Messages(ctx, "nope", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Messages(unknown) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "Messages(unknown)", errOf(s.Messages(ctx, "nope", persistence.MessageFilter{})), persistence.ErrNotFound)
 }
 
 func testEmptyValues(t *testing.T, s persistence.Store) {
@@ -872,9 +860,7 @@ func testApplyCompactionErrors(t *testing.T, s persistence.Store) {
 	if !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("ApplyCompaction(unknown session) error = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Compactions(ctx, "nope"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compactions(unknown) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "Compactions(unknown)", errOf(s.Compactions(ctx, "nope")), persistence.ErrNotFound)
 
 	mustCreate(t, s, &persistence.Session{ID: "a"})
 	mustCreate(t, s, &persistence.Session{ID: "b"})
@@ -918,9 +904,7 @@ func testCanceledContext(t *testing.T, s persistence.Store) {
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "x"}); err == nil {
 		t.Error("CreateSession(canceled ctx): no error")
 	}
-	if _, err := s.GetSession(t.Context(), "x"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("CreateSession(canceled ctx) stored the session: %v", err)
-	}
+	checkErr(t, "CreateSession(canceled ctx) stored the session", errOf(s.GetSession(t.Context(), "x")), persistence.ErrNotFound)
 	mustCreate(t, s, &persistence.Session{ID: "y"})
 	if err := s.AppendMessages(ctx, "y", userMsg("m")); err == nil {
 		t.Error("AppendMessages(canceled ctx): no error")
@@ -984,6 +968,9 @@ func checkErr(t *testing.T, what string, err, want error) {
 	}
 }
 
+// errOf is the error of a call whose value a check does not need.
+func errOf[T any](_ T, err error) error { return err }
+
 // checkNextSeq appends a message to the session and checks the seq it
 // gets (why says when).
 func checkNextSeq(t *testing.T, s persistence.Store, sessionID string, want int64, why string) {
@@ -993,6 +980,15 @@ func checkNextSeq(t *testing.T, s persistence.Store, sessionID string, want int6
 	if m.Seq != want {
 		t.Errorf("%s = %d, want %d", why, m.Seq, want)
 	}
+}
+
+func mustEvents(t *testing.T, s persistence.Store, stream string) []persistence.Event {
+	t.Helper()
+	evs, err := s.Events(t.Context(), stream, persistence.EventFilter{})
+	if err != nil {
+		t.Fatalf("Events(%q): %v", stream, err)
+	}
+	return evs
 }
 
 // listPages pages through ListSessions and returns the ids of each page.

@@ -32,10 +32,7 @@ func mustRecord(t *testing.T, e *persistence.Event, v any) {
 // lastEvent is the session's last event, which must be of kind k.
 func lastEvent(t *testing.T, s persistence.Store, sessionID string, k persistence.EventKind) persistence.Event {
 	t.Helper()
-	evs, err := s.Events(t.Context(), sessionID, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustEvents(t, s, sessionID)
 	if len(evs) == 0 || evs[len(evs)-1].Kind != k {
 		t.Fatalf("%d events, the last not a %s", len(evs), k)
 	}
@@ -81,10 +78,7 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 		if limit := 16*n + 1024; len(rec) > limit || len(e.Body) > limit {
 			t.Errorf("%s of %d messages of %d bytes: record %d bytes, stored %d; want <= %d", op.name, n, size, len(rec), len(e.Body), limit)
 		}
-		r, err := projection.Verify(ctx, s, "patch")
-		if err != nil || !r.OK() {
-			t.Fatalf("after %s: %v %q", op.name, err, r.Differences)
-		}
+		verifyOK(t, s, "patch", "after "+op.name)
 	}
 }
 

@@ -35,10 +35,7 @@ func testEventsAppendOrder(t *testing.T, s persistence.Store) {
 	batch := []*persistence.Event{mk("a", 1), mk("b", 0), mk("a", 2), mk("a", 2)}
 	must(t, s.AppendEvents(ctx, batch...))
 	must(t, s.AppendEvents(ctx, mk("b", 0), mk("a", 1)))
-	a, err := s.Events(ctx, "a", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustEvents(t, s, "a")
 	if len(a) != 4 {
 		t.Fatalf("%d events on a, want 4", len(a))
 	}
@@ -107,7 +104,6 @@ func testEventsByteExact(t *testing.T, s persistence.Store) {
 // is recorded in the same transaction, with the origin the write was made
 // with (Recorder.WithOrigin), after the origin's pending events.
 func testEventsProjection(t *testing.T, base persistence.Store) {
-	ctx := t.Context()
 	rec, ok := base.(persistence.Recorder)
 	if !ok {
 		t.Fatalf("%T is not a persistence.Recorder: its writes cannot be attributed", base)
@@ -127,10 +123,7 @@ func testEventsProjection(t *testing.T, base persistence.Store) {
 	mustCompact(t, s, c, sum)
 	// A write through the store itself has no origin.
 	mustAppend(t, base, "p", userMsg("anonymous"))
-	evs, err := s.Events(ctx, "p", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustEvents(t, s, "p")
 	// The pending frame went in with the first write, before its events.
 	if len(evs) == 0 || evs[0].Kind != persistence.EventRequest || !bytes.Equal(evs[0].Body, frame.Body) {
 		t.Fatalf("first event %+v, want the pending frame", evs[0])
@@ -303,10 +296,7 @@ func testEventsRunPacked(t *testing.T, base persistence.Store) {
 	must(t, w.UpdateMessage(ctx, m))
 	lone := run("r", text[:3000])
 	must(t, base.AppendEvents(ctx, lone))
-	evs, err := base.Events(ctx, "r", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustEvents(t, base, "r")
 	kinds := []persistence.EventKind{persistence.EventNotification, persistence.EventMessageAppended,
 		persistence.EventNotification, persistence.EventMessageUpdated, persistence.EventNotification}
 	if len(evs) != len(kinds) {

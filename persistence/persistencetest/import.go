@@ -2,7 +2,6 @@ package persistencetest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -71,17 +70,14 @@ const (
 func testImportSession(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	RichSession(t, s, "src")
-	src, err := persistence.Dump(ctx, s, "src")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := mustDump(t, s, "src")
 	if len(src.Messages) != RichSessionMessages || len(src.Compactions) != RichSessionCompactions {
 		t.Fatalf("dump has %d messages, %d compactions; want %d, %d", len(src.Messages), len(src.Compactions),
 			RichSessionMessages, RichSessionCompactions)
 	}
 
 	// The same content under another id, as another store would receive it.
-	d, _ := persistence.Dump(ctx, s, "src")
+	d := mustDump(t, s, "src")
 	d.Session.ID = "copy"
 	for i := range d.Messages {
 		d.Messages[i].SessionID = ""
@@ -93,10 +89,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, d); err != nil {
 		t.Fatalf("ImportSession: %v", err)
 	}
-	got, err := persistence.Dump(ctx, s, "copy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustDump(t, s, "copy")
 	if digest, err := persistence.Digest(got); err != nil || digest != want {
 		t.Errorf("digest of the imported session %s (%v), want %s", digest, err, want)
 	}
@@ -122,19 +115,19 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	// Its messages and compactions rebuild from its log.
 	verifyOK(t, s, "copy", "after the import and an append")
 	// The source is untouched.
-	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
+	if mustDigest(t, mustDump(t, s, "src")) != mustDigest(t, src) {
 		t.Error("importing a copy changed the source session")
 	}
 
 	// An existing id is a conflict and changes nothing.
-	d2, _ := persistence.Dump(ctx, s, "src")
+	d2 := mustDump(t, s, "src")
 	checkErr(t, "ImportSession(existing id)", s.ImportSession(ctx, d2), persistence.ErrConflict)
 	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != RichSessionMessages {
 		t.Errorf("after the conflict the session has %d messages, want %d", n, RichSessionMessages)
 	}
 
 	// A dangling reference stores nothing.
-	bad, _ := persistence.Dump(ctx, s, "src")
+	bad := mustDump(t, s, "src")
 	bad.Session.ID = "bad"
 	for i := range bad.Messages {
 		bad.Messages[i].SessionID = ""
@@ -143,9 +136,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, bad); err == nil || !strings.Contains(err.Error(), "not in the session") {
 		t.Errorf("ImportSession with a dangling reference: error %v, want one about it", err)
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("a failed import left the session behind: %v", err)
-	}
+	checkErr(t, "a failed import left the session behind", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 	// Seqs out of order are refused.
 	bad.Compactions = nil
 	for i := range bad.Messages {
@@ -158,9 +149,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, bad); err == nil {
 		t.Error("ImportSession with a repeated seq: no error")
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("a failed import left the session behind: %v", err)
-	}
+	checkErr(t, "a failed import left the session behind", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 
 	// An empty session imports too.
 	empty := &persistence.SessionDump{Session: persistence.Session{ID: "empty", CreatedAt: base, UpdatedAt: base}}
@@ -168,6 +157,15 @@ func testImportSession(t *testing.T, s persistence.Store) {
 		t.Fatalf("ImportSession(empty): %v", err)
 	}
 	checkNextSeq(t, s, "empty", 1, "first seq of an imported empty session")
+}
+
+func mustDump(t *testing.T, s persistence.Store, id string) *persistence.SessionDump {
+	t.Helper()
+	d, err := persistence.Dump(t.Context(), s, id)
+	if err != nil {
+		t.Fatalf("Dump(%q): %v", id, err)
+	}
+	return d
 }
 
 func mustDigest(t *testing.T, d *persistence.SessionDump) string {

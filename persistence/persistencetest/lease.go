@@ -26,9 +26,7 @@ func lease(session, owner string, pid int) *persistence.Lease {
 func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	checkErr(t, "lease on unknown session", s.AcquireLease(ctx, lease("none", "a", 1), time.Minute, ""), persistence.ErrNotFound)
-	if _, err := s.GetLease(ctx, "none"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("GetLease(none) = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "GetLease(none)", errOf(s.GetLease(ctx, "none")), persistence.ErrNotFound)
 	mustCreate(t, s, &persistence.Session{ID: "s"})
 	la := lease("s", "a", 11)
 	must(t, s.AcquireLease(ctx, la, time.Minute, ""))
@@ -120,9 +118,7 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 		t.Errorf("released lease not free: %v", err)
 	}
 	must(t, s.DeleteSession(ctx, "s1"))
-	if _, err := s.GetLease(ctx, "s1"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("deleted session keeps its lease: %v", err)
-	}
+	checkErr(t, "deleted session keeps its lease", errOf(s.GetLease(ctx, "s1")), persistence.ErrNotFound)
 }
 
 // testLeaseGeneration: every acquisition, by anyone, takes the next

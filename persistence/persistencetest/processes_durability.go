@@ -106,10 +106,7 @@ func testTwoStoresEvents(t *testing.T, open func(t *testing.T) persistence.Store
 		return nil
 	})
 	for p, s := range []persistence.Store{a, b} {
-		got, err := s.Events(ctx, "conn_shared", persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := mustEvents(t, s, "conn_shared")
 		if len(got) != writers*batches*2 {
 			t.Fatalf("store %d: %d events, want %d", p, len(got), writers*batches*2)
 		}

@@ -84,10 +84,7 @@ func testMigrateStreamNumbers(t *testing.T, b Backend) {
 func streamNumbersMigrated(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	for _, stream := range []string{oldConn, oldSession} {
-		got, err := s.Events(ctx, stream, persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := mustEvents(t, s, stream)
 		var want []oldEvent
 		for _, e := range oldEvents {
 			if e.Stream == stream {
