@@ -33,7 +33,7 @@ type Backend struct {
 	// Boom is SQL that makes the database refuse to insert a message
 	// whose content is "boom".
 	Boom string
-	// V7 writes the rows of StreamNumbersV7.
+	// V7 is its SQL for the 0.1.0 events testMigrateStreamNumbers writes.
 	V7 V7SQL
 }
 
@@ -103,7 +103,8 @@ func (db DB) count(t *testing.T, table string) (n int) {
 	return n
 }
 
-// versions is the schema_migrations of db, in order.
+// versions is the schema_migrations of db, in order (one query a
+// version: DB reads single rows).
 func (db DB) versions(t *testing.T) []int {
 	t.Helper()
 	var out []int

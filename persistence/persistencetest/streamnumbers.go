@@ -52,9 +52,9 @@ func init() {
 	}
 }
 
-// V7SQL is a backend's SQL for the events of oldEvents: an event by
-// id, stream, seq, connection, at (At, converted by the backend's
-// function), direction, turn, kind, method and body; the event counter.
+// V7SQL is a backend's SQL for oldEvents at version 7: an event by id,
+// stream, seq, connection, at (At converts a time for the backend),
+// direction, turn, kind, method and body; the event counter.
 type V7SQL struct {
 	Event, Counter string
 	At             func(time.Time) any
