@@ -138,14 +138,14 @@ func preparedStmt(recv ast.Expr) bool {
 
 // constant reports whether e is SQL text fixed at compile time: string
 // constants joined with +, a local variable only ever assigned such text
-// (queries grown with optional constant clauses), or a migration file's
-// embedded SQL (f.SQL).
+// (queries grown with optional constant clauses; not within body nil), or
+// a migration file's embedded SQL (f.SQL).
 func constant(e ast.Expr, consts map[string]bool, body *ast.BlockStmt) bool {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		return e.Kind == token.STRING
 	case *ast.Ident:
-		return consts[e.Name] || constantVar(e.Name, consts, body)
+		return consts[e.Name] || body != nil && constantVar(e.Name, consts, body)
 	case *ast.ParenExpr:
 		return constant(e.X, consts, body)
 	case *ast.BinaryExpr:
@@ -172,7 +172,7 @@ func constantVar(name string, consts map[string]bool, body *ast.BlockStmt) bool 
 				if id, self := rhs.(*ast.Ident); self && id.Name == name {
 					ok2 = false
 				} else {
-					ok2 = constantNoVar(rhs, consts)
+					ok2 = constant(rhs, consts, nil)
 				}
 				ok = ok && ok2
 			}
@@ -180,38 +180,4 @@ func constantVar(name string, consts map[string]bool, body *ast.BlockStmt) bool 
 		return true
 	})
 	return assigned > 0 && ok
-}
-
-func constantNoVar(e ast.Expr, consts map[string]bool) bool {
-	switch e := e.(type) {
-	case *ast.BasicLit:
-		return e.Kind == token.STRING
-	case *ast.Ident:
-		return consts[e.Name]
-	case *ast.ParenExpr:
-		return constantNoVar(e.X, consts)
-	case *ast.BinaryExpr:
-		return e.Op == token.ADD && constantNoVar(e.X, consts) && constantNoVar(e.Y, consts)
-	case *ast.CallExpr:
-		return placeholderFormat(e)
-	}
-	return false
-}
-
-// placeholderFormat accepts fmt.Sprintf(" AND x = $%d", n): a constant
-// format whose only verbs are %d numbers parameters; it can splice no text.
-func placeholderFormat(call *ast.CallExpr) bool {
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok || sel.Sel.Name != "Sprintf" || len(call.Args) == 0 {
-		return false
-	}
-	if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "fmt" {
-		return false
-	}
-	lit, ok := call.Args[0].(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
-		return false
-	}
-	format := strings.ReplaceAll(lit.Value, "%%", "")
-	return strings.Count(format, "%") == strings.Count(format, "%d")
 }

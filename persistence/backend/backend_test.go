@@ -49,27 +49,23 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestOpenSQLite(t *testing.T) {
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, ok := s.(*sqlite.Store); !ok {
-		t.Errorf("Open(path) = %T, want *sqlite.Store", s)
-	}
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
-		t.Error(err)
-	}
+	opens[*sqlite.Store](t, filepath.Join(t.TempDir(), "crow.db"))
 }
 
 func TestOpenPostgres(t *testing.T) {
-	s, err := Open(t.Context(), pgtest.URL(t))
+	opens[*postgres.Store](t, pgtest.URL(t))
+}
+
+// opens checks that Open(dsn) gives a working store of type S.
+func opens[S persistence.Recorder](t *testing.T, dsn string) {
+	t.Helper()
+	s, err := Open(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, ok := s.(*postgres.Store); !ok {
-		t.Errorf("Open(url) = %T, want *postgres.Store", s)
+	if _, ok := s.(S); !ok {
+		t.Errorf("Open(%s) = %T, want %T", Describe(dsn), s, *new(S))
 	}
 	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
 		t.Error(err)
@@ -118,15 +114,5 @@ func TestOpenPostgresKeywordDSN(t *testing.T) {
 	pw, _ := u.User.Password()
 	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable search_path=%s password='%s'",
 		u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"), u.Query().Get("search_path"), pw)
-	s, err := Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, ok := s.(*postgres.Store); !ok {
-		t.Errorf("Open(keyword DSN) = %T, want *postgres.Store", s)
-	}
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
-		t.Error(err)
-	}
+	opens[*postgres.Store](t, dsn)
 }

@@ -10,10 +10,7 @@ import (
 )
 
 // compactionTests are the CompactionStore part of the contract.
-var compactionTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var compactionTests = []storeTest{
 	{"CompactAdded", testCompactAdded},
 	{"ExpandCollapse", testExpandCollapse},
 	{"ExpandNested", testExpandNested},
@@ -105,9 +102,7 @@ func testExpandCollapse(t *testing.T, s persistence.Store) {
 	if got, _ := s.Compaction(ctx, "c", c.ID); got == nil || !got.Expanded {
 		t.Errorf("record not marked expanded: %+v", got)
 	}
-	if err := s.ExpandCompaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("second Expand = %v, want ErrConflict", err)
-	}
+	checkErr(t, "second Expand", s.ExpandCompaction(ctx, "c", c.ID), persistence.ErrConflict)
 
 	if err := s.CollapseCompaction(ctx, "c", c.ID); err != nil {
 		t.Fatalf("Collapse: %v", err)
@@ -116,9 +111,7 @@ func testExpandCollapse(t *testing.T, s persistence.Store) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("expand+collapse changed the active view:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if err := s.CollapseCompaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("second Collapse = %v, want ErrConflict", err)
-	}
+	checkErr(t, "second Collapse", s.CollapseCompaction(ctx, "c", c.ID), persistence.ErrConflict)
 }
 
 func testExpandNested(t *testing.T, s persistence.Store) {
@@ -131,12 +124,8 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	c2 := &persistence.Compaction{SessionID: "c", Policy: "summarize", CompactedIDs: []int64{s1.ID, msgs[2].ID}}
 	mustCompact(t, s, c2, s2)
 
-	if err := s.ExpandCompaction(ctx, "c", c1.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("Expand of a covered compaction = %v, want ErrConflict", err)
-	}
-	if err := s.ExpandCompaction(ctx, "c", c2.ID); err != nil {
-		t.Fatal(err)
-	}
+	checkErr(t, "Expand of a covered compaction", s.ExpandCompaction(ctx, "c", c1.ID), persistence.ErrConflict)
+	must(t, s.ExpandCompaction(ctx, "c", c2.ID))
 	if err := s.ExpandCompaction(ctx, "c", c1.ID); err != nil {
 		t.Fatalf("Expand c1 after c2: %v", err)
 	}
@@ -146,15 +135,9 @@ func testExpandNested(t *testing.T, s persistence.Store) {
 	}
 	// c2's originals include s1, now hidden by c1's expansion: c2 cannot
 	// collapse until c1 does.
-	if err := s.CollapseCompaction(ctx, "c", c2.ID); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("Collapse c2 while c1 expanded = %v, want ErrConflict", err)
-	}
-	if err := s.CollapseCompaction(ctx, "c", c1.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CollapseCompaction(ctx, "c", c2.ID); err != nil {
-		t.Fatal(err)
-	}
+	checkErr(t, "Collapse c2 while c1 expanded", s.CollapseCompaction(ctx, "c", c2.ID), persistence.ErrConflict)
+	must(t, s.CollapseCompaction(ctx, "c", c1.ID))
+	must(t, s.CollapseCompaction(ctx, "c", c2.ID))
 	if got := activeIDs(t, s, "c"); !slices.Equal(got, []int64{msgs[3].ID, msgs[4].ID, s2.ID}) {
 		t.Errorf("active after collapsing both = %v", got)
 	}
@@ -175,14 +158,8 @@ func testDeleteCompaction(t *testing.T, s persistence.Store) {
 	if all := mustMessages(t, s, "c", persistence.MessageFilter{}); len(all) != 5 {
 		t.Errorf("%d messages after delete, want 5 (the summary is gone)", len(all))
 	}
-	if _, err := s.Compaction(ctx, "c", c.ID); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compaction after delete = %v, want ErrNotFound", err)
-	}
-	m := userMsg("m6")
-	mustAppend(t, s, "c", m)
-	if m.Seq != 7 {
-		t.Errorf("seq after delete = %d, want 7 (seqs are never reused)", m.Seq)
-	}
+	checkErr(t, "Compaction after delete", errOf(s.Compaction(ctx, "c", c.ID)), persistence.ErrNotFound)
+	checkNextSeq(t, s, "c", 7, "seq after delete (seqs are never reused)")
 }
 
 func testCompactionNotFound(t *testing.T, s persistence.Store) {
@@ -211,15 +188,11 @@ func testCompactionNotFound(t *testing.T, s persistence.Store) {
 func testTokenCounts(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	msgs := fiveMessages(t, s)
-	if err := s.SetTokenCounts(ctx, "c", "cl100k_base", map[int64]int{msgs[0].ID: 11, msgs[2].ID: 33, 999999: 1}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.SetTokenCounts(ctx, "c", "cl100k_base", map[int64]int{msgs[0].ID: 11, msgs[2].ID: 33, 999999: 1}))
 	all := mustMessages(t, s, "c", persistence.MessageFilter{})
 	if all[0].TokenCount != 11 || all[0].TokenEncoding != "cl100k_base" || all[2].TokenCount != 33 ||
 		all[1].TokenCount != 0 || all[1].TokenEncoding != "" {
 		t.Errorf("counts = %d/%q %d/%q %d", all[0].TokenCount, all[0].TokenEncoding, all[1].TokenCount, all[1].TokenEncoding, all[2].TokenCount)
 	}
-	if err := s.SetTokenCounts(ctx, "nope", "x", map[int64]int{1: 1}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("SetTokenCounts(unknown session) = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "SetTokenCounts(unknown session)", s.SetTokenCounts(ctx, "nope", "x", map[int64]int{1: 1}), persistence.ErrNotFound)
 }

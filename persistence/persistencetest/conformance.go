@@ -1,23 +1,12 @@
 // Package persistencetest checks that a persistence.Store honours the
 // contract documented on the interface, whatever its backend.
 //
-// A backend's tests call Conformance with a function that opens a fresh,
-// empty store:
+// A backend's tests call Conformance with a Backend: how to open a store
+// on a fresh, empty database, and the few things the checks that look
+// under the Store interface need (see sqlite's TestConformance).
 //
-//	func TestConformance(t *testing.T) {
-//		dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-//		persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-//			s, err := sqlite.Open(t.Context(), filepath.Join(dir(t), "crow.db"))
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			t.Cleanup(func() { s.Close() })
-//			return s
-//		})
-//	}
-//
-// The suite tests behaviour only: nothing here knows SQL. Times are compared
-// with time.Time.Equal and caller-supplied times have microsecond precision;
+// The store tests check behaviour only: times are compared with
+// time.Time.Equal and caller-supplied times have microsecond precision;
 // JSON is compared by value, not by bytes; a nil slice and an empty one are
 // interchangeable.
 package persistencetest
@@ -36,17 +25,9 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// Conformance runs the Store contract against stores made by open. open must
-// return a store on a new, empty database for each subtest t and arrange for
-// it to be closed when t ends (t.Cleanup). Called again with the same t, it
-// must return another, independent store (its own connections, as another
-// process would have) on that same database: the multi-process tests use
-// this. SameDatabase helps write such an open.
-func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s persistence.Store)
-	}{
+// Conformance runs the Store contract against b's stores.
+func Conformance(t *testing.T, b Backend) {
+	tests := []storeTest{
 		{"CreateGetSession", testCreateGetSession},
 		{"CreateSessionConflict", testCreateSessionConflict},
 		{"UpdateSession", testUpdateSession},
@@ -78,14 +59,25 @@ func Conformance(t *testing.T, open func(t *testing.T) persistence.Store) {
 	tests = append(tests, leaseTests...)      // lease.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
+			tc.fn(t, b.open(t))
 		})
 	}
 	for _, tc := range processTests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open)
+			tc.fn(t, b.open)
 		})
 	}
+	for _, tc := range backendTests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, b)
+		})
+	}
+}
+
+// storeTest checks a store on a new, empty database.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s persistence.Store)
 }
 
 // base is a fixed, caller-supplied time with microsecond precision.
@@ -201,9 +193,7 @@ func testUpdateSession(t *testing.T, s persistence.Store) {
 	if !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("UpdateSession(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := s.GetSession(ctx, "ghost"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("UpdateSession(unknown) created it: GetSession error = %v", err)
-	}
+	checkErr(t, "UpdateSession(unknown) created it: GetSession", errOf(s.GetSession(ctx, "ghost")), persistence.ErrNotFound)
 }
 
 func testInvalidJSON(t *testing.T, s persistence.Store) {
@@ -213,9 +203,7 @@ func testInvalidJSON(t *testing.T, s persistence.Store) {
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "bad", Metadata: bad}); err == nil {
 		t.Error("CreateSession with invalid Metadata: no error")
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("invalid session was stored: GetSession error = %v", err)
-	}
+	checkErr(t, "invalid session was stored: GetSession", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 
 	sess := &persistence.Session{ID: "ok", Metadata: json.RawMessage(`{"a":1}`)}
 	mustCreate(t, s, sess)
@@ -363,9 +351,7 @@ func testListSessionsStableCursor(t *testing.T, s persistence.Store) {
 	// While paging: a new session appears and a seen one is bumped to the top.
 	mustCreate(t, s, &persistence.Session{ID: "newcomer"})
 	bumped := first[1]
-	if err := s.UpdateSession(ctx, &bumped); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, &bumped))
 
 	seen := ids(first)
 	for pages := 0; next != ""; pages++ {
@@ -403,22 +389,14 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	mustAppend(t, s, "gone", a1, a2)
 	mustAppend(t, s, "kept", userMsg("k1"), userMsg("k2"))
 	c := &persistence.Compaction{SessionID: "gone", Policy: "summarise", CompactedIDs: []int64{a1.ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 
 	if err := s.DeleteSession(ctx, "gone"); err != nil {
 		t.Fatalf("DeleteSession: %v", err)
 	}
-	if _, err := s.GetSession(ctx, "gone"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("GetSession(deleted) error = %v, want ErrNotFound", err)
-	}
-	if _, err := s.Messages(ctx, "gone", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Messages(deleted) error = %v, want ErrNotFound", err)
-	}
-	if _, err := s.Compactions(ctx, "gone"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compactions(deleted) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "GetSession(deleted)", errOf(s.GetSession(ctx, "gone")), persistence.ErrNotFound)
+	checkErr(t, "Messages(deleted)", errOf(s.Messages(ctx, "gone", persistence.MessageFilter{})), persistence.ErrNotFound)
+	checkErr(t, "Compactions(deleted)", errOf(s.Compactions(ctx, "gone")), persistence.ErrNotFound)
 	list, _, err := s.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: "/w"})
 	if err != nil || !slices.Equal(ids(list), []string{"kept"}) {
 		t.Errorf("ListSessions after delete = %v, %v; want [kept]", ids(list), err)
@@ -441,11 +419,7 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	if got, err := s.Compactions(ctx, "gone"); err != nil || len(got) != 0 {
 		t.Errorf("recreated session: Compactions = %d, %v; want none", len(got), err)
 	}
-	m := userMsg("again")
-	mustAppend(t, s, "gone", m)
-	if m.Seq != 1 {
-		t.Errorf("first seq of recreated session = %d, want 1", m.Seq)
-	}
+	checkNextSeq(t, s, "gone", 1, "first seq of recreated session")
 }
 
 func testAppendMessages(t *testing.T, s persistence.Store) {
@@ -542,9 +516,7 @@ func testAppendMessages(t *testing.T, s persistence.Store) {
 		t.Errorf("AppendMessages moved UpdatedAt from %v to %v, want strictly later", future, got)
 	}
 	c := &persistence.Compaction{SessionID: "ahead", Policy: "noop"}
-	if err := ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c)
 	if got2 := mustGet(t, s, "ahead").UpdatedAt; !got2.After(future.Add(time.Nanosecond)) {
 		t.Errorf("ApplyCompaction moved UpdatedAt to %v, want strictly later than the append's", got2)
 	}
@@ -560,9 +532,7 @@ func testAppendMessagesErrors(t *testing.T, s persistence.Store) {
 	if m.ID != 0 || m.Seq != 0 || m.SessionID != "" {
 		t.Errorf("failed append changed the message: ID %d, Seq %d, SessionID %q", m.ID, m.Seq, m.SessionID)
 	}
-	if err := s.AppendMessages(ctx, "no-such-session"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("AppendMessages(unknown session, no messages) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "AppendMessages(unknown session, no messages)", s.AppendMessages(ctx, "no-such-session"), persistence.ErrNotFound)
 
 	mustCreate(t, s, &persistence.Session{ID: "a"})
 	mustCreate(t, s, &persistence.Session{ID: "b"})
@@ -600,11 +570,7 @@ func testAppendMessagesAtomic(t *testing.T, s persistence.Store) {
 	}
 
 	// The failed batch used up no seq.
-	next := userMsg("3")
-	mustAppend(t, s, "atom", next)
-	if next.Seq != 3 {
-		t.Errorf("seq after failed batch = %d, want 3", next.Seq)
-	}
+	checkNextSeq(t, s, "atom", 3, "seq after failed batch")
 }
 
 func testMessagesFilter(t *testing.T, s persistence.Store) {
@@ -619,9 +585,7 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 	}
 	mustAppend(t, s, "f", msgs...)
 	c := &persistence.Compaction{SessionID: "f", Policy: "summarise", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"})
 
 	for _, tc := range []struct {
 		f    persistence.MessageFilter
@@ -652,9 +616,7 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 		}
 	}
 
-	if _, err := s.Messages(ctx, "nope", persistence.MessageFilter{}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Messages(unknown) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "Messages(unknown)", errOf(s.Messages(ctx, "nope", persistence.MessageFilter{})), persistence.ErrNotFound)
 }
 
 func testEmptyValues(t *testing.T, s persistence.Store) {
@@ -898,9 +860,7 @@ func testApplyCompactionErrors(t *testing.T, s persistence.Store) {
 	if !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("ApplyCompaction(unknown session) error = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Compactions(ctx, "nope"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("Compactions(unknown) error = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "Compactions(unknown)", errOf(s.Compactions(ctx, "nope")), persistence.ErrNotFound)
 
 	mustCreate(t, s, &persistence.Session{ID: "a"})
 	mustCreate(t, s, &persistence.Session{ID: "b"})
@@ -935,11 +895,7 @@ func testApplyCompactionErrors(t *testing.T, s persistence.Store) {
 	if after := mustGet(t, s, "a").UpdatedAt; !after.Equal(beforeA) {
 		t.Errorf("failed compaction bumped UpdatedAt")
 	}
-	next := userMsg("a2")
-	mustAppend(t, s, "a", next)
-	if next.Seq != 2 {
-		t.Errorf("seq after failed compactions = %d, want 2", next.Seq)
-	}
+	checkNextSeq(t, s, "a", 2, "seq after failed compactions")
 }
 
 func testCanceledContext(t *testing.T, s persistence.Store) {
@@ -948,9 +904,7 @@ func testCanceledContext(t *testing.T, s persistence.Store) {
 	if err := s.CreateSession(ctx, &persistence.Session{ID: "x"}); err == nil {
 		t.Error("CreateSession(canceled ctx): no error")
 	}
-	if _, err := s.GetSession(t.Context(), "x"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("CreateSession(canceled ctx) stored the session: %v", err)
-	}
+	checkErr(t, "CreateSession(canceled ctx) stored the session", errOf(s.GetSession(t.Context(), "x")), persistence.ErrNotFound)
 	mustCreate(t, s, &persistence.Session{ID: "y"})
 	if err := s.AppendMessages(ctx, "y", userMsg("m")); err == nil {
 		t.Error("AppendMessages(canceled ctx): no error")
@@ -961,6 +915,14 @@ func testCanceledContext(t *testing.T, s persistence.Store) {
 }
 
 // helpers
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 func userMsg(text string) *persistence.Message {
 	return &persistence.Message{Role: persistence.RoleUser, Content: text, Status: persistence.StatusComplete}
@@ -996,6 +958,37 @@ func mustMessages(t *testing.T, s persistence.Store, sessionID string, f persist
 		t.Fatalf("Messages(%q, %+v): %v", sessionID, f, err)
 	}
 	return msgs
+}
+
+// checkErr fails t unless err is (or wraps) want; what names the call.
+func checkErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: %v, want %v", what, err, want)
+	}
+}
+
+// errOf is the error of a call whose value a check does not need.
+func errOf[T any](_ T, err error) error { return err }
+
+// checkNextSeq appends a message to the session and checks the seq it
+// gets (why says when).
+func checkNextSeq(t *testing.T, s persistence.Store, sessionID string, want int64, why string) {
+	t.Helper()
+	m := userMsg("next")
+	mustAppend(t, s, sessionID, m)
+	if m.Seq != want {
+		t.Errorf("%s = %d, want %d", why, m.Seq, want)
+	}
+}
+
+func mustEvents(t *testing.T, s persistence.Store, stream string) []persistence.Event {
+	t.Helper()
+	evs, err := s.Events(t.Context(), stream, persistence.EventFilter{})
+	if err != nil {
+		t.Fatalf("Events(%q): %v", stream, err)
+	}
+	return evs
 }
 
 // listPages pages through ListSessions and returns the ids of each page.

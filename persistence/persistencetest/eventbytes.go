@@ -10,10 +10,7 @@ import (
 
 // eventBytesTests pin what the projection events cost: the event log must
 // not hold a session's text many times over.
-var eventBytesTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var eventBytesTests = []storeTest{
 	{"ChangeRecordsPatches", testChangeRecordsPatches},
 	{"RecordsPlain", testRecordsPlain},
 	{"UpdateRecordsAppended", testUpdateRecordsAppended},
@@ -35,10 +32,7 @@ func mustRecord(t *testing.T, e *persistence.Event, v any) {
 // lastEvent is the session's last event, which must be of kind k.
 func lastEvent(t *testing.T, s persistence.Store, sessionID string, k persistence.EventKind) persistence.Event {
 	t.Helper()
-	evs, err := s.Events(t.Context(), sessionID, persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustEvents(t, s, sessionID)
 	if len(evs) == 0 || evs[len(evs)-1].Kind != k {
 		t.Fatalf("%d events, the last not a %s", len(evs), k)
 	}
@@ -59,9 +53,7 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 		ids = append(ids, m.ID)
 	}
 	c := &persistence.Compaction{SessionID: "patch", Policy: "summarise", CompactedIDs: ids}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	ops := []struct {
 		name string
 		do   func() error
@@ -86,10 +78,7 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 		if limit := 16*n + 1024; len(rec) > limit || len(e.Body) > limit {
 			t.Errorf("%s of %d messages of %d bytes: record %d bytes, stored %d; want <= %d", op.name, n, size, len(rec), len(e.Body), limit)
 		}
-		r, err := projection.Verify(ctx, s, "patch")
-		if err != nil || !r.OK() {
-			t.Fatalf("after %s: %v %q", op.name, err, r.Differences)
-		}
+		verifyOK(t, s, "patch", "after "+op.name)
 	}
 }
 
@@ -127,9 +116,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 	for i := 1; i <= saves; i++ {
 		reply.Content = text[:len(text)*i/saves]
 		reply.Reasoning = text[:len(text)*i/saves/4]
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		e := lastEvent(t, s, "grow", persistence.EventMessageUpdated)
 		rec, err := e.Record()
 		if err != nil {
@@ -159,9 +146,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 		{"text again", "text again"},
 	} {
 		reply.Content, reply.Status = c.content, persistence.StatusComplete
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		verifyOK(t, s, "grow", "after "+c.what)
 	}
 	if _, err := s.InterruptStreaming(ctx, "grow"); err != nil {
@@ -171,9 +156,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 	// A reply interrupted, then saved again as it goes on growing.
 	for _, more := range []string{" resumed", " and done"} {
 		reply.Content += more
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		verifyOK(t, s, "grow", "after the interrupted reply grew by "+more)
 	}
 }
@@ -205,9 +188,7 @@ func testImportedThenAppended(t *testing.T, s persistence.Store) {
 				Status: persistence.StatusStreaming, IsActive: true, CreatedAt: base},
 		},
 	}
-	if err := s.ImportSession(ctx, d); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ImportSession(ctx, d))
 	verifyOK(t, s, "imported", "after the import")
 	if _, err := s.InterruptStreaming(ctx, "imported"); err != nil {
 		t.Fatal(err)
@@ -217,8 +198,6 @@ func testImportedThenAppended(t *testing.T, s persistence.Store) {
 	reply := &msgs[1]
 	reply.Content += " and continued"
 	reply.Reasoning += " further"
-	if err := s.UpdateMessage(ctx, reply); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, reply))
 	verifyOK(t, s, "imported", "after the imported reply grew")
 }

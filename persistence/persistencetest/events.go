@@ -10,14 +10,10 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/projection"
 )
 
 // eventTests are the EventLog and MessageUpdater contract.
-var eventTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var eventTests = []storeTest{
 	{"EventsAppendOrder", testEventsAppendOrder},
 	{"EventsByteExact", testEventsByteExact},
 	{"EventsProjection", testEventsProjection},
@@ -26,66 +22,20 @@ var eventTests = []struct {
 	{"EventsDeleteSession", testEventsDeleteSession},
 	{"UpdateMessage", testUpdateMessage},
 	{"InterruptStreaming", testInterruptStreaming},
-	{"EventsImport", testEventsImport},
-}
-
-// testEventsImport: an imported session's messages rebuild from its log.
-func testEventsImport(t *testing.T, s persistence.Store) {
-	ctx := t.Context()
-	mustCreate(t, s, &persistence.Session{ID: "orig"})
-	u, a := userMsg("q"), &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusComplete}
-	mustAppend(t, s, "orig", u, a)
-	c := &persistence.Compaction{SessionID: "orig", Policy: "p", CompactedIDs: []int64{u.ID}, KeptIDs: []int64{a.ID}}
-	if err := ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "s"}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := persistence.Dump(ctx, s, "orig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Session.ID = "copy"
-	for i := range d.Messages {
-		d.Messages[i].SessionID = "copy"
-	}
-	for i := range d.Compactions {
-		d.Compactions[i].SessionID = "copy"
-	}
-	if err := s.ImportSession(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, s, "copy", userMsg("after import"))
-	r, err := projection.Verify(ctx, s, "copy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.OK() || r.Messages != 4 {
-		t.Errorf("imported session: %d messages, differences %q", r.Messages, r.Differences)
-	}
 }
 
 func testEventsAppendOrder(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
-	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("duplicate connection: %v, want ErrConflict", err)
-	}
+	must(t, s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1", PID: 42, Host: "h"}))
+	checkErr(t, "duplicate connection", s.CreateConnection(ctx, &persistence.Connection{ID: "conn_1"}), persistence.ErrConflict)
 	mk := func(stream string, turn int64) *persistence.Event {
 		return &persistence.Event{Stream: stream, ConnectionID: "conn_1", Direction: persistence.DirIn,
 			Turn: turn, Kind: persistence.EventNotification, Method: "m", Body: []byte(`{}`)}
 	}
 	batch := []*persistence.Event{mk("a", 1), mk("b", 0), mk("a", 2), mk("a", 2)}
-	if err := s.AppendEvents(ctx, batch...); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendEvents(ctx, mk("b", 0), mk("a", 1)); err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Events(ctx, "a", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, batch...))
+	must(t, s.AppendEvents(ctx, mk("b", 0), mk("a", 1)))
+	a := mustEvents(t, s, "a")
 	if len(a) != 4 {
 		t.Fatalf("%d events on a, want 4", len(a))
 	}
@@ -135,9 +85,7 @@ func testEventsByteExact(t *testing.T, s persistence.Store) {
 	for _, b := range bodies {
 		evs = append(evs, &persistence.Event{Stream: "conn_x", Direction: persistence.DirOut, Kind: persistence.EventInvalid, Body: b})
 	}
-	if err := s.AppendEvents(ctx, evs...); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, evs...))
 	got, err := s.Events(ctx, "conn_x", persistence.EventFilter{})
 	if err != nil || len(got) != len(bodies) {
 		t.Fatalf("%d events, %v", len(got), err)
@@ -156,7 +104,6 @@ func testEventsByteExact(t *testing.T, s persistence.Store) {
 // is recorded in the same transaction, with the origin the write was made
 // with (Recorder.WithOrigin), after the origin's pending events.
 func testEventsProjection(t *testing.T, base persistence.Store) {
-	ctx := t.Context()
 	rec, ok := base.(persistence.Recorder)
 	if !ok {
 		t.Fatalf("%T is not a persistence.Recorder: its writes cannot be attributed", base)
@@ -170,22 +117,13 @@ func testEventsProjection(t *testing.T, base persistence.Store) {
 	u.Parts = []persistence.Part{{Type: "text", Text: "hello"}}
 	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "hi", Status: persistence.StatusComplete,
 		ToolCalls: []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: `{"p":1}`}}, Meta: json.RawMessage(`{"k":"v"}`)}
-	if err := first.AppendMessages(ctx, "p", u, a); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, first, "p", u, a)
 	c := &persistence.Compaction{SessionID: "p", Policy: "summarise", CompactedIDs: []int64{u.ID}}
 	sum := &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}
-	if err := ApplyCompaction(ctx, s, c, sum); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c, sum)
 	// A write through the store itself has no origin.
-	if err := base.AppendMessages(ctx, "p", userMsg("anonymous")); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := s.Events(ctx, "p", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, base, "p", userMsg("anonymous"))
+	evs := mustEvents(t, s, "p")
 	// The pending frame went in with the first write, before its events.
 	if len(evs) == 0 || evs[0].Kind != persistence.EventRequest || !bytes.Equal(evs[0].Body, frame.Body) {
 		t.Fatalf("first event %+v, want the pending frame", evs[0])
@@ -252,9 +190,7 @@ func testEventsDeleteSession(t *testing.T, s persistence.Store) {
 	mustCreate(t, s, &persistence.Session{ID: "k"})
 	mustAppend(t, s, "d", userMsg("x"))
 	mustAppend(t, s, "k", userMsg("y"))
-	if err := s.DeleteSession(ctx, "d"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "d"))
 	if evs, err := s.Events(ctx, "d", persistence.EventFilter{}); err != nil || len(evs) != 0 {
 		t.Errorf("deleted session keeps %d events (%v)", len(evs), err)
 	}
@@ -272,9 +208,7 @@ func testUpdateMessage(t *testing.T, s persistence.Store) {
 	m.Content, m.Reasoning, m.Status = "partial reply", "thought", persistence.StatusComplete
 	m.ToolCalls = []persistence.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}
 	m.Meta, m.TokenCount = json.RawMessage(`{"x":1}`), 12
-	if err := s.UpdateMessage(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, m))
 	got := mustMessages(t, s, "u", persistence.MessageFilter{})
 	if len(got) != 1 {
 		t.Fatalf("%d messages", len(got))
@@ -328,9 +262,9 @@ func testInterruptStreaming(t *testing.T, s persistence.Store) {
 	}
 }
 
-// streamedRun is the session/update frames of text in chunks of four
+// StreamedRun is the session/update frames of text in chunks of four
 // characters, as a provider streams a reply, joined into one run.
-func streamedRun(sid, text string) []byte {
+func StreamedRun(sid, text string) []byte {
 	var frames []string
 	for i := 0; i < len(text); i += 4 {
 		chunk, _ := json.Marshal(text[i:min(i+4, len(text))])
@@ -351,27 +285,18 @@ func testEventsRunPacked(t *testing.T, base persistence.Store) {
 	text := Prose(1, 8000)
 	run := func(stream, text string) *persistence.Event {
 		return &persistence.Event{Stream: stream, ConnectionID: "conn_r", Direction: persistence.DirOut, Turn: 1,
-			Kind: persistence.EventNotification, Method: "session/update", Body: streamedRun("r", text)}
+			Kind: persistence.EventNotification, Method: "session/update", Body: StreamedRun("r", text)}
 	}
 	first, second, other := run("r", text[:4000]), run("r", text[4000:]), run("conn_r", text[:2000])
 	m := &persistence.Message{Role: persistence.RoleAssistant, Content: text[:4000], Status: persistence.StatusStreaming}
 	w := rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{first, other}})
-	if err := w.AppendMessages(ctx, "r", m); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, w, "r", m)
 	m.Content, m.Status = text, persistence.StatusComplete
 	w = rec.WithOrigin(persistence.Origin{ConnectionID: "conn_r", Turn: 1, Pending: []*persistence.Event{second}})
-	if err := w.UpdateMessage(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, w.UpdateMessage(ctx, m))
 	lone := run("r", text[:3000])
-	if err := base.AppendEvents(ctx, lone); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := base.Events(ctx, "r", persistence.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, base.AppendEvents(ctx, lone))
+	evs := mustEvents(t, base, "r")
 	kinds := []persistence.EventKind{persistence.EventNotification, persistence.EventMessageAppended,
 		persistence.EventNotification, persistence.EventMessageUpdated, persistence.EventNotification}
 	if len(evs) != len(kinds) {

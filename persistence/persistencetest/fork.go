@@ -2,7 +2,6 @@ package persistencetest
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -14,10 +13,7 @@ import (
 func testForkSession(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	RichSession(t, s, "src")
-	src, err := persistence.Dump(ctx, s, "src")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := mustDump(t, s, "src")
 	before := time.Now().Add(-time.Second)
 	fork := &persistence.Session{ID: "fork", Cwd: "/w/fork", Title: "forked", Metadata: json.RawMessage(`{"forkedFrom":{"sessionId":"src"}}`)}
 	st, err := s.ForkSession(ctx, "src", fork)
@@ -31,10 +27,7 @@ func testForkSession(t *testing.T, s persistence.Store) {
 	if fork.CreatedAt.Before(before) || !fork.UpdatedAt.Equal(fork.CreatedAt) {
 		t.Errorf("fork times: created %v, updated %v; want both now", fork.CreatedAt, fork.UpdatedAt)
 	}
-	got, err := persistence.Dump(ctx, s, "fork")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustDump(t, s, "fork")
 	checkSession(t, *fork, got.Session)
 	// The same history: the digest names messages by seq and compactions
 	// by position, so only the session's own fields differ.
@@ -62,44 +55,27 @@ func testForkSession(t *testing.T, s persistence.Store) {
 	// Each goes on alone: a message and an undone compaction in the fork
 	// leave the source as it was; deleting the source leaves the fork
 	// whole, its long texts included.
-	next := userMsg("only in the fork")
-	mustAppend(t, s, "fork", next)
-	if next.Seq != src.LastSeq()+1 {
-		t.Errorf("first seq in the fork = %d, want %d", next.Seq, src.LastSeq()+1)
-	}
+	checkNextSeq(t, s, "fork", src.LastSeq()+1, "first seq in the fork")
 	if err := s.ExpandCompaction(ctx, "fork", got.Compactions[0].ID); err != nil {
 		t.Fatalf("expand in the fork: %v", err)
 	}
-	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
+	if mustDigest(t, mustDump(t, s, "src")) != mustDigest(t, src) {
 		t.Error("changing the fork changed the source")
 	}
-	forked, _ := persistence.Dump(ctx, s, "fork")
-	if err := s.DeleteSession(ctx, "src"); err != nil {
-		t.Fatal(err)
-	}
-	after, err := persistence.Dump(ctx, s, "fork")
-	if err != nil {
-		t.Fatalf("the fork after its source was deleted: %v", err)
-	}
+	forked := mustDump(t, s, "fork")
+	must(t, s.DeleteSession(ctx, "src"))
+	after := mustDump(t, s, "fork")
 	if mustDigest(t, after) != mustDigest(t, forked) {
 		t.Error("deleting the source changed the fork")
 	}
 
 	// Errors change nothing.
-	if _, err := s.ForkSession(ctx, "src", &persistence.Session{ID: "orphan"}); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("fork of an unknown session: %v, want ErrNotFound", err)
-	}
-	if _, err := s.GetSession(ctx, "orphan"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("a failed fork left a session behind: %v", err)
-	}
+	checkErr(t, "fork of an unknown session", errOf(s.ForkSession(ctx, "src", &persistence.Session{ID: "orphan"})), persistence.ErrNotFound)
+	checkErr(t, "a failed fork left a session behind", errOf(s.GetSession(ctx, "orphan")), persistence.ErrNotFound)
 	dup := &persistence.Session{ID: "fork", Title: "again"}
-	if _, err := s.ForkSession(ctx, "fork", dup); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("fork onto an existing id: %v, want ErrConflict", err)
-	}
+	checkErr(t, "fork onto an existing id", errOf(s.ForkSession(ctx, "fork", dup)), persistence.ErrConflict)
 	mustCreate(t, s, &persistence.Session{ID: "other", CreatedAt: base})
-	if _, err := s.ForkSession(ctx, "fork", &persistence.Session{ID: "other"}); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("fork onto an existing id: %v, want ErrConflict", err)
-	}
+	checkErr(t, "fork onto an existing id", errOf(s.ForkSession(ctx, "fork", &persistence.Session{ID: "other"})), persistence.ErrConflict)
 	if n := len(mustMessages(t, s, "other", persistence.MessageFilter{})); n != 0 {
 		t.Errorf("a refused fork wrote %d messages into the existing session", n)
 	}

@@ -2,7 +2,6 @@ package persistencetest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -40,41 +39,25 @@ func RichSession(t *testing.T, s persistence.Store, id string) {
 	mustAppend(t, s, id, msgs[:5]...)
 	c1 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID},
 		KeptIDs: []int64{msgs[2].ID}, TokensBefore: 10, TokensAfter: 5, Settings: json.RawMessage(`{"k": 2}`)}
-	if err := ApplyCompaction(ctx, s, c1, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c1, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	mustAppend(t, s, id, msgs[5:]...)
 	c2 := &persistence.Compaction{SessionID: id, Policy: "prune", CompactedIDs: []int64{msgs[0].ID, msgs[3].ID}}
-	if err := ApplyCompaction(ctx, s, c2, nil); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, s, c2)
 	// Compacted with an added marker, then expanded: the originals active
 	// again, the marker hidden, the record Expanded.
 	c3 := &persistence.Compaction{SessionID: id, Policy: "prune-tool-output", CompactedIDs: []int64{msgs[6].ID}}
 	marker := &persistence.Message{Role: persistence.RoleTool, Content: "[output pruned]", ToolCallID: "c5"}
-	if err := s.Compact(ctx, c3, []*persistence.Message{marker}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ExpandCompaction(ctx, id, c3.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c3, []*persistence.Message{marker}))
+	must(t, s.ExpandCompaction(ctx, id, c3.ID))
 	// Compacted and then deleted for good: its summary is gone, leaving a
 	// gap in the seqs.
 	c4 := &persistence.Compaction{SessionID: id, Policy: "summarise", CompactedIDs: []int64{msgs[7].ID}}
-	if err := s.Compact(ctx, c4, []*persistence.Message{{Role: persistence.RoleSummary, Content: "gone"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteCompaction(ctx, id, c4.ID); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c4, []*persistence.Message{{Role: persistence.RoleSummary, Content: "gone"}}))
+	must(t, s.DeleteCompaction(ctx, id, c4.ID))
 	mustAppend(t, s, id, userMsg("tail"))
-	if err := s.SetTokenCounts(ctx, id, "o200k_base", map[int64]int{msgs[2].ID: 7, msgs[4].ID: 11}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.SetTokenCounts(ctx, id, "o200k_base", map[int64]int{msgs[2].ID: 7, msgs[4].ID: 11}))
 	sess.Title = "rich, updated"
-	if err := s.UpdateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, sess))
 }
 
 // RichSessionMessages and RichSessionCompactions are what RichSession
@@ -87,17 +70,14 @@ const (
 func testImportSession(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	RichSession(t, s, "src")
-	src, err := persistence.Dump(ctx, s, "src")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := mustDump(t, s, "src")
 	if len(src.Messages) != RichSessionMessages || len(src.Compactions) != RichSessionCompactions {
 		t.Fatalf("dump has %d messages, %d compactions; want %d, %d", len(src.Messages), len(src.Compactions),
 			RichSessionMessages, RichSessionCompactions)
 	}
 
 	// The same content under another id, as another store would receive it.
-	d, _ := persistence.Dump(ctx, s, "src")
+	d := mustDump(t, s, "src")
 	d.Session.ID = "copy"
 	for i := range d.Messages {
 		d.Messages[i].SessionID = ""
@@ -109,10 +89,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, d); err != nil {
 		t.Fatalf("ImportSession: %v", err)
 	}
-	got, err := persistence.Dump(ctx, s, "copy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustDump(t, s, "copy")
 	if digest, err := persistence.Digest(got); err != nil || digest != want {
 		t.Errorf("digest of the imported session %s (%v), want %s", digest, err, want)
 	}
@@ -134,27 +111,23 @@ func testImportSession(t *testing.T, s persistence.Store) {
 		t.Errorf("import bumped UpdatedAt: %v, source %v", got.Session.UpdatedAt, src.Session.UpdatedAt)
 	}
 	// The seq counter continues after the imported messages.
-	next := userMsg("after import")
-	mustAppend(t, s, "copy", next)
-	if next.Seq != src.LastSeq()+1 {
-		t.Errorf("first seq after import = %d, want %d", next.Seq, src.LastSeq()+1)
-	}
+	checkNextSeq(t, s, "copy", src.LastSeq()+1, "first seq after import")
+	// Its messages and compactions rebuild from its log.
+	verifyOK(t, s, "copy", "after the import and an append")
 	// The source is untouched.
-	if again, _ := persistence.Dump(ctx, s, "src"); mustDigest(t, again) != mustDigest(t, src) {
+	if mustDigest(t, mustDump(t, s, "src")) != mustDigest(t, src) {
 		t.Error("importing a copy changed the source session")
 	}
 
 	// An existing id is a conflict and changes nothing.
-	d2, _ := persistence.Dump(ctx, s, "src")
-	if err := s.ImportSession(ctx, d2); !errors.Is(err, persistence.ErrConflict) {
-		t.Errorf("ImportSession(existing id) error = %v, want ErrConflict", err)
-	}
+	d2 := mustDump(t, s, "src")
+	checkErr(t, "ImportSession(existing id)", s.ImportSession(ctx, d2), persistence.ErrConflict)
 	if n := len(mustMessages(t, s, "src", persistence.MessageFilter{})); n != RichSessionMessages {
 		t.Errorf("after the conflict the session has %d messages, want %d", n, RichSessionMessages)
 	}
 
 	// A dangling reference stores nothing.
-	bad, _ := persistence.Dump(ctx, s, "src")
+	bad := mustDump(t, s, "src")
 	bad.Session.ID = "bad"
 	for i := range bad.Messages {
 		bad.Messages[i].SessionID = ""
@@ -163,9 +136,7 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, bad); err == nil || !strings.Contains(err.Error(), "not in the session") {
 		t.Errorf("ImportSession with a dangling reference: error %v, want one about it", err)
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("a failed import left the session behind: %v", err)
-	}
+	checkErr(t, "a failed import left the session behind", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 	// Seqs out of order are refused.
 	bad.Compactions = nil
 	for i := range bad.Messages {
@@ -178,20 +149,23 @@ func testImportSession(t *testing.T, s persistence.Store) {
 	if err := s.ImportSession(ctx, bad); err == nil {
 		t.Error("ImportSession with a repeated seq: no error")
 	}
-	if _, err := s.GetSession(ctx, "bad"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("a failed import left the session behind: %v", err)
-	}
+	checkErr(t, "a failed import left the session behind", errOf(s.GetSession(ctx, "bad")), persistence.ErrNotFound)
 
 	// An empty session imports too.
 	empty := &persistence.SessionDump{Session: persistence.Session{ID: "empty", CreatedAt: base, UpdatedAt: base}}
 	if err := s.ImportSession(ctx, empty); err != nil {
 		t.Fatalf("ImportSession(empty): %v", err)
 	}
-	first := userMsg("first")
-	mustAppend(t, s, "empty", first)
-	if first.Seq != 1 {
-		t.Errorf("first seq of an imported empty session = %d", first.Seq)
+	checkNextSeq(t, s, "empty", 1, "first seq of an imported empty session")
+}
+
+func mustDump(t *testing.T, s persistence.Store, id string) *persistence.SessionDump {
+	t.Helper()
+	d, err := persistence.Dump(t.Context(), s, id)
+	if err != nil {
+		t.Fatalf("Dump(%q): %v", id, err)
 	}
+	return d
 }
 
 func mustDigest(t *testing.T, d *persistence.SessionDump) string {

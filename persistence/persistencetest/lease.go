@@ -11,10 +11,7 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-var leaseTests = []struct {
-	name string
-	fn   func(t *testing.T, s persistence.Store)
-}{
+var leaseTests = []storeTest{
 	{"LeaseOneWriter", testLeaseOneWriter},
 	{"LeaseExpiryAndReplace", testLeaseExpiryAndReplace},
 	{"LeaseRenewRelease", testLeaseRenewRelease},
@@ -28,17 +25,11 @@ func lease(session, owner string, pid int) *persistence.Lease {
 
 func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
-	if err := s.AcquireLease(ctx, lease("none", "a", 1), time.Minute, ""); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("lease on unknown session: %v, want ErrNotFound", err)
-	}
-	if _, err := s.GetLease(ctx, "none"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("GetLease(none) = %v, want ErrNotFound", err)
-	}
+	checkErr(t, "lease on unknown session", s.AcquireLease(ctx, lease("none", "a", 1), time.Minute, ""), persistence.ErrNotFound)
+	checkErr(t, "GetLease(none)", errOf(s.GetLease(ctx, "none")), persistence.ErrNotFound)
 	mustCreate(t, s, &persistence.Session{ID: "s"})
 	la := lease("s", "a", 11)
-	if err := s.AcquireLease(ctx, la, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, la, time.Minute, ""))
 	if la.AcquiredAt.IsZero() || !la.ExpiresAt.After(la.HeartbeatAt) {
 		t.Errorf("times not filled: %+v", la)
 	}
@@ -51,14 +42,10 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 		t.Errorf("holder %+v, want a/11/host-a", held.Holder)
 	}
 	// A wrong "replace" does not take a live lease.
-	if err := s.AcquireLease(ctx, lease("s", "b", 22), time.Minute, "zzz"); !errors.Is(err, persistence.ErrLeaseHeld) {
-		t.Errorf("replace of another owner: %v, want ErrLeaseHeld", err)
-	}
+	checkErr(t, "replace of another owner", s.AcquireLease(ctx, lease("s", "b", 22), time.Minute, "zzz"), persistence.ErrLeaseHeld)
 	// Renewal by the holder keeps the acquisition time.
 	again := lease("s", "a", 11)
-	if err := s.AcquireLease(ctx, again, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, again, time.Minute, ""))
 	if !again.AcquiredAt.Equal(la.AcquiredAt) || again.HeartbeatAt.Before(la.HeartbeatAt) {
 		t.Errorf("renewal: %+v after %+v", again, la)
 	}
@@ -71,9 +58,7 @@ func testLeaseOneWriter(t *testing.T, s persistence.Store) {
 func testLeaseExpiryAndReplace(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "s"})
-	if err := s.AcquireLease(ctx, lease("s", "dead", 1), 20*time.Millisecond, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AcquireLease(ctx, lease("s", "dead", 1), 20*time.Millisecond, ""))
 	time.Sleep(40 * time.Millisecond)
 	nb := lease("s", "b", 2)
 	if err := s.AcquireLease(ctx, nb, time.Minute, ""); err != nil {
@@ -101,9 +86,7 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 		if l.Owner == "b" {
 			ttl = 30 * time.Millisecond
 		}
-		if err := s.AcquireLease(ctx, l, ttl, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AcquireLease(ctx, l, ttl, ""))
 	}
 	ids, err := s.RenewLeases(ctx, "a", time.Hour)
 	slices.Sort(ids)
@@ -115,22 +98,16 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	// s1 was renewed: still a's. s3 was not: b's expired lease is free.
-	if err := s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""); !errors.Is(err, persistence.ErrLeaseHeld) {
-		t.Errorf("renewed lease taken: %v", err)
-	}
+	checkErr(t, "renewed lease taken", s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""), persistence.ErrLeaseHeld)
 	if err := s.AcquireLease(ctx, lease("s3", "x", 9), time.Minute, ""); err != nil {
 		t.Errorf("expired lease not free: %v", err)
 	}
 	// Release by a non-owner is a no-op; by the owner it frees the session.
-	if err := s.ReleaseLease(ctx, "s1", "x"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s1", "x"))
 	if got, _ := s.GetLease(ctx, "s1"); got == nil || got.Owner != "a" {
 		t.Errorf("non-owner release dropped the lease: %+v", got)
 	}
-	if err := s.ReleaseLease(ctx, "s1", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s1", "a"))
 	if got, err := s.GetLease(ctx, "s1"); err != nil || got.ExpiresAt.After(time.Now()) || got.Owner != "" {
 		t.Errorf("after release: %+v, %v; want it recorded, expired, with no owner", got, err)
 	}
@@ -140,12 +117,8 @@ func testLeaseRenewRelease(t *testing.T, s persistence.Store) {
 	if err := s.AcquireLease(ctx, lease("s1", "x", 9), time.Minute, ""); err != nil {
 		t.Errorf("released lease not free: %v", err)
 	}
-	if err := s.DeleteSession(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.GetLease(ctx, "s1"); !errors.Is(err, persistence.ErrNotFound) {
-		t.Errorf("deleted session keeps its lease: %v", err)
-	}
+	must(t, s.DeleteSession(ctx, "s1"))
+	checkErr(t, "deleted session keeps its lease", errOf(s.GetLease(ctx, "s1")), persistence.ErrNotFound)
 }
 
 // testLeaseGeneration: every acquisition, by anyone, takes the next
@@ -168,9 +141,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 	}
 	take("a", time.Minute, "")
 	take("a", time.Minute, "") // again by its holder
-	if err := s.ReleaseLease(ctx, "s", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "a"))
 	take("b", 10*time.Millisecond, "") // after a release
 	time.Sleep(30 * time.Millisecond)
 	take("c", time.Minute, "")  // after expiry
@@ -183,9 +154,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 		t.Errorf("abandoned %v, want %v", abandoned, want)
 	}
 	// A former holder's release leaves the new holder's lease alone.
-	if err := s.ReleaseLease(ctx, "s", "c"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "c"))
 	if got, err := s.GetLease(ctx, "s"); err != nil || got.Generation != 5 || got.Owner != "d" {
 		t.Errorf("GetLease = %+v, %v; want d's generation 5", got, err)
 	}
@@ -193,9 +162,7 @@ func testLeaseGeneration(t *testing.T, s persistence.Store) {
 	// finds it abandoned.
 	take("e", 10*time.Millisecond, "d")
 	time.Sleep(30 * time.Millisecond)
-	if err := s.ReleaseLease(ctx, "s", "e"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "e"))
 	take("f", time.Minute, "")
 	if !abandoned[len(abandoned)-1] {
 		t.Error("a lease released only after it expired counts as released")
@@ -212,9 +179,7 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 	acquire := func(owner string, ttl time.Duration) persistence.Store {
 		t.Helper()
 		l := lease("s", owner, 1)
-		if err := s.AcquireLease(ctx, l, ttl, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AcquireLease(ctx, l, ttl, ""))
 		return s.WithFence(l.Fence())
 	}
 	// Every kind of write a turn makes. prepare does the unfenced setup and
@@ -300,9 +265,7 @@ func testLeaseFencedWrites(t *testing.T, s persistence.Store) {
 
 	again := acquire("a", time.Minute)
 	refused(held, "after its holder acquired it again")
-	if err := s.ReleaseLease(ctx, "s", "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.ReleaseLease(ctx, "s", "a"))
 	refused(again, "after release")
 
 	short := acquire("b", 20*time.Millisecond)

@@ -8,22 +8,14 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// PartsColumn reads and writes a message's raw parts column, for tests
-// that look under the Store interface.
-type PartsColumn struct {
-	Get func(t *testing.T, id int64) *string // nil for NULL
-	Set func(t *testing.T, id int64, col string)
-}
-
-// PartsStoredOnce checks that a message whose parts are one text block equal
+// testPartsStoredOnce checks that a message whose parts are one text block equal
 // to its content keeps that text once (in content) and reads back the same
 // parts, that every other shape of parts reads back as written, and that a
 // row written before (the text in both columns) still reads.
-func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
+func testPartsStoredOnce(t *testing.T, b Backend) {
+	s, db := b.open(t), b.DB(t)
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "parts"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s, &persistence.Session{ID: "parts"})
 	text := strings.Repeat("a prompt of plain text, \"quoted\", é, \n", 20)
 	cases := []*persistence.Message{
 		{Role: persistence.RoleUser, Content: text, Parts: []persistence.Part{{Type: "text", Text: text}}},
@@ -42,13 +34,13 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 			t.Errorf("message %d: Parts = %#v, want %#v", i, got[i].Parts, want.Parts)
 		}
 	}
-	if raw := col.Get(t, cases[0].ID); raw == nil || strings.Contains(*raw, "plain text") {
+	if raw := parts(t, db, cases[0].ID); raw == nil || strings.Contains(*raw, "plain text") {
 		t.Errorf("parts equal to the content are stored again: %s", show(raw))
 	}
-	if raw := col.Get(t, cases[1].ID); raw == nil || !strings.Contains(*raw, "plain text") {
+	if raw := parts(t, db, cases[1].ID); raw == nil || !strings.Contains(*raw, "plain text") {
 		t.Errorf("parts other than the content are not stored: %s", show(raw))
 	}
-	if raw := col.Get(t, cases[len(cases)-1].ID); raw != nil {
+	if raw := parts(t, db, cases[len(cases)-1].ID); raw != nil {
 		t.Errorf("no parts stored as %q, want NULL", *raw)
 	}
 
@@ -56,9 +48,7 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 	// the content keep the text they had.
 	upd := *cases[0]
 	upd.Content = "the content rewritten"
-	if err := s.UpdateMessage(ctx, &upd); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, &upd))
 	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: cases[0].Seq - 1})
 	if got[0].Content != upd.Content || !reflect.DeepEqual(got[0].Parts, cases[0].Parts) {
 		t.Errorf("after an update of the content: Content %q, Parts %#v; want Parts %#v as they were", got[0].Content, got[0].Parts, cases[0].Parts)
@@ -67,11 +57,18 @@ func PartsStoredOnce(t *testing.T, s persistence.Store, col PartsColumn) {
 	// A row as stores wrote it before: the text in both columns.
 	old := &persistence.Message{Role: persistence.RoleUser, Content: "old prompt"}
 	mustAppend(t, s, "parts", old)
-	col.Set(t, old.ID, `[{"type":"text","text":"old prompt"}]`)
+	db.mustExec(t, `UPDATE messages SET parts = ? WHERE id = ?`, `[{"type":"text","text":"old prompt"}]`, old.ID)
 	got = mustMessages(t, s, "parts", persistence.MessageFilter{AfterSeq: old.Seq - 1})
 	if want := []persistence.Part{{Type: "text", Text: "old prompt"}}; len(got) != 1 || !reflect.DeepEqual(got[0].Parts, want) {
 		t.Errorf("an old row reads back as %+v, want Parts %+v", got, want)
 	}
+}
+
+// parts is the parts column of message id (nil: NULL).
+func parts(t *testing.T, db DB, id int64) (col *string) {
+	t.Helper()
+	must(t, db.QueryRow(`SELECT parts FROM messages WHERE id = ?`, id).Scan(&col))
+	return col
 }
 
 func show(col *string) string {

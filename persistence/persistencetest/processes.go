@@ -24,10 +24,7 @@ var processTests = []struct {
 
 // SameDatabase memoises name per test: it returns a function that calls name
 // once per *testing.T and returns that result on every later call with the
-// same t. An open for Conformance uses it to name one database per subtest:
-//
-//	dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-//	open := func(t *testing.T) persistence.Store { return mustOpen(t, filepath.Join(dir(t), "crow.db")) }
+// same t. A Backend uses it to name one database per subtest.
 func SameDatabase(name func(t *testing.T) string) func(t *testing.T) string {
 	var mu sync.Mutex
 	names := make(map[*testing.T]string)
@@ -48,36 +45,44 @@ func SameDatabase(name func(t *testing.T) string) func(t *testing.T) string {
 	}
 }
 
-// testTwoStoresDifferentSessions writes different sessions from two stores
-// at once; each sees everything the other wrote.
-func testTwoStoresDifferentSessions(t *testing.T, open func(t *testing.T) persistence.Store) {
-	stores := []persistence.Store{open(t), open(t)}
-	const sessions, appends = 3, 20
+// concurrently runs write for n writers at once, writer w on store
+// w%len(stores), and fails t on their first error.
+func concurrently(t *testing.T, stores []persistence.Store, n int, write func(w int, s persistence.Store) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(stores)*sessions)
-	for p, s := range stores {
-		for k := range sessions {
-			id := fmt.Sprintf("p%d-s%d", p, k)
-			wg.Go(func() {
-				ctx := t.Context()
-				if err := s.CreateSession(ctx, &persistence.Session{ID: id, Cwd: "/shared"}); err != nil {
-					errs <- err
-					return
-				}
-				for i := range appends {
-					if err := s.AppendMessages(ctx, id, userMsg(fmt.Sprint(id, "#", i))); err != nil {
-						errs <- fmt.Errorf("%s append %d: %w", id, i, err)
-						return
-					}
-				}
-			})
-		}
+	errs := make(chan error, n)
+	for w := range n {
+		wg.Go(func() {
+			if err := write(w, stores[w%len(stores)]); err != nil {
+				errs <- err
+			}
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// testTwoStoresDifferentSessions writes different sessions from two stores
+// at once; each sees everything the other wrote.
+func testTwoStoresDifferentSessions(t *testing.T, open func(t *testing.T) persistence.Store) {
+	stores := []persistence.Store{open(t), open(t)}
+	const sessions, appends = 3, 20
+	// Writer w is store w%2's session w/2.
+	concurrently(t, stores, len(stores)*sessions, func(w int, s persistence.Store) error {
+		id := fmt.Sprintf("p%d-s%d", w%2, w/2)
+		if err := s.CreateSession(t.Context(), &persistence.Session{ID: id, Cwd: "/shared"}); err != nil {
+			return err
+		}
+		for i := range appends {
+			if err := s.AppendMessages(t.Context(), id, userMsg(fmt.Sprint(id, "#", i))); err != nil {
+				return fmt.Errorf("%s append %d: %w", id, i, err)
+			}
+		}
+		return nil
+	})
 	for p, s := range stores {
 		list := listPages(t, s, persistence.ListSessionsOptions{Cwd: "/shared", Limit: 4})
 		if n := len(slices.Concat(list...)); n != len(stores)*sessions {
@@ -108,28 +113,14 @@ func testTwoStoresOneSession(t *testing.T, open func(t *testing.T) persistence.S
 	ctx := t.Context()
 	mustCreate(t, a, &persistence.Session{ID: "shared"})
 	const writers, appends = 4, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		s := a
-		if w%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			for i := range appends {
-				m := userMsg(fmt.Sprintf("w%d-%d", w, i))
-				if err := s.AppendMessages(ctx, "shared", m); err != nil {
-					errs <- fmt.Errorf("writer %d append %d: %w", w, i, err)
-					return
-				}
+	concurrently(t, []persistence.Store{a, b}, writers, func(w int, s persistence.Store) error {
+		for i := range appends {
+			if err := s.AppendMessages(ctx, "shared", userMsg(fmt.Sprintf("w%d-%d", w, i))); err != nil {
+				return fmt.Errorf("writer %d append %d: %w", w, i, err)
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 	msgs := mustMessages(t, b, "shared", persistence.MessageFilter{})
 	if len(msgs) != writers*appends {
 		t.Fatalf("%d messages, want %d", len(msgs), writers*appends)
@@ -147,9 +138,7 @@ func testTwoStoresOneSession(t *testing.T, open func(t *testing.T) persistence.S
 	}
 
 	c := &persistence.Compaction{SessionID: "shared", Policy: "p", CompactedIDs: []int64{msgs[0].ID, msgs[1].ID}}
-	if err := ApplyCompaction(ctx, a, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCompact(t, a, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"})
 	active := mustMessages(t, b, "shared", persistence.MessageFilter{ActiveOnly: true})
 	if len(active) != writers*appends-1 || active[len(active)-1].Content != "sum" {
 		t.Errorf("other store sees %d active messages (last %q), want %d ending with the summary",

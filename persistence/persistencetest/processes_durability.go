@@ -72,9 +72,7 @@ func testTwoStoresLease(t *testing.T, open func(t *testing.T) persistence.Store)
 	if err := other.AcquireLease(ctx, l, time.Minute, ""); !errors.Is(err, persistence.ErrLeaseHeld) {
 		t.Fatalf("AcquireLease while held = %v, want ErrLeaseHeld", err)
 	}
-	if err := holderStore.ReleaseLease(ctx, "leased", winner); err != nil {
-		t.Fatal(err)
-	}
+	must(t, holderStore.ReleaseLease(ctx, "leased", winner))
 	if err := other.AcquireLease(ctx, l, time.Minute, ""); err != nil {
 		t.Fatalf("AcquireLease after release: %v", err)
 	}
@@ -90,42 +88,25 @@ func testTwoStoresEvents(t *testing.T, open func(t *testing.T) persistence.Store
 	a, b := open(t), open(t)
 	ctx := t.Context()
 	const writers, batches = 4, 15
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		s := a
-		if w%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			for i := range batches {
-				evs := []*persistence.Event{
-					{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
-						Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":0}`, w, i)},
-					{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
-						Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":1}`, w, i)},
-				}
-				if err := s.AppendEvents(ctx, evs...); err != nil {
-					errs <- fmt.Errorf("writer %d batch %d: %w", w, i, err)
-					return
-				}
-				if evs[1].Seq != evs[0].Seq+1 {
-					errs <- fmt.Errorf("writer %d batch %d: seqs %d, %d not contiguous", w, i, evs[0].Seq, evs[1].Seq)
-					return
-				}
+	concurrently(t, []persistence.Store{a, b}, writers, func(w int, s persistence.Store) error {
+		for i := range batches {
+			evs := []*persistence.Event{
+				{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
+					Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":0}`, w, i)},
+				{Stream: "conn_shared", Kind: persistence.EventNotification, Direction: persistence.DirOut,
+					Body: fmt.Appendf(nil, `{"w":%d,"i":%d,"half":1}`, w, i)},
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for p, s := range []persistence.Store{a, b} {
-		got, err := s.Events(ctx, "conn_shared", persistence.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
+			if err := s.AppendEvents(ctx, evs...); err != nil {
+				return fmt.Errorf("writer %d batch %d: %w", w, i, err)
+			}
+			if evs[1].Seq != evs[0].Seq+1 {
+				return fmt.Errorf("writer %d batch %d: seqs %d, %d not contiguous", w, i, evs[0].Seq, evs[1].Seq)
+			}
 		}
+		return nil
+	})
+	for p, s := range []persistence.Store{a, b} {
+		got := mustEvents(t, s, "conn_shared")
 		if len(got) != writers*batches*2 {
 			t.Fatalf("store %d: %d events, want %d", p, len(got), writers*batches*2)
 		}
@@ -159,9 +140,7 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 	ctx := t.Context()
 	mustCreate(t, a, &persistence.Session{ID: "fenced"})
 	la := &persistence.Lease{SessionID: "fenced", Owner: "paused", PID: 1, Host: "a"}
-	if err := a.AcquireLease(ctx, la, time.Minute, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, a.AcquireLease(ctx, la, time.Minute, ""))
 	fenced := a.WithFence(la.Fence())
 	var (
 		stored  []string
@@ -196,12 +175,8 @@ func testTwoStoresFencing(t *testing.T, open func(t *testing.T) persistence.Stor
 		t.Fatalf("the first holder stopped early: %v", lastErr)
 	}
 	lb := &persistence.Lease{SessionID: "fenced", Owner: "taker", PID: 2, Host: "b"}
-	if err := b.AcquireLease(ctx, lb, time.Minute, "paused"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WithFence(lb.Fence()).AppendMessages(ctx, "fenced", userMsg("b")); err != nil {
-		t.Fatal(err)
-	}
+	must(t, b.AcquireLease(ctx, lb, time.Minute, "paused"))
+	must(t, b.WithFence(lb.Fence()).AppendMessages(ctx, "fenced", userMsg("b")))
 	<-done
 	if !errors.Is(lastErr, persistence.ErrLeaseLost) {
 		t.Fatalf("the first holder's writes after the takeover: %v, want ErrLeaseLost (%d stored)", lastErr, len(stored))

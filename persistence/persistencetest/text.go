@@ -49,9 +49,7 @@ func testOddText(t *testing.T, s persistence.Store) {
 	}
 
 	sess.Title = valid
-	if err := s.UpdateSession(ctx, sess); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateSession(ctx, sess))
 	if got := mustGet(t, s, "odd").Title; got != valid {
 		t.Errorf("Title = %q, want %q", got, valid)
 	}

@@ -7,16 +7,18 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// ContentColumn reads a message's raw content column, for tests that look
-// under the Store interface.
-type ContentColumn func(t *testing.T, id int64) string
-
-// TextInRow checks that every message's text is whole in its row, as a
+// testTextInRow checks that every message's text is whole in its row, as a
 // person reading the database with sqlite3 or psql sees it: appended
 // messages long and short, with escapes, and a reply saved as it grows
 // (short and long saves, a status change, rewrites); every message reads
 // back as written and the tables equal their rebuild from the log.
-func TextInRow(t *testing.T, s persistence.Store, col ContentColumn) {
+func testTextInRow(t *testing.T, b Backend) {
+	s, db := b.open(t), b.DB(t)
+	col := func(t *testing.T, id int64) (content string) {
+		t.Helper()
+		must(t, db.QueryRow(`SELECT content FROM messages WHERE id = ?`, id).Scan(&content))
+		return content
+	}
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "row"})
 	prompt := Prose(11, 1500)
@@ -51,9 +53,7 @@ func TextInRow(t *testing.T, s persistence.Store, col ContentColumn) {
 		{Prose(15, 1000), persistence.StatusComplete},
 	} {
 		reply.Content, reply.Status = st.content, st.status
-		if err := s.UpdateMessage(ctx, reply); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, reply))
 		if got := col(t, reply.ID); got != st.content {
 			t.Errorf("a save of %d bytes: the row's content is %d bytes", len(st.content), len(got))
 		}

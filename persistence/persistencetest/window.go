@@ -34,9 +34,7 @@ func testWindowCache(t *testing.T, s persistence.Store) {
 	if err := wc.SetModelWindow(ctx, &persistence.ModelWindow{Endpoint: "http://a/v1", Model: "m"}); err == nil {
 		t.Fatal("a window of 0 tokens was stored")
 	}
-	if err := wc.SetModelWindow(ctx, &persistence.ModelWindow{Endpoint: "http://a/v1", Model: "n", Tokens: 300, Source: "learned"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, wc.SetModelWindow(ctx, &persistence.ModelWindow{Endpoint: "http://a/v1", Model: "n", Tokens: 300, Source: "learned"}))
 	// Forgetting one model of one endpoint leaves the others.
 	if n, err := wc.DeleteModelWindows(ctx, "http://a/v1", "m"); err != nil || n != 1 {
 		t.Fatalf("DeleteModelWindows(a, m) = %d, %v; want 1", n, err)

@@ -39,10 +39,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 		if !e.Kind.IsProjection() {
 			continue
 		}
-		body, err := e.Record()
-		if err != nil {
-			return nil, err
-		}
+		body := e.Body // a projection event's record is its body
 		switch e.Kind {
 		case persistence.EventMessageAppended, persistence.EventMessageUpdated:
 			var rec persistence.MessageRecord
@@ -51,6 +48,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 			}
 			if rec.ContentStreamed != 0 || rec.ReasoningStreamed != 0 {
 				if streamed == nil {
+					var err error
 					if streamed, err = StreamedTexts(events); err != nil {
 						return nil, err
 					}

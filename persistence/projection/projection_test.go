@@ -24,55 +24,36 @@ func TestVerify(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	persistencetest.Opened(t, s, err)
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	u := &persistence.Message{Role: persistence.RoleUser, Content: "q", Parts: []persistence.Part{{Type: "text", Text: "q"}}, Status: persistence.StatusComplete}
 	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "par", Status: persistence.StatusStreaming}
-	if err := s.AppendMessages(ctx, "s", u, a); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", u, a))
 	a.Content, a.Status = "partial and then whole", persistence.StatusComplete
 	a.ToolCalls = []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: "{}"}}
 	a.Meta = json.RawMessage(`{"b":1,"a":2}`)
-	if err := s.UpdateMessage(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.UpdateMessage(ctx, a))
 	tool := &persistence.Message{Role: persistence.RoleTool, ToolCallID: "c1", Content: "file", Status: persistence.StatusComplete}
-	if err := s.AppendMessages(ctx, "s", tool); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", tool))
 	c := &persistence.Compaction{SessionID: "s", Policy: "summarise", CompactedIDs: []int64{u.ID, a.ID, tool.ID}, TokensBefore: 100, TokensAfter: 10}
-	if err := persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}))
 	// Expand, collapse, expand again and delete a second compaction: each
 	// state rebuilds exactly.
 	c2 := &persistence.Compaction{SessionID: "s", Policy: "prune", CompactedIDs: []int64{*c.SummaryMessageID}}
-	if err := s.Compact(ctx, c2, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum2"}}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Compact(ctx, c2, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum2"}}))
 	for _, op := range []func() error{
 		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
 		func() error { return s.CollapseCompaction(ctx, "s", c2.ID) },
 		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
 		func() error { return s.DeleteCompaction(ctx, "s", c2.ID) },
 	} {
-		if err := op(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, op())
 		if r, err := projection.Verify(ctx, s, "s"); err != nil || !r.OK() {
 			t.Fatalf("after a compaction operation: %v %q", err, r.Differences)
 		}
 	}
 	streaming := &persistence.Message{Role: persistence.RoleAssistant, Content: "cut", Status: persistence.StatusStreaming}
-	if err := s.AppendMessages(ctx, "s", streaming); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", streaming))
 	if _, err := s.InterruptStreaming(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +106,10 @@ func TestVerify(t *testing.T) {
 func TestVerifyOddText(t *testing.T) {
 	ctx := t.Context()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	persistencetest.Opened(t, s, err)
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	m := &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe", ToolCallID: "c\xff", Reasoning: "\xe2\x82"}
-	if err := s.AppendMessages(ctx, "s", m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendMessages(ctx, "s", m))
 	r, err := projection.Verify(ctx, s, "s")
 	if err != nil || !r.OK() {
 		t.Errorf("Verify = %+v, %v; want no differences", r, err)
@@ -151,13 +125,6 @@ func TestRebuildOldShapes(t *testing.T) {
 		return persistence.MessageRecord{ID: id, Seq: seq, Role: role, Content: content, Status: persistence.StatusComplete,
 			CreatedAt: at, IsActive: active, CompactedIntoID: into}
 	}
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	one, two := int64(1), int64(2)
 	long := strings.Repeat("a long reply that is packed. ", 40)
 	var evs []persistence.Event
@@ -165,10 +132,10 @@ func TestRebuildOldShapes(t *testing.T) {
 		evs = append(evs, persistence.Event{Seq: int64(len(evs) + 1), Kind: k, Body: b})
 	}
 	// Old shapes: plain bodies, whole rows in the change record.
-	add(persistence.EventMessageAppended, body(rec(10, 1, persistence.RoleUser, "q", true, nil)))
-	add(persistence.EventMessageAppended, body(rec(11, 2, persistence.RoleAssistant, "", true, nil)))
-	add(persistence.EventMessageUpdated, body(rec(11, 2, persistence.RoleAssistant, "an answer", true, nil)))
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{
+	add(persistence.EventMessageAppended, body(t, rec(10, 1, persistence.RoleUser, "q", true, nil)))
+	add(persistence.EventMessageAppended, body(t, rec(11, 2, persistence.RoleAssistant, "", true, nil)))
+	add(persistence.EventMessageUpdated, body(t, rec(11, 2, persistence.RoleAssistant, "an answer", true, nil)))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{
 		Messages: []persistence.MessageRecord{
 			rec(10, 1, persistence.RoleUser, "q", false, &one),
 			rec(11, 2, persistence.RoleAssistant, "an answer", false, &one),
@@ -177,8 +144,8 @@ func TestRebuildOldShapes(t *testing.T) {
 		Compaction: &persistence.Compaction{ID: 1, Policy: "summarise", CompactedIDs: []int64{10, 11}, AddedIDs: []int64{12}},
 	}))
 	// New shapes: a patch.
-	add(persistence.EventMessageAppended, body(rec(13, 4, persistence.RoleAssistant, long, true, nil)))
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{
+	add(persistence.EventMessageAppended, body(t, rec(13, 4, persistence.RoleAssistant, long, true, nil)))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{
 		Patches:    []persistence.MessagePatch{{IDs: []int64{12, 13}, IsActive: false, CompactedIntoID: &two}},
 		Messages:   []persistence.MessageRecord{rec(14, 5, persistence.RoleSummary, "sum2", true, nil)},
 		Compaction: &persistence.Compaction{ID: 2, Policy: "summarise", CompactedIDs: []int64{12, 13}, AddedIDs: []int64{14}},
@@ -207,7 +174,7 @@ func TestRebuildOldShapes(t *testing.T) {
 	}
 
 	// A patch of a message the log never made is an error, not a row.
-	add(persistence.EventMessagesChanged, body(persistence.ChangeRecord{Patches: []persistence.MessagePatch{{IDs: []int64{99}}}}))
+	add(persistence.EventMessagesChanged, body(t, persistence.ChangeRecord{Patches: []persistence.MessagePatch{{IDs: []int64{99}}}}))
 	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "unknown message 99") {
 		t.Errorf("patch of an unknown message: %v", err)
 	}
@@ -217,17 +184,10 @@ func TestRebuildOldShapes(t *testing.T) {
 // extends the text the records before it made, and one whose base does not
 // match that text is an error, not a wrong message.
 func TestRebuildAppendedUpdates(t *testing.T) {
-	body := func(r persistence.MessageRecord) []byte {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	evs := []persistence.Event{
-		{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "Hel", IsActive: true})},
-		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "lo, ", ContentFrom: 3, Reasoning: "think"})},
-		{Seq: 3, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "world", ContentFrom: 7, Reasoning: "ing", ReasoningFrom: 5})},
+		{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "Hel", IsActive: true})},
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "lo, ", ContentFrom: 3, Reasoning: "think"})},
+		{Seq: 3, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Role: persistence.RoleAssistant, Content: "world", ContentFrom: 7, Reasoning: "ing", ReasoningFrom: 5})},
 	}
 	st, err := projection.Rebuild("s", evs)
 	if err != nil {
@@ -237,7 +197,7 @@ func TestRebuildAppendedUpdates(t *testing.T) {
 		t.Errorf("rebuilt %+v", m)
 	}
 	evs = append(evs, persistence.Event{Seq: 4, Kind: persistence.EventMessageUpdated,
-		Body: body(persistence.MessageRecord{ID: 5, Seq: 1, Content: "!", ContentFrom: 99})})
+		Body: body(t, persistence.MessageRecord{ID: 5, Seq: 1, Content: "!", ContentFrom: 99})})
 	if _, err := projection.Rebuild("s", evs); err == nil || !strings.Contains(err.Error(), "appends at byte 99") {
 		t.Errorf("an append at the wrong place: %v", err)
 	}
@@ -248,18 +208,11 @@ func TestRebuildAppendedUpdates(t *testing.T) {
 // keeps a NUL as U+FFFD (three bytes): an update record appending at the
 // stored length still rebuilds, to the stored text.
 func TestRebuildAppendAfterOldImport(t *testing.T) {
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	stored := persistence.ValidText("a reply \x00 cut")
 	evs := []persistence.Event{
-		{Seq: 1, Kind: persistence.EventSessionImported, Body: body(persistence.ImportRecord{Messages: []persistence.MessageRecord{
+		{Seq: 1, Kind: persistence.EventSessionImported, Body: body(t, persistence.ImportRecord{Messages: []persistence.MessageRecord{
 			{ID: 7, Seq: 1, Role: persistence.RoleAssistant, Content: "a reply \x00 cut", Status: persistence.StatusStreaming, IsActive: true}}})},
-		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(persistence.MessageRecord{ID: 7, Seq: 1, Role: persistence.RoleAssistant,
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(t, persistence.MessageRecord{ID: 7, Seq: 1, Role: persistence.RoleAssistant,
 			Content: " and more", ContentFrom: len(stored), Status: persistence.StatusInterrupted})},
 	}
 	st, err := projection.Rebuild("s", evs)
@@ -268,5 +221,23 @@ func TestRebuildAppendAfterOldImport(t *testing.T) {
 	}
 	if got := st.Messages[0].Content; got != stored+" and more" {
 		t.Errorf("rebuilt %q, want %q", got, stored+" and more")
+	}
+}
+
+// body is v's JSON.
+func body(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

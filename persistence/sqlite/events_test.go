@@ -94,9 +94,7 @@ func TestAppendEventsChunks(t *testing.T) {
 		evs[i] = &persistence.Event{Stream: "a", Kind: persistence.EventNotification, Body: fmt.Appendf(nil, `{"n":%d}`, n)}
 		n++
 	}
-	if err := s.AppendEvents(ctx, evs...); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, evs...))
 	checkStored(t, s, "after a delete", evs)
 }
 
@@ -178,9 +176,7 @@ func TestAppendEventsRollbackMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = mk(100)
-	if err := s.AppendEvents(ctx, evs...); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AppendEvents(ctx, evs...))
 	if evs[0].Seq != 1 {
 		t.Errorf("first seq after the failed batch = %d, want 1 (none was used up)", evs[0].Seq)
 	}

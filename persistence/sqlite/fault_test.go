@@ -19,20 +19,14 @@ import (
 func TestDiskFull(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendMessages(ctx, "s", &persistence.Message{Role: persistence.RoleUser, Content: "before"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
+	must(t, s.AppendMessages(ctx, "s", &persistence.Message{Role: persistence.RoleUser, Content: "before"}))
 	var pages int
-	if err := s.db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages))
 	if _, err := s.db.ExecContext(ctx, `PRAGMA max_page_count = `+strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
-	// Needs new pages even compressed (a long text is stored compressed).
+	// Needs new pages.
 	random := make([]byte, 32<<10)
 	rand.Read(random)
 	big := hex.EncodeToString(random)
@@ -73,9 +67,7 @@ func TestDiskFull(t *testing.T) {
 func TestReadOnlyDatabase(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	if _, err := s.db.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
 		t.Fatal(err)
 	}

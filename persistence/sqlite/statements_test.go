@@ -36,27 +36,19 @@ func TestWriteStatementsStayPrepared(t *testing.T) {
 	}
 	conn.Close() // back to the pool: the store's one write connection
 
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
 	workload := func() {
 		t.Helper()
 		m := &persistence.Message{Role: persistence.RoleAssistant, Content: "a", Status: persistence.StatusStreaming}
-		if err := s.AppendMessages(ctx, "s", m); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AppendMessages(ctx, "s", m))
 		m.Content = "ab"
-		if err := s.UpdateMessage(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.UpdateMessage(ctx, m))
 		for _, n := range []int{1, 3, 70} {
 			evs := make([]*persistence.Event, n)
 			for i := range evs {
 				evs[i] = &persistence.Event{Stream: "s", Kind: persistence.EventNotification, Body: []byte(`{}`)}
 			}
-			if err := s.AppendEvents(ctx, evs...); err != nil {
-				t.Fatal(err)
-			}
+			must(t, s.AppendEvents(ctx, evs...))
 		}
 	}
 	workload()

@@ -27,7 +27,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/migrations"
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 	"github.com/crow-acp/crow-acp/persistence/internal/sqlcore"
 )
 
@@ -227,7 +226,7 @@ func dialect(db, rdb *sql.DB) sqlcore.Dialect {
 			b, _ := json.Marshal(ids)
 			return string(b)
 		},
-		IDArray:  jsoncol.Slice[int64],
+		IDArray:  sqlcore.JSONSlice[int64],
 		ScanIDs:  func(ids *[]int64) any { return (*jsonIDs)(ids) },
 		IsNoRows: sqlcore.ErrNoRowsIs(sql.ErrNoRows),
 		Classify: classify,
@@ -279,7 +278,7 @@ func (ids *jsonIDs) Scan(src any) error {
 	default:
 		return fmt.Errorf("id list column holds %T", src)
 	}
-	v, err := jsoncol.DecodeSlice[int64]("ids", b)
+	v, err := sqlcore.DecodeJSONSlice[int64]("ids", b)
 	*ids = v
 	return err
 }

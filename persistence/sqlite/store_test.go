@@ -22,33 +22,45 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	dir := persistencetest.SameDatabase(func(t *testing.T) string { return t.TempDir() })
-	persistencetest.Conformance(t, func(t *testing.T) persistence.Store {
-		return mustOpen(t, filepath.Join(dir(t), "crow.db"))
+	path := persistencetest.SameDatabase(func(t *testing.T) string { return filepath.Join(t.TempDir(), "crow.db") })
+	persistencetest.Conformance(t, persistencetest.Backend{
+		Name: "sqlite", Migrations: migrations.SQLite, Precision: time.Nanosecond,
+		Open: func(t *testing.T) (persistence.Store, error) { return Open(context.Background(), path(t)) },
+		DB: func(t *testing.T) persistencetest.DB {
+			db, err := sql.Open("sqlite3", "file:"+path(t)+"?"+pragmas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			db.SetMaxOpenConns(1)
+			return persistencetest.DB{
+				Exec:     func(q string, args ...any) error { _, err := db.Exec(q, args...); return err },
+				QueryRow: func(q string, args ...any) persistencetest.Row { return db.QueryRow(q, args...) },
+				Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
+			}
+		},
+		Boom: `CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'
+			BEGIN SELECT RAISE(ABORT, 'boom'); END`,
+		V7: persistencetest.V7SQL{
+			Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			Counter: `UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`,
+			At:      func(t time.Time) any { return t.UnixNano() },
+		},
 	})
 }
 
 func mustOpen(tb testing.TB, path string) *Store {
 	tb.Helper()
 	s, err := Open(context.Background(), path)
-	if err != nil {
-		tb.Fatalf("Open: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("Close: %v", err)
-		}
-	})
-	return s
+	return persistencetest.Opened(tb, s, err)
 }
 
 func TestOpenCreatesPrivateFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "crow")
 	path := filepath.Join(dir, "crow.db")
 	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "a"}))
 
 	for _, c := range []struct {
 		path string
@@ -77,9 +89,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 func TestOpenOddPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a dir?with#odd%20chars", "my db?.sqlite")
 	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "odd"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "odd"}))
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not at the given path: %v", err)
 	}
@@ -92,9 +102,7 @@ func TestOpenOddPath(t *testing.T) {
 func TestOpenRelativePath(t *testing.T) {
 	t.Chdir(t.TempDir())
 	s := mustOpen(t, "rel/crow.db")
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "r"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(t.Context(), &persistence.Session{ID: "r"}))
 	if _, err := os.Stat("rel/crow.db"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,17 +114,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 	// The parent "directory" is a file.
 	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(file, nil, 0o600))
 	if _, err := Open(t.Context(), filepath.Join(file, "crow.db")); err == nil {
 		t.Error("Open under a file: no error")
 	}
 	// Not a database.
 	junk := filepath.Join(t.TempDir(), "junk.db")
-	if err := os.WriteFile(junk, []byte(strings.Repeat("not a database ", 100)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(junk, []byte(strings.Repeat("not a database ", 100)), 0o600))
 	if _, err := Open(t.Context(), junk); err == nil {
 		t.Error("Open(junk file): no error")
 	}
@@ -177,170 +181,32 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-func TestMigrationsRecordedAndIdempotent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s := mustOpen(t, path)
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "keep"}); err != nil {
-		t.Fatal(err)
-	}
-	versions := schemaVersions(t, s.db)
-	if want := embeddedVersions(t); !slices.Equal(versions, want) {
-		t.Fatalf("schema_migrations = %v, want %v", versions, want)
-	}
-	s.Close()
-
-	s2 := mustOpen(t, path)
-	if got := schemaVersions(t, s2.db); !slices.Equal(got, versions) {
-		t.Errorf("after reopen schema_migrations = %v, want %v", got, versions)
-	}
-	if _, err := s2.GetSession(t.Context(), "keep"); err != nil {
-		t.Errorf("data lost on reopen: %v", err)
-	}
-}
-
-func TestMigrationsRefuseNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	s := mustOpen(t, path)
-	if _, err := s.db.ExecContext(t.Context(),
-		`INSERT INTO schema_migrations (version, applied_at) VALUES (999, 'later')`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	_, err := Open(t.Context(), path)
-	if err == nil {
-		t.Fatal("Open of a database from a newer binary: no error")
-	}
-	all := embeddedVersions(t)
-	for _, want := range []string{"newer", "999", fmt.Sprintf("(%d)", all[len(all)-1])} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
-		}
-	}
-}
-
-func TestMigrateFailureRollsBack(t *testing.T) {
-	db := rawDB(t, filepath.Join(t.TempDir(), "m.db"), 0)
-	persistencetest.MigrateFailureRollsBack(t, persistencetest.Migrations{
-		Migrate:  func(fsys fs.FS) error { return migrate(t.Context(), db, fsys, "m") },
-		Versions: func() []int { return schemaVersions(t, db) },
-		Tables:   func() []string { return tableNames(t, db) },
-		Count: func(table string) (n int) {
-			if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		},
-	})
-}
-
-// rawDB opens the SQLite file at path without the store, migrated up to
-// version (0: none), closed when t ends.
-func rawDB(t *testing.T, path string, version int) *sql.DB {
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+pragmas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if version > 0 {
-		if err := migrate(t.Context(), db, persistencetest.MigrationsUpTo(t, migrations.SQLite, "sqlite", version), "m"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db
-}
-
-func schemaVersions(t *testing.T, db *sql.DB) []int {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-func tableNames(t *testing.T, db *sql.DB) []string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_schema WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// TestExactRoundTrip: SQLite keeps times to the nanosecond, and refuses
-// one it cannot (beyond 2262).
-func TestExactRoundTrip(t *testing.T) {
+// TestTimeBeyond2262: SQLite keeps times to the nanosecond (the
+// conformance suite's ExactRoundTrip), and refuses one it cannot.
+func TestTimeBeyond2262(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.ExactRoundTrip(t, s, time.Nanosecond)
 	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "y", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("a time beyond 2262 was accepted")
 	}
-}
-
-// TestAppendAtomicMidBatch fails the second insert of a batch inside the
-// transaction and checks that the first one, the seq reservation and the
-// UpdatedAt bump are all rolled back.
-func TestAppendAtomicMidBatch(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	ctx := t.Context()
-	if _, err := s.db.ExecContext(ctx, `
-		CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.content = 'boom'
-		BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
-		t.Fatal(err)
-	}
-	persistencetest.AppendAtomicMidBatch(t, s, "sqlite", func() (n int, err error) {
-		err = s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages`).Scan(&n)
-		return n, err
-	})
 }
 
 func TestDeleteCascadesRows(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
 	for _, id := range []string{"a", "b"} {
-		if err := s.CreateSession(ctx, &persistence.Session{ID: id}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.CreateSession(ctx, &persistence.Session{ID: id}))
 		m := &persistence.Message{Role: persistence.RoleUser, Content: id}
-		if err := s.AppendMessages(ctx, id, m); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AppendMessages(ctx, id, m))
 		c := &persistence.Compaction{SessionID: id, Policy: "p", CompactedIDs: []int64{m.ID}}
-		if err := persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary}))
 	}
-	if err := s.DeleteSession(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteSession(ctx, "a"))
 	for table, want := range map[string]int{"sessions": 1, "messages": 2, "compactions": 1} {
 		var total, ofA int
 		q := `SELECT COUNT(*), COUNT(CASE WHEN ` + map[string]string{
 			"sessions": "id", "messages": "session_id", "compactions": "session_id",
 		}[table] + ` = 'a' THEN 1 END) FROM ` + table
-		if err := s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA))
 		if total != want || ofA != 0 {
 			t.Errorf("%s: %d rows, %d of a; want %d, 0", table, total, ofA, want)
 		}
@@ -435,9 +301,7 @@ func TestQueryPlans(t *testing.T) {
 		for rows.Next() {
 			var id, parent, unused int
 			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
+			must(t, rows.Scan(&id, &parent, &unused, &detail))
 			plan = append(plan, detail)
 		}
 		rows.Close()
@@ -448,25 +312,6 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-func TestErrorsNameTheOperation(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.ErrorsNameTheOperation(t, s, "sqlite")
-}
-
-// embeddedVersions lists the versions of the embedded migration files.
-func embeddedVersions(t *testing.T) []int {
-	t.Helper()
-	files, err := migrations.Load(migrations.SQLite, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range files {
-		out = append(out, f.Version)
-	}
-	return out
-}
-
 // Migration 0006 removes the empty-program rules ("command:") the old
 // first-word matcher stored for lines such as "(cd sub && ls)", which then
 // approved any line starting with a metacharacter (issue 13 case 1).
@@ -474,9 +319,7 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s := mustOpen(t, path)
 	for _, k := range []string{"command:", "command: ", "command:ls", "edit"} {
-		if err := s.SetPermissionRule(t.Context(), &persistence.PermissionRule{Cwd: "/p", Key: k, Allow: true}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.SetPermissionRule(t.Context(), &persistence.PermissionRule{Cwd: "/p", Key: k, Allow: true}))
 	}
 	// As a database written before 0006: the rules are there, 0006 is not.
 	if _, err := s.db.ExecContext(t.Context(), `DELETE FROM schema_migrations WHERE version = 6`); err != nil {
@@ -497,37 +340,15 @@ func TestMigrationRemovesEmptyCommandRules(t *testing.T) {
 	}
 }
 
-func TestPartsStoredOnce(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.PartsStoredOnce(t, s, persistencetest.PartsColumn{
-		Get: func(t *testing.T, id int64) *string {
-			var col *string
-			if err := s.db.QueryRowContext(t.Context(), `SELECT parts FROM messages WHERE id = ?`, id).Scan(&col); err != nil {
-				t.Fatal(err)
-			}
-			return col
-		},
-		Set: func(t *testing.T, id int64, col string) {
-			if _, err := s.db.ExecContext(t.Context(), `UPDATE messages SET parts = ? WHERE id = ?`, col, id); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
-}
-
 // TestMessagesWhateverLastSeq: the room a read makes for a session's rows
 // comes from its last_seq, which must neither lose rows when it is too low
 // nor allocate without bound when it is damaged.
 func TestMessagesWhateverLastSeq(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
 	ctx := t.Context()
-	if err := s.CreateSession(ctx, &persistence.Session{ID: "seq"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.CreateSession(ctx, &persistence.Session{ID: "seq"}))
 	for i := range 5 {
-		if err := s.AppendMessages(ctx, "seq", &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i)}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.AppendMessages(ctx, "seq", &persistence.Message{Role: persistence.RoleUser, Content: fmt.Sprint(i)}))
 	}
 	for _, last := range []int64{1 << 62, 2, 0, -7} {
 		if _, err := s.db.ExecContext(ctx, `UPDATE sessions SET last_seq = ? WHERE id = 'seq'`, last); err != nil {
@@ -546,62 +367,10 @@ func TestMessagesWhateverLastSeq(t *testing.T) {
 	}
 }
 
-func TestTextInRow(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	persistencetest.TextInRow(t, s, func(t *testing.T, id int64) (content string) {
-		if err := s.db.QueryRowContext(t.Context(), `SELECT content FROM messages WHERE id = ?`, id).Scan(&content); err != nil {
-			t.Fatal(err)
-		}
-		return content
-	})
-}
-
-// TestMigrateStreamNumbers: migration 0008 rebuilds a 0.1.0 (version 7) event log
-// (streams and connections named by text) with them named by number, and
-// nothing is lost (persistencetest.StreamNumbersMigrated).
-func TestMigrateStreamNumbers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crow.db")
-	db := rawDB(t, path, 7)
-	ctx := t.Context()
-	persistencetest.WriteStreamNumbersV7(t, func(q string, args ...any) error {
-		_, err := db.ExecContext(ctx, q, args...)
-		return err
-	}, persistencetest.V7SQL{
-		Session: `INSERT INTO sessions (id, created_at, updated_at) VALUES (?, 0, 0)`,
-		Stream:  `INSERT INTO event_streams (stream, last_seq, last_turn) VALUES (?, ?, ?)`,
-		Event: `INSERT INTO events (id, stream, seq, connection_id, at, direction, turn, kind, method, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		Counter: `UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'`,
-		At:      func(t time.Time) any { return t.UnixNano() },
-	})
-	db.Close()
-	persistencetest.StreamNumbersMigrated(t, mustOpen(t, path))
-}
-
-// TestUnreleasedFormatRefused: a database a development build after 0.1.0
-// wrote (its versions 8 to 10: a content_at column, or version 8 over the
-// old event table) is refused with an error that says what to do, and
-// left as it was.
-func TestUnreleasedFormatRefused(t *testing.T) {
-	for name, marks := range map[string]string{
-		"0008 to 0010": `ALTER TABLE messages ADD COLUMN content_at TEXT;
-			INSERT INTO schema_migrations VALUES (8, 'x'), (9, 'x'), (10, 'x')`,
-		"0008 alone": `INSERT INTO schema_migrations VALUES (8, 'x')`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "crow.db")
-			db := rawDB(t, path, 7)
-			if _, err := db.Exec(marks); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Open(t.Context(), path)
-			if err == nil || !strings.Contains(err.Error(), "unreleased development build") || !strings.Contains(err.Error(), "crow-acp sessions export") || !strings.Contains(err.Error(), "crow-acp sessions import") {
-				t.Fatalf("open: %v, want the unreleased-format error", err)
-			}
-			var v int
-			if err := db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != 10 && name == "0008 to 0010" {
-				t.Errorf("the database was changed: version %d (%v)", v, err)
-			}
-		})
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,20 +19,12 @@ import (
 
 func openSQLite(t *testing.T) persistence.Store {
 	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "crow.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return persistencetest.Opened(t, s, err)
 }
 
 func openPostgres(t *testing.T) persistence.Store {
 	s, err := postgres.Open(t.Context(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return persistencetest.Opened(t, s, err)
 }
 
 // TestCopy copies between every pair of backends available.
@@ -58,23 +49,15 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	// A session with nothing in it, and one with a nanosecond time (kept
 	// to the microsecond by PostgreSQL).
 	odd := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
-	if err := src.CreateSession(ctx, &persistence.Session{ID: "empty", CreatedAt: odd, UpdatedAt: odd}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, src.CreateSession(ctx, &persistence.Session{ID: "empty", CreatedAt: odd, UpdatedAt: odd}))
 	ids = append(ids, "empty")
 	// Text PostgreSQL cannot keep as it is (a tool's binary output).
-	if err := src.CreateSession(ctx, &persistence.Session{ID: "odd", Title: "bin\x00\xff"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.AppendMessages(ctx, "odd", &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, src.CreateSession(ctx, &persistence.Session{ID: "odd", Title: "bin\x00\xff"}))
+	must(t, src.AppendMessages(ctx, "odd", &persistence.Message{Role: persistence.RoleTool, Content: "ELF\x00\x01\xfe"}))
 	ids = append(ids, "odd")
 	// The event log: frames and lifecycle facts, byte for byte.
 	for _, id := range []string{"alpha", "beta"} {
-		if err := src.AppendEvents(ctx, historyEvents(id)...); err != nil {
-			t.Fatal(err)
-		}
+		must(t, src.AppendEvents(ctx, historyEvents(id)...))
 	}
 	// Copied by an earlier run interrupted after the first event: skipped as
 	// identical, its remaining events copied.
@@ -82,12 +65,8 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.ImportSession(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.AppendEvents(ctx, historyEvents("alpha")[0]); err != nil {
-		t.Fatal(err)
-	}
+	must(t, dst.ImportSession(ctx, d))
+	must(t, dst.AppendEvents(ctx, historyEvents("alpha")[0]))
 	// Another session of the same id, created in the destination
 	// independently: a conflict, left alone.
 	persistencetest.RichSession(t, dst, "delta")
@@ -99,13 +78,9 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		{Cwd: "/w/beta", Key: "edit", Allow: true},
 		{Cwd: "/w/alpha", Key: "command:rm", Allow: false},
 	} {
-		if err := src.SetPermissionRule(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		must(t, src.SetPermissionRule(ctx, r))
 	}
-	if err := dst.SetPermissionRule(ctx, &persistence.PermissionRule{Cwd: "/w/alpha", Key: "command:rm", Allow: true}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, dst.SetPermissionRule(ctx, &persistence.PermissionRule{Cwd: "/w/alpha", Key: "command:rm", Allow: true}))
 
 	var seen []string
 	report, err := Copy(ctx, dst, src, func(id, outcome string) { seen = append(seen, id+":"+outcome) })
@@ -199,12 +174,8 @@ func TestCopyManySessions(t *testing.T) {
 	n := persistence.MaxListLimit + 7
 	for i := range n {
 		id := fmt.Sprintf("s%04d", i)
-		if err := src.CreateSession(ctx, &persistence.Session{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-		if err := src.AppendMessages(ctx, id, &persistence.Message{Role: persistence.RoleUser, Content: id}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, src.CreateSession(ctx, &persistence.Session{ID: id}))
+		must(t, src.AppendMessages(ctx, id, &persistence.Message{Role: persistence.RoleUser, Content: id}))
 	}
 	report, err := Copy(ctx, dst, src, nil)
 	if err != nil || report.Copied != n || report.Messages != n {
@@ -244,18 +215,12 @@ func TestCopyPackedRuns(t *testing.T) {
 			defer func(n int) { historyPage = n }(historyPage)
 			historyPage = page
 			src, dst := openSQLite(t), openSQLite(t)
-			if err := src.CreateSession(ctx, &persistence.Session{ID: "s", Cwd: "/w"}); err != nil {
-				t.Fatal(err)
-			}
+			must(t, src.CreateSession(ctx, &persistence.Session{ID: "s", Cwd: "/w"}))
 			m := &persistence.Message{Role: persistence.RoleAssistant, Status: persistence.StatusStreaming}
 			var runs [][]byte
 			for i := range 3 {
 				text := persistencetest.Prose(uint64(i), 2000)
-				var frames []string
-				for j := 0; j < len(text); j += 4 {
-					frames = append(frames, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`, text[j:min(j+4, len(text))]))
-				}
-				run := []byte(strings.Join(frames, "\n"))
+				run := persistencetest.StreamedRun("s", text)
 				runs = append(runs, run)
 				w := src.(persistence.Recorder).WithOrigin(persistence.Origin{ConnectionID: "c", Turn: 1, Pending: []*persistence.Event{
 					{Stream: "s", ConnectionID: "c", Direction: persistence.DirOut, Turn: 1, Kind: persistence.EventNotification, Method: "session/update", Body: run}}})
@@ -304,5 +269,13 @@ func TestCopyPackedRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// must fails t on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

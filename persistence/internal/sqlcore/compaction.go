@@ -34,10 +34,7 @@ func (s *Store) scanCompaction(row Row, sessionID string) (*persistence.Compacti
 // Compact appends added, stores c and marks c.CompactedIDs inactive, in one
 // transaction.
 func (s *Store) Compact(ctx context.Context, c *persistence.Compaction, added []*persistence.Message) error {
-	if err := s.compact(ctx, c, added); err != nil {
-		return s.errorf("compact", err)
-	}
-	return nil
+	return s.errorf("compact", s.compact(ctx, c, added))
 }
 
 func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []*persistence.Message) error {
@@ -51,14 +48,6 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 	}
 	createdAt := s.orNow(c.CreatedAt, t)
 	created, err := s.d.Time(createdAt)
-	if err != nil {
-		return err
-	}
-	compacted, err := s.d.IDArray("compacted ids", c.CompactedIDs)
-	if err != nil {
-		return err
-	}
-	kept, err := s.d.IDArray("kept ids", c.KeptIDs)
 	if err != nil {
 		return err
 	}
@@ -92,18 +81,9 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 				}
 			}
 		}
-		addedCol, err := s.d.IDArray("added ids", addedIDs)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-				tokens_before, tokens_after, summary_message_id, settings, created_at,
-				added_ids, messages_before, messages_after)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			RETURNING id`,
-			c.SessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-			summaryID, settings, created, addedCol, c.MessagesBefore, c.MessagesAfter).Scan(&compactionID); err != nil {
+		ins := *c
+		ins.AddedIDs, ins.SummaryMessageID, ins.Expanded = addedIDs, summaryID, false
+		if compactionID, err = s.insertCompaction(ctx, tx, &ins, created, settings); err != nil {
 			return err
 		}
 		if len(distinct) > 0 {
@@ -128,6 +108,29 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 	c.AddedIDs = addedIDs
 	fill(c.SessionID, rows, addedIDs)
 	return nil
+}
+
+// insertCompaction inserts c, whose message ids are the stored ones, and
+// returns its id.
+func (s *Store) insertCompaction(ctx context.Context, tx conn, c *persistence.Compaction, created, settings any) (int64, error) {
+	lists := [][]int64{c.CompactedIDs, c.KeptIDs, c.AddedIDs}
+	var cols [3]any
+	for i, name := range []string{"compacted ids", "kept ids", "added ids"} {
+		var err error
+		if cols[i], err = s.d.IDArray(name, lists[i]); err != nil {
+			return 0, err
+		}
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `
+		INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
+			tokens_before, tokens_after, summary_message_id, settings, created_at,
+			added_ids, messages_before, messages_after, expanded)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING id`,
+		c.SessionID, c.Policy, cols[0], cols[1], c.TokensBefore, c.TokensAfter,
+		c.SummaryMessageID, settings, created, cols[2], c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&id)
+	return id, err
 }
 
 // distinctIDs returns ids without duplicates, in first-seen order.
@@ -245,68 +248,60 @@ func (s *Store) expandable(ctx context.Context, tx conn, c *persistence.Compacti
 	return nil
 }
 
-// ExpandCompaction re-activates a compaction's originals and hides what it
-// added.
-func (s *Store) ExpandCompaction(ctx context.Context, sessionID string, id int64) error {
-	err := s.write(ctx, func(tx conn) error {
-		c, err := s.lockedCompaction(ctx, tx, sessionID, id)
-		if err != nil {
-			return err
-		}
-		if err := s.expandable(ctx, tx, c); err != nil {
-			return err
-		}
-		if err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, true, nil); err != nil {
-			return err
-		}
-		if err := s.setActive(ctx, tx, sessionID, c.AddedIDs, false, nil); err != nil {
-			return err
-		}
-		return s.setExpanded(ctx, tx, c, true)
-	})
+// collapsible checks that c is expanded and none of its originals was
+// compacted again since.
+func (s *Store) collapsible(ctx context.Context, tx conn, c *persistence.Compaction) error {
+	if !c.Expanded {
+		return fmt.Errorf("compaction %d is not expanded: %w", c.ID, persistence.ErrConflict)
+	}
+	n, err := s.countActive(ctx, tx, c.SessionID, c.CompactedIDs)
 	if err != nil {
-		return s.errorf("expand compaction", err)
+		return err
+	}
+	if n != len(distinctIDs(c.CompactedIDs)) {
+		return fmt.Errorf("some messages of compaction %d were compacted again since it was expanded: %w", c.ID, persistence.ErrConflict)
 	}
 	return nil
 }
 
-// setExpanded marks c expanded or collapsed and records the change.
-func (s *Store) setExpanded(ctx context.Context, tx conn, c *persistence.Compaction, expanded bool) error {
-	if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = ? WHERE id = ?`, expanded, c.ID); err != nil {
-		return err
-	}
-	return s.recordChange(ctx, tx, c.SessionID, nil, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, c.ID, false, s.now())
+// ExpandCompaction re-activates a compaction's originals and hides what it
+// added.
+func (s *Store) ExpandCompaction(ctx context.Context, sessionID string, id int64) error {
+	return s.errorf("expand compaction", s.setExpanded(ctx, sessionID, id, true))
 }
 
 // CollapseCompaction undoes ExpandCompaction.
 func (s *Store) CollapseCompaction(ctx context.Context, sessionID string, id int64) error {
-	err := s.write(ctx, func(tx conn) error {
+	return s.errorf("collapse compaction", s.setExpanded(ctx, sessionID, id, false))
+}
+
+// setExpanded expands or collapses compaction id, when it can be, and
+// records the change.
+func (s *Store) setExpanded(ctx context.Context, sessionID string, id int64, expand bool) error {
+	return s.write(ctx, func(tx conn) error {
 		c, err := s.lockedCompaction(ctx, tx, sessionID, id)
 		if err != nil {
 			return err
 		}
-		if !c.Expanded {
-			return fmt.Errorf("compaction %d is not expanded: %w", id, persistence.ErrConflict)
+		// Collapsed, the originals are compacted into c again.
+		check, into := s.collapsible, &c.ID
+		if expand {
+			check, into = s.expandable, nil
 		}
-		n, err := s.countActive(ctx, tx, sessionID, c.CompactedIDs)
-		if err != nil {
+		if err := check(ctx, tx, c); err != nil {
 			return err
 		}
-		if n != len(distinctIDs(c.CompactedIDs)) {
-			return fmt.Errorf("some messages of compaction %d were compacted again since it was expanded: %w", id, persistence.ErrConflict)
-		}
-		if err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, false, &c.ID); err != nil {
+		if err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, expand, into); err != nil {
 			return err
 		}
-		if err := s.setActive(ctx, tx, sessionID, c.AddedIDs, true, nil); err != nil {
+		if err := s.setActive(ctx, tx, sessionID, c.AddedIDs, !expand, nil); err != nil {
 			return err
 		}
-		return s.setExpanded(ctx, tx, c, false)
+		if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = ? WHERE id = ?`, expand, c.ID); err != nil {
+			return err
+		}
+		return s.recordChange(ctx, tx, c.SessionID, nil, append(append([]int64(nil), c.CompactedIDs...), c.AddedIDs...), nil, c.ID, false, s.now())
 	})
-	if err != nil {
-		return s.errorf("collapse compaction", err)
-	}
-	return nil
 }
 
 // DeleteCompaction undoes a compaction for good.
@@ -334,10 +329,7 @@ func (s *Store) DeleteCompaction(ctx context.Context, sessionID string, id int64
 		}
 		return s.recordChange(ctx, tx, sessionID, nil, c.CompactedIDs, c.AddedIDs, id, true, s.now())
 	})
-	if err != nil {
-		return s.errorf("delete compaction", err)
-	}
-	return nil
+	return s.errorf("delete compaction", err)
 }
 
 // SetTokenCounts caches token counts for one encoding.
@@ -366,10 +358,7 @@ func (s *Store) SetTokenCounts(ctx context.Context, sessionID, encoding string, 
 		}
 		return nil
 	})
-	if err != nil {
-		return s.errorf("set token counts", err)
-	}
-	return nil
+	return s.errorf("set token counts", err)
 }
 
 // recordChange records, inside tx, what a compaction operation changed: the
@@ -402,11 +391,7 @@ func (s *Store) recordChange(ctx context.Context, tx conn, sessionID string, add
 		}
 		rec.Compaction = c
 	}
-	ev, err := s.projectionEvent(sessionID, persistence.EventMessagesChanged, rec, t)
-	if err != nil {
-		return err
-	}
-	return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+	return s.project(ctx, tx, sessionID, persistence.EventMessagesChanged, t, rec)
 }
 
 // patches reads the compaction state of the messages ids (but those

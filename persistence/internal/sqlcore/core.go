@@ -225,8 +225,11 @@ func (c conn) QueryRow(ctx context.Context, q string, args ...any) Row {
 // read is the read pool.
 func (s *Store) read() conn { return conn{s, s.d.Read} }
 
-// errorf prefixes err with the backend and the operation.
+// errorf prefixes err with the backend and the operation; nil stays nil.
 func (s *Store) errorf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	return fmt.Errorf("%s: %s: %w", s.d.Name, op, err)
 }
 

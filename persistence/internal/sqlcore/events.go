@@ -143,11 +143,24 @@ func (s *Store) appendEventsTx(ctx context.Context, tx conn, evs []*persistence.
 	return out, nil
 }
 
-// projectionTx appends, inside tx, the pending events of the write's origin
-// (streamed runs packed: persistence.PackEvents) and then evs, the events
-// of one projection change.
-func (s *Store) projectionTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) error {
-	_, err := s.recordTx(ctx, tx, evs, t)
+// project appends, inside tx, the pending events of the write's origin
+// (streamed runs packed: persistence.PackEvents) and then one event of
+// kind per record of a change to the messages or compactions tables
+// (their JSON), attributed to the origin.
+func (s *Store) project(ctx context.Context, tx conn, sessionID string, kind persistence.EventKind, t time.Time, records ...any) error {
+	evs := persistence.PackEvents(s.origin.Pending)
+	for _, r := range records {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode %s event: %w", kind, err)
+		}
+		evs = append(evs, &persistence.Event{Stream: sessionID, ConnectionID: s.origin.ConnectionID, Turn: s.origin.Turn,
+			At: t, Kind: kind, Body: b})
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	_, err := s.appendEventsTx(ctx, tx, evs, t)
 	return err
 }
 
@@ -167,37 +180,6 @@ func (s *Store) streamNumber(ctx context.Context, tx conn, stream string) (int64
 	}
 	err = tx.QueryRow(ctx, `SELECT id FROM event_streams WHERE stream = ?`, stream).Scan(&id)
 	return id, err
-}
-
-// recordTx is projectionTx, returning the ids evs were given.
-func (s *Store) recordTx(ctx context.Context, tx conn, evs []*persistence.Event, t time.Time) ([]int64, error) {
-	if len(evs) == 0 && len(s.origin.Pending) == 0 {
-		return nil, nil
-	}
-	all := append(persistence.PackEvents(s.origin.Pending), evs...)
-	out, err := s.appendEventsTx(ctx, tx, all, t)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, len(evs))
-	for i, r := range out[len(out)-len(evs):] { // the records come last
-		ids[i] = r.ID
-	}
-	return ids, nil
-}
-
-// projectionEvent builds the event the store records beside a change to the
-// messages or compactions tables, attributed to the write's origin; its body
-// is the record's JSON, which projectionTx packs (Event.Record reads it).
-func (s *Store) projectionEvent(sessionID string, kind persistence.EventKind, body any, at time.Time) (*persistence.Event, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s event: %w", kind, err)
-	}
-	return &persistence.Event{
-		Stream: sessionID, ConnectionID: s.origin.ConnectionID, Turn: s.origin.Turn,
-		At: at, Kind: kind, Body: b,
-	}, nil
 }
 
 // priorText reads, inside tx, the text a message holds before an update

@@ -7,15 +7,10 @@ import (
 	"github.com/crow-acp/crow-acp/persistence"
 )
 
-// ForkSession copies a session (persistence.Forker). It reads the source
-// through the store's own read (persistence.Dump: messages with their
-// text put back, compactions) and writes the copy as an import does,
-// rather than copying rows with INSERT ... SELECT: a message's long text
-// lives in its session's event log (content_at names records of the
-// source's stream, which the copy cannot point at), and a compaction's
-// id lists must be renumbered. Import and dump are the paths `crow-acp
-// migrate` depends on, so whatever a message's body is stored as, a fork
-// reads and writes it as they do.
+// ForkSession copies a session (persistence.Forker): it dumps the source
+// and imports the copy, as `crow-acp migrate` does, rather than copying
+// rows with INSERT ... SELECT, since a compaction's id lists must be
+// renumbered.
 func (s *Store) ForkSession(ctx context.Context, sourceID string, fork *persistence.Session) (persistence.ForkStats, error) {
 	st, err := s.forkSession(ctx, sourceID, fork)
 	if err != nil {

@@ -11,10 +11,7 @@ import (
 // transaction, with new ids. Times and text are stored as the database
 // keeps them (Dialect.Stored, Dialect.Text), in d too.
 func (s *Store) ImportSession(ctx context.Context, d *persistence.SessionDump) error {
-	if err := s.importSession(ctx, d); err != nil {
-		return s.errorf("import session", err)
-	}
-	return nil
+	return s.errorf("import session", s.importSession(ctx, d))
 }
 
 func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) error {
@@ -77,7 +74,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		newComp := make(map[int64]int64, len(comps))
 		for i, c := range d.Compactions {
-			if compIDs[i], err = s.importCompaction(ctx, tx, sess.ID, &c, newMsg, comps[i].created, comps[i].settings); err != nil {
+			if compIDs[i], err = s.importCompaction(ctx, tx, sess.ID, c, newMsg, comps[i].created, comps[i].settings); err != nil {
 				return fmt.Errorf("compaction %d: %w", i, err)
 			}
 			newComp[c.ID] = compIDs[i]
@@ -105,11 +102,7 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		// The projection starts from the imported state.
 		t := s.now()
 		snap := persistence.ImportSnapshot(storedDump(d, rows), msgIDs, compIDs, s.d.Stored)
-		ev, err := s.projectionEvent(sess.ID, persistence.EventSessionImported, snap, t)
-		if err != nil {
-			return err
-		}
-		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+		return s.project(ctx, tx, sess.ID, persistence.EventSessionImported, t, snap)
 	})
 	if err != nil {
 		return err
@@ -129,34 +122,16 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 
 // importCompaction inserts c, its message ids renumbered by newMsg, and
 // returns its id.
-func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string, c *persistence.Compaction, newMsg map[int64]int64, created, settings any) (int64, error) {
-	compacted, err := s.d.IDArray("compacted ids", persistence.Remap(c.CompactedIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	kept, err := s.d.IDArray("kept ids", persistence.Remap(c.KeptIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	added, err := s.d.IDArray("added ids", persistence.Remap(c.AddedIDs, newMsg))
-	if err != nil {
-		return 0, err
-	}
-	var summary *int64
+func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string, c persistence.Compaction, newMsg map[int64]int64, created, settings any) (int64, error) {
+	c.SessionID = sessionID
+	c.CompactedIDs = persistence.Remap(c.CompactedIDs, newMsg)
+	c.KeptIDs = persistence.Remap(c.KeptIDs, newMsg)
+	c.AddedIDs = persistence.Remap(c.AddedIDs, newMsg)
 	if c.SummaryMessageID != nil {
 		id := newMsg[*c.SummaryMessageID]
-		summary = &id
+		c.SummaryMessageID = &id
 	}
-	var id int64
-	err = tx.QueryRow(ctx, `
-		INSERT INTO compactions (session_id, policy, compacted_ids, kept_ids,
-			tokens_before, tokens_after, summary_message_id, settings, created_at,
-			added_ids, messages_before, messages_after, expanded)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING id`,
-		sessionID, c.Policy, compacted, kept, c.TokensBefore, c.TokensAfter,
-		summary, settings, created, added, c.MessagesBefore, c.MessagesAfter, c.Expanded).Scan(&id)
-	return id, err
+	return s.insertCompaction(ctx, tx, &c, created, settings)
 }
 
 // storedDump is d with its messages' text as rows store it (PostgreSQL

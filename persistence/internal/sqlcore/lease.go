@@ -52,10 +52,7 @@ func (s *Store) checkFence(ctx context.Context, tx conn, f persistence.Fence) er
 
 // AcquireLease grants or renews the session's lease, or reports its holder.
 func (s *Store) AcquireLease(ctx context.Context, l *persistence.Lease, ttl time.Duration, replace string) error {
-	if err := s.acquireLease(ctx, l, ttl, replace); err != nil {
-		return s.errorf("acquire lease", err)
-	}
-	return nil
+	return s.errorf("acquire lease", s.acquireLease(ctx, l, ttl, replace))
 }
 
 func (s *Store) acquireLease(ctx context.Context, l *persistence.Lease, ttl time.Duration, replace string) error {
@@ -167,10 +164,7 @@ func (s *Store) ReleaseLease(ctx context.Context, sessionID, owner string) error
 			return err
 		})
 	}
-	if err != nil {
-		return s.errorf("release lease", err)
-	}
-	return nil
+	return s.errorf("release lease", err)
 }
 
 // GetLease returns the session's lease.

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/internal/jsoncol"
 )
 
 // encodeMessage prepares m for an INSERT into session sessionID; t is its
@@ -24,10 +23,10 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 	var err error
 	if partsAreContent(m.Parts, r.Content) {
 		r.Parts = contentParts
-	} else if r.Parts, err = jsoncol.Slice("parts", m.Parts); err != nil {
+	} else if r.Parts, err = JSONSlice("parts", m.Parts); err != nil {
 		return r, err
 	}
-	if r.ToolCalls, err = jsoncol.Slice("tool calls", m.ToolCalls); err != nil {
+	if r.ToolCalls, err = JSONSlice("tool calls", m.ToolCalls); err != nil {
 		return r, err
 	}
 	if r.Meta, err = s.rawJSON("meta", m.Meta); err != nil {
@@ -44,7 +43,7 @@ func (s *Store) encodeMessage(sessionID string, m *persistence.Message, t time.T
 // contentParts is what the parts column holds for a message whose parts are
 // one text block equal to its content (a prompt of plain text): the text is
 // stored once, in content, and readParts rebuilds the block. It is JSON, as
-// PostgreSQL's json column requires, and never what jsoncol.Slice writes.
+// PostgreSQL's json column requires, and never what JSONSlice writes.
 const contentParts = `"content"`
 
 // partsAreContent reports whether parts are one text block holding exactly
@@ -66,7 +65,7 @@ func readParts(col sql.NullString, content string) ([]persistence.Part, error) {
 	case col.String == contentParts:
 		return []persistence.Part{{Type: "text", Text: content}}, nil
 	}
-	return jsoncol.DecodeSlice[persistence.Part]("parts", []byte(col.String))
+	return DecodeJSONSlice[persistence.Part]("parts", []byte(col.String))
 }
 
 // encodeMessages encodes msgs; what names them in errors ("message 2").
@@ -102,15 +101,12 @@ func (s *Store) insertNew(ctx context.Context, tx conn, sessionID string, rows [
 // appended records, inside tx, the message_appended events of rows
 // inserted with ids.
 func (s *Store) appended(ctx context.Context, tx conn, sessionID string, rows []MessageRow, ids []int64, t time.Time) error {
-	evs := make([]*persistence.Event, len(rows))
+	recs := make([]any, len(rows))
 	for i := range rows {
 		m := rows[i].stored(sessionID, ids[i], rows[i].Seq)
-		var err error
-		if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageAppended, persistence.RecordOf(&m), t); err != nil {
-			return err
-		}
+		recs[i] = persistence.RecordOf(&m)
 	}
-	return s.projectionTx(ctx, tx, evs, t)
+	return s.project(ctx, tx, sessionID, persistence.EventMessageAppended, t, recs...)
 }
 
 // fill copies what the store assigned into the callers' messages.
@@ -123,10 +119,7 @@ func fill(sessionID string, rows []MessageRow, ids []int64) {
 // AppendMessages commits msgs atomically and in order, assigning each the
 // next seq of the session, and bumps the session's UpdatedAt.
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...*persistence.Message) error {
-	if err := s.appendMessages(ctx, sessionID, msgs); err != nil {
-		return s.errorf("append messages", err)
-	}
-	return nil
+	return s.errorf("append messages", s.appendMessages(ctx, sessionID, msgs))
 }
 
 func (s *Store) appendMessages(ctx context.Context, sessionID string, msgs []*persistence.Message) error {
@@ -278,7 +271,7 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
 	}
 	if sc.toolCalls.Valid {
-		m.ToolCalls, err = jsoncol.DecodeSlice[persistence.ToolCall]("tool calls", []byte(sc.toolCalls.String))
+		m.ToolCalls, err = DecodeJSONSlice[persistence.ToolCall]("tool calls", []byte(sc.toolCalls.String))
 	}
 	if err != nil {
 		return m, fmt.Errorf("message %d: %w", m.ID, err)
@@ -292,17 +285,14 @@ func (sc *messageScanner) scan(r Row) (persistence.Message, error) {
 
 // UpdateMessage rewrites a message's mutable fields and records the change.
 func (s *Store) UpdateMessage(ctx context.Context, m *persistence.Message) error {
-	if err := s.updateMessage(ctx, m); err != nil {
-		return s.errorf("update message", err)
-	}
-	return nil
+	return s.errorf("update message", s.updateMessage(ctx, m))
 }
 
 func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error {
 	if m == nil || m.ID == 0 || m.SessionID == "" {
 		return fmt.Errorf("message id and session id are required")
 	}
-	toolCalls, err := jsoncol.Slice("tool calls", m.ToolCalls)
+	toolCalls, err := JSONSlice("tool calls", m.ToolCalls)
 	if err != nil {
 		return err
 	}
@@ -333,7 +323,7 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		// content changes: written out as JSON (NULL keeps the column).
 		var parts any
 		if prior.Parts != nil && prior.Content != content {
-			if parts, err = jsoncol.Slice("parts", prior.Parts); err != nil {
+			if parts, err = JSONSlice("parts", prior.Parts); err != nil {
 				return err
 			}
 		}
@@ -355,11 +345,8 @@ func (s *Store) updateMessage(ctx context.Context, m *persistence.Message) error
 		if msgs[0].Content == m.Content && msgs[0].Reasoning == m.Reasoning {
 			msgs[0].Streamed = m.Streamed
 		}
-		ev, err := s.projectionEvent(m.SessionID, persistence.EventMessageUpdated, persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning), t)
-		if err != nil {
-			return err
-		}
-		return s.projectionTx(ctx, tx, []*persistence.Event{ev}, t)
+		rec := persistence.UpdateRecord(&msgs[0], prior.Content, prior.Reasoning)
+		return s.project(ctx, tx, m.SessionID, persistence.EventMessageUpdated, t, rec)
 	})
 }
 
@@ -376,14 +363,11 @@ func (s *Store) InterruptStreaming(ctx context.Context, sessionID string) (int, 
 			return err
 		}
 		n = len(msgs)
-		evs := make([]*persistence.Event, len(msgs))
+		recs := make([]any, len(msgs))
 		for i := range msgs {
-			rec := persistence.UpdateRecord(&msgs[i], msgs[i].Content, msgs[i].Reasoning) // only the status changed
-			if evs[i], err = s.projectionEvent(sessionID, persistence.EventMessageUpdated, rec, t); err != nil {
-				return err
-			}
+			recs[i] = persistence.UpdateRecord(&msgs[i], msgs[i].Content, msgs[i].Reasoning) // only the status changed
 		}
-		return s.projectionTx(ctx, tx, evs, t)
+		return s.project(ctx, tx, sessionID, persistence.EventMessageUpdated, t, recs...)
 	})
 	if err != nil {
 		return 0, s.errorf("interrupt streaming", err)

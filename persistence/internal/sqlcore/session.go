@@ -13,10 +13,7 @@ import (
 
 // CreateSession inserts s, setting CreatedAt and UpdatedAt when zero.
 func (s *Store) CreateSession(ctx context.Context, sess *persistence.Session) error {
-	if err := s.createSession(ctx, sess); err != nil {
-		return s.errorf("create session", err)
-	}
-	return nil
+	return s.errorf("create session", s.createSession(ctx, sess))
 }
 
 func (s *Store) createSession(ctx context.Context, sess *persistence.Session) error {
@@ -90,10 +87,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*persistence.Session
 
 // UpdateSession writes Cwd, Title and Metadata and bumps UpdatedAt.
 func (s *Store) UpdateSession(ctx context.Context, sess *persistence.Session) error {
-	if err := s.updateSession(ctx, sess); err != nil {
-		return s.errorf("update session", err)
-	}
-	return nil
+	return s.errorf("update session", s.updateSession(ctx, sess))
 }
 
 func (s *Store) updateSession(ctx context.Context, sess *persistence.Session) error {
@@ -217,8 +211,5 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		return err
 	})
-	if err != nil {
-		return s.errorf("delete session", err)
-	}
-	return nil
+	return s.errorf("delete session", err)
 }

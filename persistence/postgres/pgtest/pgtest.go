@@ -47,26 +47,11 @@ func URL(tb testing.TB) string {
 	rand.Read(b[:])
 	schema := "crow_test_" + hex.EncodeToString(b[:])
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, server)
-	if err != nil {
-		tb.Fatalf("pgtest: connect to $%s: %v", EnvVar, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		tb.Fatalf("pgtest: create schema: %v", err)
+	if err := exec(server, `CREATE SCHEMA `+schema); err != nil {
+		tb.Fatalf("pgtest: create schema on $%s: %v", EnvVar, err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, server)
-		if err != nil {
-			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+		if err := exec(server, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
 			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -79,4 +64,17 @@ func URL(tb testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// exec runs sql on its own connection to server.
+func exec(server, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }

@@ -1,4 +1,4 @@
-package jsoncol
+package sqlcore
 
 import (
 	"reflect"
@@ -7,7 +7,7 @@ import (
 
 func TestSliceRoundTripKeepsNilAndEmptyApart(t *testing.T) {
 	for _, in := range [][]int{nil, {}, {1, 2}} {
-		col, err := Slice("ids", in)
+		col, err := JSONSlice("ids", in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -15,7 +15,7 @@ func TestSliceRoundTripKeepsNilAndEmptyApart(t *testing.T) {
 		if s, ok := col.(string); ok {
 			raw = []byte(s)
 		}
-		out, err := DecodeSlice[int]("ids", raw)
+		out, err := DecodeJSONSlice[int]("ids", raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +23,7 @@ func TestSliceRoundTripKeepsNilAndEmptyApart(t *testing.T) {
 			t.Errorf("%#v came back as %#v", in, out)
 		}
 	}
-	if _, err := DecodeSlice[int]("ids", []byte("{")); err == nil {
+	if _, err := DecodeJSONSlice[int]("ids", []byte("{")); err == nil {
 		t.Error("bad JSON decoded without error")
 	}
 }
