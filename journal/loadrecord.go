@@ -67,10 +67,10 @@ func plainLoad(frames []loadFrame) uint32 {
 	var crc uint32
 	for i, f := range frames {
 		if i > 0 {
-			crc = crc32.Update(crc, castagnoli, []byte{'\n'})
+			crc = crc32.Update(crc, castagnoli(), []byte{'\n'})
 		}
-		crc = crc32.Update(crc, castagnoli, []byte{dirLetter(f.dir)})
-		crc = crc32.Update(crc, castagnoli, f.body)
+		crc = crc32.Update(crc, castagnoli(), []byte{dirLetter(f.dir)})
+		crc = crc32.Update(crc, castagnoli(), f.body)
 	}
 	return crc
 }

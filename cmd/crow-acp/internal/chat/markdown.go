@@ -5,6 +5,7 @@ package chat
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -25,7 +26,9 @@ const (
 	sgrCode      = "\x1b[36m"
 )
 
-var markdown = goldmark.New() // CommonMark; no raw HTML is ever interpreted here
+// markdown is CommonMark; no raw HTML is ever interpreted here. Built on
+// first use: serve, which links this package, never renders Markdown.
+var markdown = sync.OnceValue(func() goldmark.Markdown { return goldmark.New() })
 
 // maxMarkdownBytes and maxNesting bound what is parsed as Markdown; a
 // larger or deeper block is shown as plain text. Measured: 16k nested
@@ -125,7 +128,7 @@ func RenderMarkdown(src string, width int) string {
 		return termsafe.Text(src)
 	}
 	safe := []byte(termsafe.Text(src))
-	doc := markdown.Parser().Parse(text.NewReader(safe))
+	doc := markdown().Parser().Parse(text.NewReader(safe))
 	r := &mdRenderer{src: safe, width: max(20, min(width, 100))}
 	r.block(doc, "")
 	// Belt and braces: the source was made safe, so this changes nothing
