@@ -39,7 +39,10 @@ var builtinPrices = map[string]price{
 }
 
 // datedSnapshot is the date OpenAI appends to a pinned snapshot's name.
-var datedSnapshot = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}$`)
+//
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-\d{4}-\d{2}-\d{2}$`) })
 
 // builtinPrice finds a model's list price by its name as OpenAI spells it,
 // after a router's "openai/" prefix and without a snapshot date
@@ -50,7 +53,7 @@ func builtinPrice(name string) (price, bool) {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	p, ok := builtinPrices[datedSnapshot.ReplaceAllString(name, "")]
+	p, ok := builtinPrices[datedSnapshot().ReplaceAllString(name, "")]
 	return p, ok
 }
 

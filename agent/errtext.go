@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/acp"
@@ -90,7 +91,12 @@ func unknownSession(id string) error {
 // error event with the same message inside a stream; older builds say
 // "Failed to parse tool call", the grammar sampler "Unexpected empty
 // grammar stack".
-var reServerParser = regexp.MustCompile(`(?i)failed to parse (?:input at pos(?:ition)? \d+|tool call)|empty grammar stack`)
+//
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var reServerParser = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)failed to parse (?:input at pos(?:ition)? \d+|tool call)|empty grammar stack`)
+})
 
 // serverParserFailed reports whether a model request failed because the
 // server's own output parser did: the endpoint was reached and the request
@@ -104,7 +110,7 @@ func serverParserFailed(err error) bool {
 	if len(text) > 4<<10 {
 		text = text[:4<<10]
 	}
-	return reServerParser.MatchString(text)
+	return reServerParser().MatchString(text)
 }
 
 // parserAdvice is what to do when the server's output parser failed.

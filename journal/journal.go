@@ -160,13 +160,15 @@ type replayTally struct {
 	agent  map[string]any // what the agent recorded about the replay
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is built on first use (a load's replay): the table takes
+// a fraction of a millisecond that every start paid before initialize.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func (t *replayTally) add(frame []byte) {
 	if t.frames > 0 {
-		t.crc = crc32.Update(t.crc, castagnoli, []byte{'\n'})
+		t.crc = crc32.Update(t.crc, castagnoli(), []byte{'\n'})
 	}
-	t.crc = crc32.Update(t.crc, castagnoli, frame)
+	t.crc = crc32.Update(t.crc, castagnoli(), frame)
 	t.frames++
 	t.bytes += int64(len(frame))
 }

@@ -68,10 +68,10 @@ func loadSum(frames []loadFrame) string {
 	var crc uint32
 	for i, f := range frames {
 		if i > 0 {
-			crc = crc32.Update(crc, castagnoli, []byte{'\n'})
+			crc = crc32.Update(crc, castagnoli(), []byte{'\n'})
 		}
-		crc = crc32.Update(crc, castagnoli, []byte{dirLetter(f.dir)})
-		crc = crc32.Update(crc, castagnoli, f.body)
+		crc = crc32.Update(crc, castagnoli(), []byte{dirLetter(f.dir)})
+		crc = crc32.Update(crc, castagnoli(), f.body)
 	}
 	return fmt.Sprintf("%08x", crc)
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Overflow is a request the endpoint refused because its prompt does not
@@ -29,27 +30,37 @@ const maxOverflowText = 4 << 10
 // maxWindow bounds a believable window; larger numbers are read as unknown.
 const maxWindow = 100_000_000
 
-// The message forms, each checked against the provider's own text:
+// The message forms, each checked against the provider's own text (each
+// compiled on first use: package initialisers run before initialize is
+// answered, TestStartupInitCost):
 var (
 	// OpenAI and vLLM (vllm/entrypoints/openai/serving_engine.py), DeepSeek:
 	// "This model's maximum context length is 8192 tokens. However, you
 	// requested 8334 tokens (338 in the messages, 7996 in the completion)."
 	// and "... However, your messages resulted in 8227 tokens." and
 	// "... and your request has 2778 input tokens".
-	reMaxContext = regexp.MustCompile(`(?i)maximum context length is (\d+) tokens`)
-	reInMessages = regexp.MustCompile(`(?i)\((\d+) in the messages`)
-	reResulted   = regexp.MustCompile(`(?i)(?:messages resulted in|request has|you requested) (\d+) (?:input )?tokens`)
+	reMaxContext = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)maximum context length is (\d+) tokens`) })
+	reInMessages = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\((\d+) in the messages`) })
+	reResulted   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:messages resulted in|request has|you requested) (\d+) (?:input )?tokens`)
+	})
 	// Anthropic and Anthropic-compatible proxies: "prompt is too long:
 	// 210000 tokens > 200000 maximum".
-	reAnthropic = regexp.MustCompile(`(?i)prompt is too long: (\d+) tokens > (\d+) maximum`)
+	reAnthropic = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)prompt is too long: (\d+) tokens > (\d+) maximum`)
+	})
 	// Gemini (OpenAI-compatible endpoint): "The input token count (1300000)
 	// exceeds the maximum number of tokens allowed (1048575)." Some builds
 	// drop the first number.
-	reGemini = regexp.MustCompile(`(?i)input token count(?: \(?(\d+)\)?)? exceeds the maximum number of tokens allowed(?: \(?(\d+)\)?)?`)
+	reGemini = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)input token count(?: \(?(\d+)\)?)? exceeds the maximum number of tokens allowed(?: \(?(\d+)\)?)?`)
+	})
 	// llama.cpp's prose (tools/server/server-context.cpp), for error events
 	// that lost the typed fields: "request (4476 tokens) exceeds the
 	// available context size (4096 tokens)".
-	reLlamaCpp = regexp.MustCompile(`(?i)request \((\d+) tokens\) exceeds (?:the available )?context size \((\d+) tokens\)`)
+	reLlamaCpp = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)request \((\d+) tokens\) exceeds (?:the available )?context size \((\d+) tokens\)`)
+	})
 )
 
 // ParseOverflow reads an endpoint's error body (JSON or plain text) and
@@ -72,25 +83,25 @@ func ParseOverflow(body []byte) *Overflow {
 	if len(msg) > maxOverflowText {
 		msg = msg[:maxOverflowText]
 	}
-	if m := reMaxContext.FindStringSubmatch(msg); m != nil {
+	if m := reMaxContext().FindStringSubmatch(msg); m != nil {
 		o := &Overflow{Window: atoiSane(m[1]), Shape: "vllm"}
 		if e.code == "context_length_exceeded" {
 			o.Shape = "openai"
 		}
-		if p := reInMessages.FindStringSubmatch(msg); p != nil {
+		if p := reInMessages().FindStringSubmatch(msg); p != nil {
 			o.Prompt = atoiSane(p[1])
-		} else if p := reResulted.FindStringSubmatch(msg); p != nil {
+		} else if p := reResulted().FindStringSubmatch(msg); p != nil {
 			o.Prompt = atoiSane(p[1])
 		}
 		return o
 	}
-	if m := reAnthropic.FindStringSubmatch(msg); m != nil {
+	if m := reAnthropic().FindStringSubmatch(msg); m != nil {
 		return &Overflow{Prompt: atoiSane(m[1]), Window: atoiSane(m[2]), Shape: "anthropic"}
 	}
-	if m := reGemini.FindStringSubmatch(msg); m != nil {
+	if m := reGemini().FindStringSubmatch(msg); m != nil {
 		return &Overflow{Prompt: atoiSane(m[1]), Window: atoiSane(m[2]), Shape: "gemini"}
 	}
-	if m := reLlamaCpp.FindStringSubmatch(msg); m != nil {
+	if m := reLlamaCpp().FindStringSubmatch(msg); m != nil {
 		return &Overflow{Prompt: atoiSane(m[1]), Window: atoiSane(m[2]), Shape: "llama.cpp"}
 	}
 	if e.code == "context_length_exceeded" {

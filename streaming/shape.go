@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ReasoningHistory says what becomes of an assistant message's reasoning
@@ -161,7 +162,9 @@ func toolCallIDsFor(model string, s ToolCallIDStyle) ToolCallIDStyle {
 	return ToolCallIDsAsIs
 }
 
-var mistralIDPattern = regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var mistralIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9]{9}$`) })
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -172,7 +175,7 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // between Mistral and other models at any point: the stored ids never
 // change.
 func MistralToolCallID(id string) string {
-	if mistralIDPattern.MatchString(id) {
+	if mistralIDPattern().MatchString(id) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))

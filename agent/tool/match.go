@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The edit ladder: models quote the text they want to replace with shifted
@@ -319,7 +320,10 @@ func asciiQuotes(s string) (string, []int) {
 
 // lineNumberPrefix is what read_file puts before each line ("  12\t"),
 // and the other forms models copy ("12|", "12 | ", "L12: ").
-var lineNumberPrefix = regexp.MustCompile(`^\s*L?\d+(?:\t| ?\| ?|: |→)`)
+//
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var lineNumberPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*L?\d+(?:\t| ?\| ?|: |→)`) })
 
 // stripLineNumbers removes a line-number prefix from every line of s, if
 // every non-empty line has one.
@@ -330,7 +334,7 @@ func stripLineNumbers(s string) (string, bool) {
 		if l == "" && i == len(lines)-1 {
 			continue
 		}
-		m := lineNumberPrefix.FindString(l)
+		m := lineNumberPrefix().FindString(l)
 		if m == "" {
 			return "", false
 		}
@@ -427,11 +431,11 @@ func visible(s string) string {
 	return strings.ReplaceAll(body, "\t", "→") + strings.Repeat("·", len(s)-len(body))
 }
 
-var wordRe = regexp.MustCompile(`[A-Za-z0-9_]+|[^\sA-Za-z0-9_]`)
+var wordRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9_]+|[^\sA-Za-z0-9_]`) })
 
 func words(s string) map[string]bool {
 	m := map[string]bool{}
-	for _, w := range wordRe.FindAllString(s, 64) {
+	for _, w := range wordRe().FindAllString(s, 64) {
 		m[w] = true
 	}
 	return m
@@ -453,17 +457,19 @@ func jaccard(a, b map[string]bool) float64 {
 // placeholderRe matches a comment that stands for code left out ("//
 // rest of the code unchanged", "... existing code ...", "# (unchanged)"),
 // once comment markers are removed.
-var placeholderRe = regexp.MustCompile(`(?i)^(?:\.\.\.|…)?\s*\(?\s*(?:rest of (?:the )?(?:code|file|function|method|class|implementation|body)|(?:the )?(?:existing|remaining|previous|other|unchanged) (?:code|methods|functions|content|implementation|imports)|unchanged|same as before)\s*(?:(?:is |remains |stays |goes )?(?:unchanged|the same|omitted|as before|here|\.\.\.|…|\)|\.|:)\s*)*$`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(?:\.\.\.|…)?\s*\(?\s*(?:rest of (?:the )?(?:code|file|function|method|class|implementation|body)|(?:the )?(?:existing|remaining|previous|other|unchanged) (?:code|methods|functions|content|implementation|imports)|unchanged|same as before)\s*(?:(?:is |remains |stays |goes )?(?:unchanged|the same|omitted|as before|here|\.\.\.|…|\)|\.|:)\s*)*$`)
+})
 
 // commentMarker starts a line that is a comment or an ellipsis.
-var commentMarker = regexp.MustCompile(`^(?://+|#+|/\*+|\*+|<!--|--|;+|\.\.\.|…)\s*`)
+var commentMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?://+|#+|/\*+|\*+|<!--|--|;+|\.\.\.|…)\s*`) })
 
 // placeholder returns the first line of s that is a placeholder for left-out
 // code and does not appear in text, or "".
 func placeholder(s, text string) string {
 	for _, l := range strings.Split(s, "\n") {
 		t := strings.TrimSpace(l)
-		m := commentMarker.FindString(t)
+		m := commentMarker().FindString(t)
 		if m == "" {
 			continue
 		}
@@ -471,7 +477,7 @@ func placeholder(s, text string) string {
 		if strings.HasPrefix(m, "...") || strings.HasPrefix(m, "…") {
 			body = m + body
 		}
-		if placeholderRe.MatchString(body) && !strings.Contains(text, t) {
+		if placeholderRe().MatchString(body) && !strings.Contains(text, t) {
 			return t
 		}
 	}

@@ -401,12 +401,14 @@ func (s *MCPSet) Close() {
 	wg.Wait()
 }
 
-var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var nameUnsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_-]+`) })
 
 // mcpName namespaces a server's tool for the model (names must match
 // ^[a-zA-Z0-9_-]{1,64}$).
 func mcpName(server, tool string) string {
-	n := nameUnsafe.ReplaceAllString(server, "_") + "__" + nameUnsafe.ReplaceAllString(tool, "_")
+	n := nameUnsafe().ReplaceAllString(server, "_") + "__" + nameUnsafe().ReplaceAllString(tool, "_")
 	if len(n) > 64 {
 		n = n[:64]
 	}

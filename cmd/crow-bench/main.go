@@ -34,9 +34,10 @@ func main() {
 	turns := flag.Int("turns", 5, "prompt turns per process")
 	db := flag.String("db", "", "store to measure: empty for a fresh SQLite file, or a postgres:// URL (a fresh schema is used and dropped)")
 	longRuns := flag.Int("long-runs", 5, "processes loading each long session (1,000 turns, 10,000 messages), and as many loading it and prompting")
+	initRuns := flag.Int("init-runs", 0, "more processes that only answer initialize, each after one of the empty agent: medians of many starts, for changes smaller than the noise of -runs")
 	keep := flag.Bool("keep", false, "keep the temporary directory (the databases) and PostgreSQL schemas, and print where they are")
 	flag.Parse()
-	keepDir = keep
+	keepDir, extraInitRuns = keep, *initRuns
 	if err := bench(*bin, *runs, *turns, *db, *longRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "crow-bench:", err)
 		os.Exit(1)
@@ -46,6 +47,9 @@ func main() {
 // The scripted reply: 200 chunks of 20 characters, no delay.
 // keepDir is the -keep flag.
 var keepDir *bool
+
+// extraInitRuns is the -init-runs flag.
+var extraInitRuns int
 
 func reply() fakemodel.Reply {
 	return fakemodel.Reply{Text: strings.Repeat("abcdefghijklmnopqrs ", 200), Chunks: 200}
@@ -139,6 +143,11 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 	if c, e := median(initCPU), median(emptyCPU); c > 0 && e > 0 {
 		fmt.Printf("  %-34s %10s   (empty agent %s: %.1fx)\n", "  CPU time until answered", c.Round(10*time.Microsecond), e.Round(10*time.Microsecond), float64(c)/float64(e))
 	}
+	if extraInitRuns > 0 {
+		if err := manyInits(bin, empty, benchEnv(srv.URL(), db, "bench"), extraInitRuns); err != nil {
+			return err
+		}
+	}
 	row("session/new", median(newT), 5*time.Millisecond)
 	fmt.Printf("  %-34s %10s\n", "turn (prompt -> response)", median(turnT).Round(10*time.Microsecond))
 	fmt.Printf("  %-34s %10s\n", "model stream fetched (bytes only)", median(modelT).Round(10*time.Microsecond))
@@ -226,10 +235,15 @@ type result struct {
 	anonKiB, fileKiB       int // resident private memory vs mapped binary pages, at the end
 }
 
+// benchEnv is the environment of a measured crow-acp process.
+func benchEnv(url, db, model string) []string {
+	return append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=", "CROW_MODEL="+model,
+		"CROW_DB="+db, "CROW_LOG_LEVEL=error")
+}
+
 func oneProcess(bin, url, db, cwd string, turns int, direct rawStream, model string) (*result, error) {
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY=", "CROW_MODEL="+model,
-		"CROW_DB="+db, "CROW_LOG_LEVEL=error")
+	cmd.Env = benchEnv(url, db, model)
 	start := time.Now()
 	p, err := startAgent(cmd)
 	if err != nil {
@@ -277,10 +291,41 @@ func buildEmptyAgent(dir string) (string, error) {
 	return out, cmd.Run()
 }
 
+// manyInits prints spawn→initialize of n processes of bin (env: its
+// environment), each started after one of the empty agent: the median and
+// the first quartile of each, and their CPU time.
+func manyInits(bin, empty string, env []string, n int) error {
+	var binT, binCPU, emptyT, emptyCPU []time.Duration
+	for i := 0; i < n; i++ {
+		e, ec, err := initOnly(empty)
+		if err != nil {
+			return fmt.Errorf("empty agent: %w", err)
+		}
+		d, c, err := initOnlyEnv(bin, env)
+		if err != nil {
+			return fmt.Errorf("initialize only, run %d: %w", i+1, err)
+		}
+		emptyT, emptyCPU = append(emptyT, e), append(emptyCPU, ec)
+		binT, binCPU = append(binT, d), append(binCPU, c)
+	}
+	ms := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	fmt.Printf("  %-34s %10s   (p25 %s; empty agent %s, p25 %s: %.1fx)\n", fmt.Sprintf("  initialize only, %d processes", n),
+		ms(median(binT)), ms(quartile(binT)), ms(median(emptyT)), ms(quartile(emptyT)), float64(median(binT))/float64(median(emptyT)))
+	fmt.Printf("  %-34s %10s   (p25 %s; empty agent %s: %.1fx)\n", "    CPU time until answered", ms(median(binCPU)), ms(quartile(binCPU)),
+		ms(median(emptyCPU)), float64(median(binCPU))/float64(median(emptyCPU)))
+	return nil
+}
+
 // initOnly is spawn→initialize response of bin, which is then closed, and
 // the CPU time bin took until then.
 func initOnly(bin string) (time.Duration, time.Duration, error) {
+	return initOnlyEnv(bin, nil)
+}
+
+// initOnlyEnv is initOnly with the environment env (nil: this process's).
+func initOnlyEnv(bin string, env []string) (time.Duration, time.Duration, error) {
 	cmd := exec.Command(bin)
+	cmd.Env = env
 	start := time.Now()
 	p, err := startAgent(cmd)
 	if err != nil {
@@ -351,6 +396,16 @@ func procStatus(pid int) map[string]int {
 		}
 	}
 	return out
+}
+
+// quartile is the first quartile of ds.
+func quartile(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)/4]
 }
 
 func median(ds []time.Duration) time.Duration {

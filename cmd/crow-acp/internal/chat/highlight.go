@@ -2,6 +2,7 @@ package chat
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -40,30 +41,34 @@ func words(s string) map[string]bool {
 var (
 	cFamily = "break case continue default do else for goto if return switch while const static struct " +
 		"enum union typedef sizeof void int char long short float double unsigned signed extern"
-	syntaxes = map[string]*syntax{
-		"go": {line: []string{"//"}, block: true, quotes: "\"'`", keywords: words("break case chan const continue default defer else " +
-			"fallthrough for func go goto if import interface map package range return select struct switch type var nil true false iota")},
-		"python": {line: []string{"#"}, quotes: "\"'", keywords: words("and as assert async await break class continue def del elif else " +
-			"except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield None True False self")},
-		"javascript": {line: []string{"//"}, block: true, quotes: "\"'`", keywords: words("async await break case catch class const continue " +
-			"default delete do else export extends finally for function if import in instanceof let new of return static super switch " +
-			"this throw try typeof var void while yield null undefined true false interface type enum implements readonly")},
-		"rust": {line: []string{"//"}, block: true, quotes: "\"", keywords: words("as async await break const continue crate dyn else enum " +
-			"extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type " +
-			"unsafe use where while Some None Ok Err")},
-		"c": {line: []string{"//"}, block: true, quotes: "\"'", keywords: words(cFamily + " class public private protected new delete " +
-			"this try catch throw namespace using template typename virtual override final import package extends implements " +
-			"interface boolean true false null nullptr fun val var when object")},
-		"shell": {line: []string{"#"}, quotes: "\"'`", keywords: words("if then else elif fi for while until do done case esac in " +
-			"function return local export set unset echo exit")},
-		"sql": {line: []string{"--"}, block: true, quotes: "'\"", keywords: words("select from where and or not insert into values update " +
-			"set delete create table index drop alter join left right inner outer on group by order having limit as null is in " +
-			"SELECT FROM WHERE AND OR NOT INSERT INTO VALUES UPDATE SET DELETE CREATE TABLE INDEX DROP ALTER JOIN LEFT RIGHT " +
-			"INNER OUTER ON GROUP BY ORDER HAVING LIMIT AS NULL IS IN")},
-		"ruby": {line: []string{"#"}, quotes: "\"'", keywords: words("begin class def do else elsif end ensure false if module nil " +
-			"require rescue return self then true unless until when while yield")},
-		"data": {line: []string{"#"}, quotes: "\"'", keywords: words("true false null yes no")}, // JSON, YAML, TOML
-	}
+	// The keyword sets are built on first use: serve, which links this
+	// package, never highlights.
+	syntaxes = sync.OnceValue(func() map[string]*syntax {
+		return map[string]*syntax{
+			"go": {line: []string{"//"}, block: true, quotes: "\"'`", keywords: words("break case chan const continue default defer else " +
+				"fallthrough for func go goto if import interface map package range return select struct switch type var nil true false iota")},
+			"python": {line: []string{"#"}, quotes: "\"'", keywords: words("and as assert async await break class continue def del elif else " +
+				"except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield None True False self")},
+			"javascript": {line: []string{"//"}, block: true, quotes: "\"'`", keywords: words("async await break case catch class const continue " +
+				"default delete do else export extends finally for function if import in instanceof let new of return static super switch " +
+				"this throw try typeof var void while yield null undefined true false interface type enum implements readonly")},
+			"rust": {line: []string{"//"}, block: true, quotes: "\"", keywords: words("as async await break const continue crate dyn else enum " +
+				"extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type " +
+				"unsafe use where while Some None Ok Err")},
+			"c": {line: []string{"//"}, block: true, quotes: "\"'", keywords: words(cFamily + " class public private protected new delete " +
+				"this try catch throw namespace using template typename virtual override final import package extends implements " +
+				"interface boolean true false null nullptr fun val var when object")},
+			"shell": {line: []string{"#"}, quotes: "\"'`", keywords: words("if then else elif fi for while until do done case esac in " +
+				"function return local export set unset echo exit")},
+			"sql": {line: []string{"--"}, block: true, quotes: "'\"", keywords: words("select from where and or not insert into values update " +
+				"set delete create table index drop alter join left right inner outer on group by order having limit as null is in " +
+				"SELECT FROM WHERE AND OR NOT INSERT INTO VALUES UPDATE SET DELETE CREATE TABLE INDEX DROP ALTER JOIN LEFT RIGHT " +
+				"INNER OUTER ON GROUP BY ORDER HAVING LIMIT AS NULL IS IN")},
+			"ruby": {line: []string{"#"}, quotes: "\"'", keywords: words("begin class def do else elsif end ensure false if module nil " +
+				"require rescue return self then true unless until when while yield")},
+			"data": {line: []string{"#"}, quotes: "\"'", keywords: words("true false null yes no")}, // JSON, YAML, TOML
+		}
+	})
 	aliases = map[string]string{
 		"golang": "go", "py": "python", "python3": "python", "js": "javascript", "jsx": "javascript", "ts": "javascript",
 		"tsx": "javascript", "typescript": "javascript", "node": "javascript", "rs": "rust", "cpp": "c", "c++": "c", "cc": "c",
@@ -80,7 +85,7 @@ func syntaxFor(lang string) *syntax {
 	if a, ok := aliases[lang]; ok {
 		lang = a
 	}
-	return syntaxes[lang]
+	return syntaxes()[lang]
 }
 
 // highlight colours code written in lang; "" when lang is unknown.

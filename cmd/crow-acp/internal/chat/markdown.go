@@ -5,9 +5,10 @@ package chat
 import (
 	"strconv"
 	"strings"
+	"sync"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 
 	"github.com/crow-acp/crow-acp/internal/termsafe"
@@ -25,7 +26,16 @@ const (
 	sgrCode      = "\x1b[36m"
 )
 
-var markdown = goldmark.New() // CommonMark; no raw HTML is ever interpreted here
+// markdown is goldmark's CommonMark parser (goldmark.DefaultParser); no
+// raw HTML is ever interpreted here. Built on first use: serve, which links
+// this package, never renders Markdown. goldmark's root package is not
+// imported: its initialiser builds a whole parser and HTML renderer at
+// every start.
+var markdown = sync.OnceValue(func() parser.Parser {
+	return parser.NewParser(parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+})
 
 // maxMarkdownBytes and maxNesting bound what is parsed as Markdown; a
 // larger or deeper block is shown as plain text. Measured: 16k nested
@@ -125,7 +135,7 @@ func RenderMarkdown(src string, width int) string {
 		return termsafe.Text(src)
 	}
 	safe := []byte(termsafe.Text(src))
-	doc := markdown.Parser().Parse(text.NewReader(safe))
+	doc := markdown().Parse(text.NewReader(safe))
 	r := &mdRenderer{src: safe, width: max(20, min(width, 100))}
 	r.block(doc, "")
 	// Belt and braces: the source was made safe, so this changes nothing
