@@ -357,6 +357,9 @@ func (r *partialReply) streamedOf(m *persistence.Message) persistence.Streamed {
 		return persistence.Streamed{}
 	}
 	common := func(a string, b string) int {
+		if strings.HasPrefix(a, b) { // every save but a final text that differs
+			return len(b)
+		}
 		n := 0
 		for n < len(a) && n < len(b) && a[n] == b[n] {
 			n++
