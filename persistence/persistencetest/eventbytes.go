@@ -12,7 +12,6 @@ import (
 // not hold a session's text many times over.
 var eventBytesTests = []storeTest{
 	{"ChangeRecordsPatches", testChangeRecordsPatches},
-	{"RecordsPlain", testRecordsPlain},
 	{"UpdateRecordsAppended", testUpdateRecordsAppended},
 	{"ImportedThenAppended", testImportedThenAppended},
 }
@@ -71,23 +70,6 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 			t.Errorf("%s of %d messages of %d bytes: record of %d bytes; want <= %d", op.name, n, size, len(e.Body), limit)
 		}
 		verifyOK(t, s, "patch", "after "+op.name)
-	}
-}
-
-// testRecordsPlain: a projection event's record is stored as its JSON,
-// and the message's row holds its whole text: both read in sqlite3 or
-// psql as they are.
-func testRecordsPlain(t *testing.T, s persistence.Store) {
-	mustCreate(t, s, &persistence.Session{ID: "plain"})
-	for _, m := range []*persistence.Message{userMsg(Prose(7, 4000)), userMsg("hi")} {
-		mustAppend(t, s, "plain", m)
-		e := lastEvent(t, s, "plain", persistence.EventMessageAppended)
-		if !json.Valid(e.Body) {
-			t.Errorf("the record of a %d-byte message is stored as %.40q, not JSON", len(m.Content), e.Body)
-		}
-		var rec persistence.MessageRecord
-		mustRecord(t, &e, &rec)
-		checkMessage(t, "record", *m, rec.Message("plain"))
 	}
 }
 
