@@ -207,11 +207,7 @@ func testUpdateMessage(t *testing.T, s persistence.Store) {
 	if len(evs) != 2 || evs[1].Kind != persistence.EventMessageUpdated {
 		t.Fatalf("events %+v, want appended then updated", evs)
 	}
-	var rec persistence.MessageRecord
-	mustRecord(t, &evs[1], &rec)
-	if rec.Content != "partial reply" || rec.Seq != m.Seq {
-		t.Errorf("update record %+v", rec)
-	}
+	verifyOK(t, s, "u", "after the update")
 	for _, bad := range []*persistence.Message{
 		{ID: m.ID + 100, SessionID: "u"},
 		{ID: m.ID, SessionID: "other"},
