@@ -21,8 +21,7 @@ func TestArchiveClosesInTheLog(t *testing.T) {
 	var closed []string
 	for _, e := range h.events("sess_a") {
 		if e.Kind == persistence.EventSessionClosed {
-			rec, _ := e.Record()
-			closed = append(closed, string(rec))
+			closed = append(closed, string(e.Body))
 		}
 	}
 	if len(closed) != 1 || !strings.Contains(closed[0], `"reason":"session/archive"`) {

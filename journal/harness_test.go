@@ -139,11 +139,7 @@ func loadedRecords(t *testing.T, evs []persistence.Event) []loaded {
 			continue
 		}
 		var d loaded
-		rec, err := e.Record()
-		if err == nil {
-			err = json.Unmarshal(rec, &d)
-		}
-		if err != nil {
+		if err := json.Unmarshal(e.Body, &d); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, d)

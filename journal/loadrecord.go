@@ -241,11 +241,7 @@ func loadedFrames(e *persistence.Event, loads map[string][]loadFrame, budget *pe
 	var rec struct {
 		Sent *sentRecord `json:"sent"`
 	}
-	body, err := e.Record()
-	if err == nil {
-		err = json.Unmarshal(body, &rec)
-	}
-	if err != nil {
+	if err := json.Unmarshal(e.Body, &rec); err != nil {
 		return nil, fmt.Errorf("%w: %v", errLoadRecord, err)
 	}
 	if rec.Sent == nil {

@@ -261,8 +261,20 @@ func (d *SessionDump) LastSeq() int64 {
 	return d.Messages[len(d.Messages)-1].Seq
 }
 
-// Remap returns ids with each replaced by newID[id].
-func Remap(ids []int64, newID map[int64]int64) []int64 {
+// RenumberMessages replaces each message id c names by newID[id] (the ids
+// a store gave the messages on import).
+func (c *Compaction) RenumberMessages(newID map[int64]int64) {
+	c.CompactedIDs = remap(c.CompactedIDs, newID)
+	c.KeptIDs = remap(c.KeptIDs, newID)
+	c.AddedIDs = remap(c.AddedIDs, newID)
+	if c.SummaryMessageID != nil {
+		id := newID[*c.SummaryMessageID]
+		c.SummaryMessageID = &id
+	}
+}
+
+// remap returns ids with each replaced by newID[id].
+func remap(ids []int64, newID map[int64]int64) []int64 {
 	if ids == nil {
 		return nil
 	}
@@ -295,12 +307,6 @@ func (d *SessionDump) Renumber(msgIDs, compIDs []int64) {
 	for i := range d.Compactions {
 		c := &d.Compactions[i]
 		c.ID, c.SessionID = compIDs[i], d.Session.ID
-		c.CompactedIDs = Remap(c.CompactedIDs, newMsg)
-		c.KeptIDs = Remap(c.KeptIDs, newMsg)
-		c.AddedIDs = Remap(c.AddedIDs, newMsg)
-		if c.SummaryMessageID != nil {
-			id := newMsg[*c.SummaryMessageID]
-			c.SummaryMessageID = &id
-		}
+		c.RenumberMessages(newMsg)
 	}
 }

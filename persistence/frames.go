@@ -208,15 +208,6 @@ func unpackRun(packed []byte, b *Budget) ([][]byte, error) {
 	return bytes.Split(plain, []byte("\n")), nil
 }
 
-// Record returns the JSON record of a lifecycle or projection event, its
-// Body (records are stored as they are).
-func (e *Event) Record() ([]byte, error) {
-	if e.Kind.IsFrame() {
-		return nil, fmt.Errorf("event %d is a %s frame, not a record", e.Seq, e.Kind)
-	}
-	return e.Body, nil
-}
-
 // PackEvents returns evs as a store keeps them: each outbound run of
 // frames packed (PackRun) in a copy, every other event, and a body packed
 // already (a copy between stores), as it is. evs stay as they are (a

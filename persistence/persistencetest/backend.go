@@ -200,8 +200,8 @@ func ApplyCompaction(ctx context.Context, s persistence.Store, c *persistence.Co
 
 // testExactRoundTrip checks what the contract leaves loose, on a backend
 // that keeps times to b.Precision: a time is handed back as it is stored
-// and read back equal and in UTC, JSON keeps its bytes, and nil and empty
-// slices stay apart.
+// and read back equal and in UTC, JSON keeps its bytes, nil and empty
+// slices stay apart, and empty JSON is stored as none.
 func testExactRoundTrip(t *testing.T, b Backend) {
 	s, prec := b.open(t), b.Precision
 	ctx := t.Context()
@@ -217,6 +217,10 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 	if string(got.Metadata) != string(meta) {
 		t.Errorf("Metadata = %s, want the same bytes %s", got.Metadata, meta)
 	}
+	mustCreate(t, s, &persistence.Session{ID: "empty", Metadata: json.RawMessage{}})
+	if got := mustGet(t, s, "empty"); len(got.Metadata) != 0 {
+		t.Errorf("empty Metadata came back as %s", got.Metadata)
+	}
 	must(t, s.UpdateSession(ctx, sess))
 	if got := mustGet(t, s, "x"); !got.UpdatedAt.Equal(sess.UpdatedAt) {
 		t.Errorf("UpdateSession handed back %v, stored %v", sess.UpdatedAt, got.UpdatedAt)
@@ -224,14 +228,14 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 
 	nilMsg := &persistence.Message{Role: persistence.RoleUser, CreatedAt: at}
 	emptyMsg := &persistence.Message{Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{},
-		Content: "ünïcödé ✓ \t\n", TokenCount: 1 << 40}
+		Meta: json.RawMessage{}, Content: "ünïcödé ✓ \t\n", TokenCount: 1 << 40}
 	mustAppend(t, s, "x", nilMsg, emptyMsg)
 	msgs := mustMessages(t, s, "x", persistence.MessageFilter{})
-	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil {
+	if msgs[0].Parts != nil || msgs[0].ToolCalls != nil || msgs[0].Meta != nil || msgs[0].Content != "" || msgs[0].Status != "" {
 		t.Errorf("nil fields came back non-nil: %+v", msgs[0])
 	}
-	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil {
-		t.Errorf("empty slices came back nil: %+v", msgs[1])
+	if msgs[1].Parts == nil || msgs[1].ToolCalls == nil || len(msgs[1].Meta) != 0 {
+		t.Errorf("empty slices came back nil, or empty Meta as %s: %+v", msgs[1].Meta, msgs[1])
 	}
 	if msgs[1].Content != emptyMsg.Content || msgs[1].TokenCount != 1<<40 {
 		t.Errorf("message 2 = %q, %d tokens", msgs[1].Content, msgs[1].TokenCount)
@@ -247,8 +251,9 @@ func testExactRoundTrip(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil {
-		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v (want nil)", cs[0].CompactedIDs, cs[0].KeptIDs)
+	if cs[0].CompactedIDs == nil || cs[0].KeptIDs != nil || len(cs[0].Settings) != 0 || cs[0].SummaryMessageID != nil {
+		t.Errorf("CompactedIDs %#v (want empty), KeptIDs %#v, Settings %s, SummaryMessageID %v (want none)",
+			cs[0].CompactedIDs, cs[0].KeptIDs, cs[0].Settings, cs[0].SummaryMessageID)
 	}
 	if !cs[0].CreatedAt.Equal(kept) || !c.CreatedAt.Equal(kept) {
 		t.Errorf("compaction CreatedAt %v, handed back %v; want %v", cs[0].CreatedAt, c.CreatedAt, kept)

@@ -40,9 +40,7 @@ func Conformance(t *testing.T, b Backend) {
 		{"DeleteSession", testDeleteSession},
 		{"AppendMessages", testAppendMessages},
 		{"AppendMessagesErrors", testAppendMessagesErrors},
-		{"AppendMessagesAtomic", testAppendMessagesAtomic},
 		{"MessagesFilter", testMessagesFilter},
-		{"EmptyValues", testEmptyValues},
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"ApplyCompaction", testApplyCompaction},
 		{"ApplyCompactionErrors", testApplyCompactionErrors},
@@ -212,8 +210,10 @@ func testInvalidJSON(t *testing.T, s persistence.Store) {
 	}
 	checkJSON(t, "Metadata after failed update", json.RawMessage(`{"a":1}`), mustGet(t, s, "ok").Metadata)
 
-	if err := s.AppendMessages(ctx, "ok", &persistence.Message{Role: persistence.RoleUser, Meta: bad}); err == nil {
-		t.Error("AppendMessages with invalid Meta: no error")
+	// A batch fails whole: its valid message is neither stored nor filled.
+	good := userMsg("good")
+	if err := s.AppendMessages(ctx, "ok", good, &persistence.Message{Role: persistence.RoleUser, Meta: bad}); err == nil || good.ID != 0 {
+		t.Errorf("AppendMessages of a valid message and one with invalid Meta: %v, the valid one given id %d", err, good.ID)
 	}
 	m := userMsg("hello")
 	mustAppend(t, s, "ok", m)
@@ -223,8 +223,8 @@ func testInvalidJSON(t *testing.T, s persistence.Store) {
 	if err == nil {
 		t.Error("ApplyCompaction with invalid Settings: no error")
 	}
-	if got := mustMessages(t, s, "ok", persistence.MessageFilter{}); len(got) != 1 || !got[0].IsActive {
-		t.Errorf("after failed writes: messages = %+v, want the one active message", got)
+	if got := mustMessages(t, s, "ok", persistence.MessageFilter{}); len(got) != 1 || !got[0].IsActive || got[0].Seq != 1 {
+		t.Errorf("after failed writes: messages = %+v, want the one active message, seq 1 (no seq used up)", got)
 	}
 }
 
@@ -397,6 +397,9 @@ func testDeleteSession(t *testing.T, s persistence.Store) {
 	checkErr(t, "GetSession(deleted)", errOf(s.GetSession(ctx, "gone")), persistence.ErrNotFound)
 	checkErr(t, "Messages(deleted)", errOf(s.Messages(ctx, "gone", persistence.MessageFilter{})), persistence.ErrNotFound)
 	checkErr(t, "Compactions(deleted)", errOf(s.Compactions(ctx, "gone")), persistence.ErrNotFound)
+	if gone, kept := len(mustEvents(t, s, "gone")), len(mustEvents(t, s, "kept")); gone != 0 || kept != 2 {
+		t.Errorf("after delete: %d events of the deleted session, %d of the other; want 0 and 2", gone, kept)
+	}
 	list, _, err := s.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: "/w"})
 	if err != nil || !slices.Equal(ids(list), []string{"kept"}) {
 		t.Errorf("ListSessions after delete = %v, %v; want [kept]", ids(list), err)
@@ -548,31 +551,6 @@ func testAppendMessagesErrors(t *testing.T, s persistence.Store) {
 	}
 }
 
-func testAppendMessagesAtomic(t *testing.T, s persistence.Store) {
-	ctx := t.Context()
-	mustCreate(t, s, &persistence.Session{ID: "atom"})
-	mustAppend(t, s, "atom", userMsg("1"), userMsg("2"))
-	before := mustGet(t, s, "atom").UpdatedAt
-
-	good := userMsg("good")
-	bad := &persistence.Message{Role: persistence.RoleAssistant, Meta: json.RawMessage(`{nope`)}
-	if err := s.AppendMessages(ctx, "atom", good, bad); err == nil {
-		t.Fatal("AppendMessages with an invalid message: no error")
-	}
-	if good.ID != 0 || good.Seq != 0 {
-		t.Errorf("failed batch changed its valid message: ID %d, Seq %d", good.ID, good.Seq)
-	}
-	if got := mustMessages(t, s, "atom", persistence.MessageFilter{}); len(got) != 2 {
-		t.Errorf("after failed batch: %d messages, want 2", len(got))
-	}
-	if after := mustGet(t, s, "atom").UpdatedAt; !after.Equal(before) {
-		t.Errorf("failed batch bumped UpdatedAt: %v -> %v", before, after)
-	}
-
-	// The failed batch used up no seq.
-	checkNextSeq(t, s, "atom", 3, "seq after failed batch")
-}
-
 func testMessagesFilter(t *testing.T, s persistence.Store) {
 	ctx := t.Context()
 	mustCreate(t, s, &persistence.Session{ID: "f"})
@@ -617,35 +595,6 @@ func testMessagesFilter(t *testing.T, s persistence.Store) {
 	}
 
 	checkErr(t, "Messages(unknown)", errOf(s.Messages(ctx, "nope", persistence.MessageFilter{})), persistence.ErrNotFound)
-}
-
-func testEmptyValues(t *testing.T, s persistence.Store) {
-	ctx := t.Context()
-	mustCreate(t, s, &persistence.Session{ID: "e", Metadata: json.RawMessage{}})
-	if got := mustGet(t, s, "e"); len(got.Metadata) != 0 {
-		t.Errorf("empty Metadata came back as %s", got.Metadata)
-	}
-	nilMsg := &persistence.Message{Role: persistence.RoleAssistant}
-	emptyMsg := &persistence.Message{
-		Role: persistence.RoleUser, Parts: []persistence.Part{}, ToolCalls: []persistence.ToolCall{}, Meta: json.RawMessage{},
-	}
-	mustAppend(t, s, "e", nilMsg, emptyMsg)
-	for _, m := range mustMessages(t, s, "e", persistence.MessageFilter{}) {
-		if len(m.Parts) != 0 || len(m.ToolCalls) != 0 || len(m.Meta) != 0 || m.Content != "" || m.Status != "" {
-			t.Errorf("message %d: empty fields came back non-empty: %+v", m.Seq, m)
-		}
-	}
-	c := &persistence.Compaction{SessionID: "e", Policy: "noop"}
-	if err := ApplyCompaction(ctx, s, c, nil); err != nil {
-		t.Fatalf("ApplyCompaction(empty): %v", err)
-	}
-	got, err := s.Compactions(ctx, "e")
-	if err != nil || len(got) != 1 {
-		t.Fatalf("Compactions = %d, %v; want 1", len(got), err)
-	}
-	if len(got[0].CompactedIDs) != 0 || len(got[0].KeptIDs) != 0 || len(got[0].Settings) != 0 || got[0].SummaryMessageID != nil {
-		t.Errorf("empty compaction came back as %+v", got[0])
-	}
 }
 
 func testConcurrentAppend(t *testing.T, s persistence.Store) {

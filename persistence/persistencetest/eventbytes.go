@@ -12,7 +12,6 @@ import (
 // not hold a session's text many times over.
 var eventBytesTests = []storeTest{
 	{"ChangeRecordsPatches", testChangeRecordsPatches},
-	{"RecordsPlain", testRecordsPlain},
 	{"UpdateRecordsAppended", testUpdateRecordsAppended},
 	{"ImportedThenAppended", testImportedThenAppended},
 }
@@ -20,12 +19,8 @@ var eventBytesTests = []storeTest{
 // mustRecord decodes the record of a lifecycle or projection event into v.
 func mustRecord(t *testing.T, e *persistence.Event, v any) {
 	t.Helper()
-	b, err := e.Record()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("event %d (%s): %v: %.200q", e.Seq, e.Kind, err, b)
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		t.Fatalf("event %d (%s): %v: %.200q", e.Seq, e.Kind, err, e.Body)
 	}
 }
 
@@ -69,33 +64,12 @@ func testChangeRecordsPatches(t *testing.T, s persistence.Store) {
 			t.Fatalf("%s: %v", op.name, err)
 		}
 		e := lastEvent(t, s, "patch", persistence.EventMessagesChanged)
-		rec, err := e.Record()
-		if err != nil {
-			t.Fatal(err)
-		}
 		// An id, its comma and the record's envelope: far below one
 		// message's text, let alone n of them.
-		if limit := 16*n + 1024; len(rec) > limit || len(e.Body) > limit {
-			t.Errorf("%s of %d messages of %d bytes: record %d bytes, stored %d; want <= %d", op.name, n, size, len(rec), len(e.Body), limit)
+		if limit := 16*n + 1024; len(e.Body) > limit {
+			t.Errorf("%s of %d messages of %d bytes: record of %d bytes; want <= %d", op.name, n, size, len(e.Body), limit)
 		}
 		verifyOK(t, s, "patch", "after "+op.name)
-	}
-}
-
-// testRecordsPlain: a projection event's record is stored as its JSON,
-// and the message's row holds its whole text: both read in sqlite3 or
-// psql as they are.
-func testRecordsPlain(t *testing.T, s persistence.Store) {
-	mustCreate(t, s, &persistence.Session{ID: "plain"})
-	for _, m := range []*persistence.Message{userMsg(Prose(7, 4000)), userMsg("hi")} {
-		mustAppend(t, s, "plain", m)
-		e := lastEvent(t, s, "plain", persistence.EventMessageAppended)
-		if !json.Valid(e.Body) {
-			t.Errorf("the record of a %d-byte message is stored as %.40q, not JSON", len(m.Content), e.Body)
-		}
-		var rec persistence.MessageRecord
-		mustRecord(t, &e, &rec)
-		checkMessage(t, "record", *m, rec.Message("plain"))
 	}
 }
 
@@ -117,12 +91,7 @@ func testUpdateRecordsAppended(t *testing.T, s persistence.Store) {
 		reply.Content = text[:len(text)*i/saves]
 		reply.Reasoning = text[:len(text)*i/saves/4]
 		must(t, s.UpdateMessage(ctx, reply))
-		e := lastEvent(t, s, "grow", persistence.EventMessageUpdated)
-		rec, err := e.Record()
-		if err != nil {
-			t.Fatal(err)
-		}
-		recorded += len(rec)
+		recorded += len(lastEvent(t, s, "grow", persistence.EventMessageUpdated).Body)
 	}
 	// The text and a quarter of it for the reasoning, once, and each
 	// record's envelope (~250 bytes).

@@ -17,60 +17,21 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
 
-// TestVerify builds a session through every kind of projection change,
-// checks the rebuild equals the tables, then edits the tables behind the
-// store's back and checks each edit is reported.
+// TestVerify checks that the rebuild of a session made through every kind
+// of write (persistencetest.RichSession) equals the tables, then edits the
+// tables behind the store's back and checks each edit is reported.
 func TestVerify(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crow.db")
 	s, err := sqlite.Open(ctx, path)
 	persistencetest.Opened(t, s, err)
-	must(t, s.CreateSession(ctx, &persistence.Session{ID: "s"}))
-	u := &persistence.Message{Role: persistence.RoleUser, Content: "q", Parts: []persistence.Part{{Type: "text", Text: "q"}}, Status: persistence.StatusComplete}
-	a := &persistence.Message{Role: persistence.RoleAssistant, Content: "par", Status: persistence.StatusStreaming}
-	must(t, s.AppendMessages(ctx, "s", u, a))
-	a.Content, a.Status = "partial and then whole", persistence.StatusComplete
-	a.ToolCalls = []persistence.ToolCall{{ID: "c1", Name: "read", Arguments: "{}"}}
-	a.Meta = json.RawMessage(`{"b":1,"a":2}`)
-	must(t, s.UpdateMessage(ctx, a))
-	tool := &persistence.Message{Role: persistence.RoleTool, ToolCallID: "c1", Content: "file", Status: persistence.StatusComplete}
-	must(t, s.AppendMessages(ctx, "s", tool))
-	c := &persistence.Compaction{SessionID: "s", Policy: "summarise", CompactedIDs: []int64{u.ID, a.ID, tool.ID}, TokensBefore: 100, TokensAfter: 10}
-	must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary, Content: "sum"}))
-	// Expand, collapse, expand again and delete a second compaction: each
-	// state rebuilds exactly.
-	c2 := &persistence.Compaction{SessionID: "s", Policy: "prune", CompactedIDs: []int64{*c.SummaryMessageID}}
-	must(t, s.Compact(ctx, c2, []*persistence.Message{{Role: persistence.RoleSummary, Content: "sum2"}}))
-	for _, op := range []func() error{
-		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
-		func() error { return s.CollapseCompaction(ctx, "s", c2.ID) },
-		func() error { return s.ExpandCompaction(ctx, "s", c2.ID) },
-		func() error { return s.DeleteCompaction(ctx, "s", c2.ID) },
-	} {
-		must(t, op())
-		if r, err := projection.Verify(ctx, s, "s"); err != nil || !r.OK() {
-			t.Fatalf("after a compaction operation: %v %q", err, r.Differences)
-		}
-	}
-	streaming := &persistence.Message{Role: persistence.RoleAssistant, Content: "cut", Status: persistence.StatusStreaming}
-	must(t, s.AppendMessages(ctx, "s", streaming))
-	if _, err := s.InterruptStreaming(ctx, "s"); err != nil {
-		t.Fatal(err)
-	}
-
+	persistencetest.RichSession(t, s, "s")
 	r, err := projection.Verify(ctx, s, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.OK() || r.Messages != 5 {
+	if !r.OK() || r.Messages != persistencetest.RichSessionMessages {
 		t.Fatalf("clean session: %d messages, differences %q", r.Messages, r.Differences)
-	}
-	st, _, err := projection.Load(ctx, s, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Messages[1].Content != "partial and then whole" || st.Messages[1].IsActive || st.Messages[4].Status != persistence.StatusInterrupted {
-		t.Errorf("rebuilt %+v", st.Messages)
 	}
 
 	raw, err := sql.Open("sqlite3", path)

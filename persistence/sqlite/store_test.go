@@ -190,33 +190,6 @@ func TestTimeBeyond2262(t *testing.T) {
 	}
 }
 
-func TestDeleteCascadesRows(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	ctx := t.Context()
-	for _, id := range []string{"a", "b"} {
-		must(t, s.CreateSession(ctx, &persistence.Session{ID: id}))
-		m := &persistence.Message{Role: persistence.RoleUser, Content: id}
-		must(t, s.AppendMessages(ctx, id, m))
-		c := &persistence.Compaction{SessionID: id, Policy: "p", CompactedIDs: []int64{m.ID}}
-		must(t, persistencetest.ApplyCompaction(ctx, s, c, &persistence.Message{Role: persistence.RoleSummary}))
-	}
-	must(t, s.DeleteSession(ctx, "a"))
-	for table, want := range map[string]int{"sessions": 1, "messages": 2, "compactions": 1} {
-		var total, ofA int
-		q := `SELECT COUNT(*), COUNT(CASE WHEN ` + map[string]string{
-			"sessions": "id", "messages": "session_id", "compactions": "session_id",
-		}[table] + ` = 'a' THEN 1 END) FROM ` + table
-		must(t, s.rdb.QueryRowContext(ctx, q).Scan(&total, &ofA))
-		if total != want || ofA != 0 {
-			t.Errorf("%s: %d rows, %d of a; want %d, 0", table, total, ofA, want)
-		}
-	}
-	var fk int
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
-		t.Errorf("foreign_key_check: %d violations, %v", fk, err)
-	}
-}
-
 // TestCommitSurvivesProcessCrash kills a child process right after a
 // commit, without Close, and checks that a new Open sees the data: with WAL
 // and synchronous=NORMAL a commit is in the WAL file before it returns.

@@ -86,18 +86,13 @@ func (s *Store) compact(ctx context.Context, c *persistence.Compaction, added []
 		if compactionID, err = s.insertCompaction(ctx, tx, &ins, created, settings); err != nil {
 			return err
 		}
-		if len(distinct) > 0 {
-			changed, err := tx.Exec(ctx, `
-				UPDATE messages SET is_active = ?, compacted_into_id = ?
-				WHERE session_id = ? AND {in_ids}`,
-				false, compactionID, c.SessionID, s.d.IDs(distinct))
-			if err != nil {
-				return err
-			}
-			if changed != int64(len(distinct)) {
-				return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
-					int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
-			}
+		changed, err := s.setActive(ctx, tx, c.SessionID, distinct, false, &compactionID)
+		if err != nil {
+			return err
+		}
+		if changed != int64(len(distinct)) {
+			return fmt.Errorf("%d of the compacted ids are not messages of session %q: %w",
+				int64(len(distinct))-changed, c.SessionID, persistence.ErrNotFound)
 		}
 		return s.recordChange(ctx, tx, c.SessionID, addedIDs, c.CompactedIDs, nil, compactionID, false, t)
 	})
@@ -216,20 +211,18 @@ func (s *Store) countActive(ctx context.Context, tx conn, sessionID string, ids 
 }
 
 // setActive sets is_active on ids; compacted_into_id is set to into when
-// into is non-nil and left alone otherwise.
-func (s *Store) setActive(ctx context.Context, tx conn, sessionID string, ids []int64, active bool, into *int64) error {
+// into is non-nil and left alone otherwise. It returns how many messages
+// of the session it changed.
+func (s *Store) setActive(ctx context.Context, tx conn, sessionID string, ids []int64, active bool, into *int64) (int64, error) {
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
-	var err error
 	if into != nil {
-		_, err = tx.Exec(ctx, `UPDATE messages SET is_active = ?, compacted_into_id = ? WHERE session_id = ? AND {in_ids}`,
+		return tx.Exec(ctx, `UPDATE messages SET is_active = ?, compacted_into_id = ? WHERE session_id = ? AND {in_ids}`,
 			active, *into, sessionID, s.d.IDs(ids))
-	} else {
-		_, err = tx.Exec(ctx, `UPDATE messages SET is_active = ? WHERE session_id = ? AND {in_ids}`,
-			active, sessionID, s.d.IDs(ids))
 	}
-	return err
+	return tx.Exec(ctx, `UPDATE messages SET is_active = ? WHERE session_id = ? AND {in_ids}`,
+		active, sessionID, s.d.IDs(ids))
 }
 
 // expandable checks that c is collapsed and no later compaction covers the
@@ -291,10 +284,10 @@ func (s *Store) setExpanded(ctx context.Context, sessionID string, id int64, exp
 		if err := check(ctx, tx, c); err != nil {
 			return err
 		}
-		if err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, expand, into); err != nil {
+		if _, err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, expand, into); err != nil {
 			return err
 		}
-		if err := s.setActive(ctx, tx, sessionID, c.AddedIDs, !expand, nil); err != nil {
+		if _, err := s.setActive(ctx, tx, sessionID, c.AddedIDs, !expand, nil); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE compactions SET expanded = ? WHERE id = ?`, expand, c.ID); err != nil {
@@ -315,7 +308,7 @@ func (s *Store) DeleteCompaction(ctx context.Context, sessionID string, id int64
 			if err := s.expandable(ctx, tx, c); err != nil {
 				return err
 			}
-			if err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, true, nil); err != nil {
+			if _, err := s.setActive(ctx, tx, sessionID, c.CompactedIDs, true, nil); err != nil {
 				return err
 			}
 		}

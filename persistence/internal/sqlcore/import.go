@@ -74,7 +74,9 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		}
 		newComp := make(map[int64]int64, len(comps))
 		for i, c := range d.Compactions {
-			if compIDs[i], err = s.importCompaction(ctx, tx, sess.ID, c, newMsg, comps[i].created, comps[i].settings); err != nil {
+			c.SessionID = sess.ID
+			c.RenumberMessages(newMsg)
+			if compIDs[i], err = s.insertCompaction(ctx, tx, &c, comps[i].created, comps[i].settings); err != nil {
 				return fmt.Errorf("compaction %d: %w", i, err)
 			}
 			newComp[c.ID] = compIDs[i]
@@ -118,20 +120,6 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 		d.Compactions[i].CreatedAt = s.d.Stored(d.Compactions[i].CreatedAt)
 	}
 	return nil
-}
-
-// importCompaction inserts c, its message ids renumbered by newMsg, and
-// returns its id.
-func (s *Store) importCompaction(ctx context.Context, tx conn, sessionID string, c persistence.Compaction, newMsg map[int64]int64, created, settings any) (int64, error) {
-	c.SessionID = sessionID
-	c.CompactedIDs = persistence.Remap(c.CompactedIDs, newMsg)
-	c.KeptIDs = persistence.Remap(c.KeptIDs, newMsg)
-	c.AddedIDs = persistence.Remap(c.AddedIDs, newMsg)
-	if c.SummaryMessageID != nil {
-		id := newMsg[*c.SummaryMessageID]
-		c.SummaryMessageID = &id
-	}
-	return s.insertCompaction(ctx, tx, &c, created, settings)
 }
 
 // storedDump is d with its messages' text as rows store it (PostgreSQL
