@@ -24,6 +24,9 @@ func DecodeJSONSlice[T any](field string, b []byte) ([]T, error) {
 	if b == nil {
 		return nil, nil
 	}
+	if string(b) == "[]" { // most rows (an assistant reply with no tool calls): no decoder
+		return []T{}, nil
+	}
 	var v []T
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", field, err)
