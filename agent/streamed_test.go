@@ -8,6 +8,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/streaming"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -83,5 +84,23 @@ func TestStreamedTextLeftToFramesOnlyWhenKept(t *testing.T) {
 				t.Fatalf("record names streamed bytes the frames do not hold: %+v", last)
 			}
 		})
+	}
+}
+
+// TestStreamedStopsAtAnInvalidChunk: a chunk that is not valid UTF-8 (a
+// delta cut inside a character) reaches its frame as U+FFFD, not as the
+// stored bytes: from there on the reply's text stays in its records.
+func TestStreamedStopsAtAnInvalidChunk(t *testing.T) {
+	r := &partialReply{a: &Agent{cfg: Config{Journal: keptFrames{on: true}}}}
+	for _, chunk := range []string{"the euro sign ", "\xe2\x82", "\xac"} {
+		r.text.WriteString(chunk)
+		r.sent(streaming.Event{Kind: streaming.EventText, Text: chunk}, true)
+		if chunk == "the euro sign " && r.streamed.Content != len(chunk) {
+			t.Fatalf("valid chunk: streamed %d", r.streamed.Content)
+		}
+	}
+	m := &persistence.Message{Content: r.text.String()}
+	if got := r.streamedOf(m); got.Content != 0 {
+		t.Fatalf("after a cut character: %d bytes left to the frames, want none", got.Content)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -262,7 +263,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		} else {
 			u.AgentThoughtChunk = chunk
 		}
-		reply.sent(ev.Kind, a.deliver(ctx, sess, u))
+		reply.sent(ev, a.deliver(ctx, sess, u))
 		return nil
 	})
 	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
@@ -337,13 +338,14 @@ type partialReply struct {
 }
 
 // sent notes whether the chunk just written to text or reasoning reached
-// the client and the frame log.
-func (r *partialReply) sent(kind streaming.EventKind, delivered bool) {
-	if r.gap = r.gap || !delivered || !r.a.journaling(); r.gap {
+// the client and the frame log as it is: a chunk that is not valid UTF-8
+// reaches the frame as U+FFFD (encoding/json), not as the stored bytes.
+func (r *partialReply) sent(ev streaming.Event, delivered bool) {
+	if r.gap = r.gap || !delivered || !r.a.journaling() || !utf8.ValidString(ev.Text); r.gap {
 		r.streamed = persistence.Streamed{}
 		return
 	}
-	if kind == streaming.EventText {
+	if ev.Kind == streaming.EventText {
 		r.streamed.Content = r.text.Len()
 	} else {
 		r.streamed.Reasoning = r.reasoning.Len()
