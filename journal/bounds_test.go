@@ -1,0 +1,68 @@
+package journal
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/persistence"
+)
+
+// TestOpenLoadTakesAtMost64KB: the updates sent right after a load's
+// response join its session_loaded event up to maxOpenLoad bytes; the
+// update that would pass it closes the load, and it and the rest are
+// frame events of their own. Every frame comes back, in order.
+func TestOpenLoadTakesAtMost64KB(t *testing.T) {
+	h := newHarness(t, Options{}, "sess_a")
+	h.keep(acp.Inbound, loadReq(1, "session/load"))
+	h.replay(3)
+	h.keep(acp.Outbound, okResult(1))
+	pad := strings.Repeat("x", 1000)
+	for k := range 100 { // ~100 KB after the response
+		h.keep(acp.Outbound, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_a","update":{"sessionUpdate":"available_commands_update","n":%d,"pad":%q}}}`, k, pad))
+	}
+	evs := h.checkKept("sess_a")
+	var loaded, loose int
+	for _, e := range evs {
+		switch {
+		case e.Kind == persistence.EventSessionLoaded:
+			loaded++
+			if len(e.Body) > maxOpenLoad+4<<10 {
+				t.Errorf("session_loaded event of %d bytes: the open load took more than %d", len(e.Body), maxOpenLoad)
+			}
+		case e.Kind == persistence.EventNotification:
+			loose += len(eventFrames(t, &e))
+		}
+	}
+	if loaded != 1 || loose == 0 || loose >= 100 {
+		t.Fatalf("%d session_loaded events and %d updates of their own: want one load taking the first 64 KB, the rest outside", loaded, loose)
+	}
+}
+
+// TestUpdatesCarryTheirTurn: the streamed updates of two turns committed
+// together are stored in runs of their own turn: a turn ends with its
+// prompt's response, and the next prompt's updates are not the last one's.
+func TestUpdatesCarryTheirTurn(t *testing.T) {
+	h := newHarness(t, Options{}, "sess_a")
+	prompt := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`, id)
+	}
+	for turn := 1; turn <= 2; turn++ {
+		h.keep(acp.Inbound, prompt(turn))
+		for k := range 3 {
+			h.keep(acp.Outbound, upd("agent_message_chunk", turn*100+k))
+		}
+		h.keep(acp.Outbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, turn))
+	}
+	for _, e := range h.checkKept("sess_a") {
+		if e.Kind != persistence.EventNotification {
+			continue
+		}
+		for _, f := range eventFrames(t, &e) {
+			if want := fmt.Sprintf(`"n":%d0`, e.Turn); !strings.Contains(string(f), want) { // n is turn*100+k
+				t.Errorf("event %d of turn %d holds %s", e.Seq, e.Turn, f)
+			}
+		}
+	}
+}
