@@ -39,30 +39,3 @@ func TestOpenLoadTakesAtMost64KB(t *testing.T) {
 		t.Fatalf("%d session_loaded events and %d updates of their own: want one load taking the first 64 KB, the rest outside", loaded, loose)
 	}
 }
-
-// TestUpdatesCarryTheirTurn: the streamed updates of two turns committed
-// together are stored in runs of their own turn: a turn ends with its
-// prompt's response, and the next prompt's updates are not the last one's.
-func TestUpdatesCarryTheirTurn(t *testing.T) {
-	h := newHarness(t, Options{}, "sess_a")
-	prompt := func(id int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[]}}`, id)
-	}
-	for turn := 1; turn <= 2; turn++ {
-		h.keep(acp.Inbound, prompt(turn))
-		for k := range 3 {
-			h.keep(acp.Outbound, upd("agent_message_chunk", turn*100+k))
-		}
-		h.keep(acp.Outbound, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, turn))
-	}
-	for _, e := range h.checkKept("sess_a") {
-		if e.Kind != persistence.EventNotification {
-			continue
-		}
-		for _, f := range eventFrames(t, &e) {
-			if want := fmt.Sprintf(`"n":%d0`, e.Turn); !strings.Contains(string(f), want) { // n is turn*100+k
-				t.Errorf("event %d of turn %d holds %s", e.Seq, e.Turn, f)
-			}
-		}
-	}
-}

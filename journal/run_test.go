@@ -40,10 +40,11 @@ func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 	answer(2)
 
 	var runs []int
+	var turns []int64 // a turn ends with its prompt's response
 	for _, e := range h.checkKept("sess_a") {
 		fs := eventFrames(t, &e)
 		if e.Method == "session/update" {
-			runs = append(runs, len(fs))
+			runs, turns = append(runs, len(fs)), append(turns, e.Turn)
 			if joined := bytes.Join(fs, []byte("\n")); !bytes.Equal(e.Body, joined) && len(e.Body) >= len(joined) {
 				t.Errorf("event %d: body is neither its frames joined nor smaller packed", e.Seq)
 			}
@@ -51,8 +52,8 @@ func TestStreamedUpdatesShareAnEvent(t *testing.T) {
 			t.Errorf("event %d (%s %s) holds %d frames", e.Seq, e.Kind, e.Method, len(fs))
 		}
 	}
-	if fmt.Sprint(runs) != "[5 2 2 1 1]" {
-		t.Errorf("session/update events hold %v frames, want [5 2 2 1 1]", runs)
+	if fmt.Sprint(runs) != "[5 2 2 1 1]" || fmt.Sprint(turns) != "[1 1 1 1 2]" {
+		t.Errorf("session/update events hold %v frames of turns %v, want [5 2 2 1 1] of [1 1 1 1 2]", runs, turns)
 	}
 }
 

@@ -33,8 +33,8 @@ type State struct {
 func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 	byID := make(map[int64]*persistence.Message)
 	var order []int64
-	st := &State{}
-	var streamed map[string]*persistence.StreamedText // read once a record needs it
+	st := &State{Pruned: make(map[int64]bool)}
+	var streamed map[string]persistence.StreamedText // read once a record needs it
 	for _, e := range events {
 		if !e.Kind.IsProjection() {
 			continue
@@ -53,17 +53,10 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 						return nil, err
 					}
 				}
-				var text persistence.StreamedText
-				if t := streamed["msg_"+strconv.FormatInt(rec.Seq, 10)]; t != nil {
-					text = *t
-				}
 				var werr error
-				if rec, werr = rec.WithStreamed(text); werr != nil {
+				if rec, werr = rec.WithStreamed(streamed["msg_"+strconv.FormatInt(rec.Seq, 10)]); werr != nil {
 					if !framesPruned(events) {
 						return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Kind, werr)
-					}
-					if st.Pruned == nil {
-						st.Pruned = make(map[int64]bool)
 					}
 					st.Pruned[rec.ID] = true
 				}
@@ -163,7 +156,7 @@ func Rebuild(sessionID string, events []persistence.Event) (*State, error) {
 // by message id: its agent_message_chunk and agent_thought_chunk frames
 // naming the message, joined in order. Updates that left their streamed
 // text to the frames (persistence.Streamed) are rebuilt from it.
-func StreamedTexts(events []persistence.Event) (map[string]*persistence.StreamedText, error) {
+func StreamedTexts(events []persistence.Event) (map[string]persistence.StreamedText, error) {
 	texts := make(map[string]*[2]strings.Builder) // content, reasoning
 	budget := persistence.NewBudget(persistence.MaxDecoded)
 	for i := range events {
@@ -197,9 +190,9 @@ func StreamedTexts(events []persistence.Event) (map[string]*persistence.Streamed
 			}
 		}
 	}
-	out := make(map[string]*persistence.StreamedText, len(texts))
+	out := make(map[string]persistence.StreamedText, len(texts))
 	for id, t := range texts {
-		out[id] = &persistence.StreamedText{Content: t[0].String(), Reasoning: t[1].String()}
+		out[id] = persistence.StreamedText{Content: t[0].String(), Reasoning: t[1].String()}
 	}
 	return out, nil
 }

@@ -1,7 +1,7 @@
 package projection_test
 
 import (
-	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,19 +11,7 @@ import (
 
 // chunkFrame is an agent_message_chunk (or thought) frame naming msgID.
 func chunkFrame(kind, msgID, text string) string {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{
-		"sessionId": "s", "update": map[string]any{"sessionUpdate": kind, "messageId": msgID,
-			"content": map[string]any{"type": "text", "text": text}}}})
-	return string(b)
-}
-
-func recordEvent(t *testing.T, seq int64, kind persistence.EventKind, r persistence.MessageRecord) persistence.Event {
-	t.Helper()
-	body, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return persistence.Event{Seq: seq, Kind: kind, Body: body}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":%q,"messageId":%q,"content":{"type":"text","text":%q}}}}`, kind, msgID, text)
 }
 
 // TestStreamedTextRebuiltFromFrames: an update that left its streamed
@@ -56,12 +44,9 @@ func TestStreamedTextRebuiltFromFrames(t *testing.T) {
 			chunkFrame("agent_message_chunk", "msg_2", "éllo, wörld and more"),
 		}, "\n"))}
 	appended := persistence.RecordOf(&persistence.Message{ID: 9, Seq: 2, Role: persistence.RoleAssistant, Status: persistence.StatusStreaming})
-	events := []persistence.Event{
-		recordEvent(t, 1, persistence.EventMessageAppended, appended),
-		recordEvent(t, 2, persistence.EventMessageUpdated, first),
-		frames,
-		recordEvent(t, 4, persistence.EventMessageUpdated, second),
-	}
+	events := []persistence.Event{{Seq: 1, Kind: persistence.EventMessageAppended, Body: body(t, appended)},
+		{Seq: 2, Kind: persistence.EventMessageUpdated, Body: body(t, first)}, frames,
+		{Seq: 4, Kind: persistence.EventMessageUpdated, Body: body(t, second)}}
 	st, err := projection.Rebuild("s", events)
 	if err != nil {
 		t.Fatal(err)
