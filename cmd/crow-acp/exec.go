@@ -150,7 +150,7 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 		ui.Status("the prompt is stored in session %s: retry with crow-acp exec --session %s \"…\" (crow-acp doctor checks the set-up)", sessionID, sessionID)
 		return code
 	}
-	ui.Status("%s · continue with: crow-acp exec --session %s \"…\"", stopText(o.res.StopReason), sessionID)
+	ui.Status("%s · continue with: crow-acp exec --session %s \"…\"", terminal.StopText(o.res.StopReason), sessionID)
 	switch o.res.StopReason {
 	case acp.StopEndTurn:
 		return exitOK
@@ -161,23 +161,6 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 			return exitInterrupted
 		}
 		return exitIncomplete
-	}
-}
-
-func stopText(r acp.StopReason) string {
-	switch r {
-	case acp.StopEndTurn:
-		return "done"
-	case acp.StopCancelled:
-		return "cancelled"
-	case acp.StopMaxTokens:
-		return "stopped: the model reached its output limit"
-	case acp.StopMaxTurnRequests:
-		return "stopped: too many model requests in one turn (max_model_calls)"
-	case acp.StopRefusal:
-		return "stopped: the model refused"
-	default:
-		return "stopped: " + string(r)
 	}
 }
 

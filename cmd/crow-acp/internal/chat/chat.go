@@ -303,7 +303,7 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 	case o.res.StopReason == acp.StopCancelled:
 		c.note("cancelled; what was said is kept")
 	case o.res.StopReason != acp.StopEndTurn:
-		c.note("%s", stopText(o.res.StopReason))
+		c.note("%s", terminal.StopText(o.res.StopReason))
 	}
 	return false
 }
@@ -341,19 +341,6 @@ func (c *Chat) drainInterrupts() {
 		default:
 			return
 		}
-	}
-}
-
-func stopText(r acp.StopReason) string {
-	switch r {
-	case acp.StopMaxTokens:
-		return "stopped: the model reached its output limit"
-	case acp.StopMaxTurnRequests:
-		return "stopped: too many model requests in one turn (max_model_calls)"
-	case acp.StopRefusal:
-		return "stopped: the model refused"
-	default:
-		return "stopped: " + termsafe.Line(string(r))
 	}
 }
 

@@ -56,3 +56,21 @@ func unfence(lines []string) []string {
 	}
 	return out
 }
+
+// StopText says how a turn ended, for exec's status line and chat's note.
+func StopText(r acp.StopReason) string {
+	switch r {
+	case acp.StopEndTurn:
+		return "done"
+	case acp.StopCancelled:
+		return "cancelled"
+	case acp.StopMaxTokens:
+		return "stopped: the model reached its output limit"
+	case acp.StopMaxTurnRequests:
+		return "stopped: too many model requests in one turn (max_model_calls)"
+	case acp.StopRefusal:
+		return "stopped: the model refused"
+	default:
+		return "stopped: " + termsafe.Line(string(r))
+	}
+}
