@@ -195,14 +195,20 @@ type NewSessionRequest struct {
 	Meta                  Meta          `json:"_meta,omitempty"`
 }
 
+// validateSetup checks what session/new, load, resume and fork all set up
+// a session with: its working directory, system prompt and extra roots.
+func validateSetup(cwd string, sp *SystemPrompt, dirs []string) error {
+	if err := validateCwd(cwd); err != nil {
+		return err
+	}
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	return validateDirs(dirs)
+}
+
 func (r *NewSessionRequest) Validate() error {
-	if err := validateCwd(r.Cwd); err != nil {
-		return err
-	}
-	if err := r.SystemPrompt.Validate(); err != nil {
-		return err
-	}
-	return validateDirs(r.AdditionalDirectories)
+	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
 
 type SessionMode struct {
@@ -258,13 +264,7 @@ func (r *LoadSessionRequest) Validate() error {
 	if r.SessionID == "" {
 		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
-	if err := validateCwd(r.Cwd); err != nil {
-		return err
-	}
-	if err := r.SystemPrompt.Validate(); err != nil {
-		return err
-	}
-	return validateDirs(r.AdditionalDirectories)
+	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
 
 type LoadSessionResponse struct {

@@ -23,13 +23,7 @@ func (r *ForkSessionRequest) Validate() error {
 	if r.SessionID == "" {
 		return MissingParam("sessionId", "pass the id of the session to fork, as session/new or session/list gave it")
 	}
-	if err := validateCwd(r.Cwd); err != nil {
-		return err
-	}
-	if err := r.SystemPrompt.Validate(); err != nil {
-		return err
-	}
-	return validateDirs(r.AdditionalDirectories)
+	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
 
 type ForkSessionResponse struct {

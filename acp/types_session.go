@@ -62,13 +62,7 @@ func (r *ResumeSessionRequest) Validate() error {
 	if r.SessionID == "" {
 		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
-	if err := validateCwd(r.Cwd); err != nil {
-		return err
-	}
-	if err := r.SystemPrompt.Validate(); err != nil {
-		return err
-	}
-	return validateDirs(r.AdditionalDirectories)
+	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
 
 type ResumeSessionResponse struct {
