@@ -134,9 +134,6 @@ func chatCommand(bin string, model *fakemodel.Server, env fixture.Env, args ...s
 // one working, /compact, exit with Ctrl-D, then `chat --continue` showing
 // the history and continuing it.
 func TestChatTerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
@@ -290,9 +287,6 @@ func TestChatTerminal(t *testing.T) {
 // starts a chat with a note on how to get the server; with pipes (how
 // editors spawn it) it serves ACP as before.
 func TestBareCommandChatsOnlyInATerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
@@ -376,9 +370,6 @@ func TestChatDegrades(t *testing.T) {
 		}
 	})
 
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	for _, tc := range []struct{ name, env string }{{"NO_COLOR", "NO_COLOR=1"}, {"dumb", "TERM=dumb"}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -408,9 +399,6 @@ func TestChatDegrades(t *testing.T) {
 // editor stops waiting) and during a turn (the turn is cancelled first,
 // so what was streamed is stored).
 func TestChatTerminated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
@@ -452,9 +440,6 @@ func TestChatTerminated(t *testing.T) {
 // chat (a form, as the chat advertises elicitation) and answered through
 // the chat's own line editor, which owns the terminal's input.
 func TestChatAnswersQuestions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()
@@ -491,9 +476,6 @@ func TestChatAnswersQuestions(t *testing.T) {
 // TestChatPaste: text pasted into the chat (the terminal's bracketed
 // paste) is one prompt, newlines kept, not a prompt per line.
 func TestChatPaste(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	m := fakemodel.Start()
 	defer m.Close()

@@ -18,9 +18,6 @@ import (
 // where nobody can answer, it says so and the model is told the user
 // declined, even with --yes.
 func TestExecAskUser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	question := fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "ask_user",
 		Arguments: `{"question":"Which \u001b[2Jdatabase?","choices":["SQLite","PostgreSQL"]}`}}}

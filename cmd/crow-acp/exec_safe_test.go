@@ -102,9 +102,6 @@ func runCall(id, command string) fakemodel.ToolCall {
 // the model writes cannot act on the terminal, the permission question
 // shows the real call, and stdout holds only the answer.
 func TestExecUntrustedText(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	t.Run("question", func(t *testing.T) { testQuestionShowsTheRealCall(t, bin) })
 	t.Run("answer and sessions", func(t *testing.T) { testNeutralisesModelText(t, bin) })

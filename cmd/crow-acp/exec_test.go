@@ -72,9 +72,6 @@ func execCommand(t *testing.T, bin string, model *fakemodel.Server, env fixture.
 // TestExecTerminal runs exec on a pseudo-terminal: the progress line is
 // drawn while the model has not answered, then the answer streams.
 func TestExecTerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 
 	t.Run("pty", func(t *testing.T) {

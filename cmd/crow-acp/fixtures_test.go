@@ -120,9 +120,6 @@ func TestFixtures(t *testing.T) {
 // TestFixturesBinary runs every scenario against the built binary over real
 // stdio, the way editors run it.
 func TestFixturesBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	fixture.RunDir(t, fixtureDir, func(t *testing.T, f *fixture.Fixture) (fixture.Env, fixture.Starter, fixture.Model) {
 		m := startModel(t, f)

@@ -20,9 +20,6 @@ import (
 // source's stream (the MCP server's secret masked, as for session/new),
 // the fork's stream starting with its creation naming the source.
 func TestForkListedAndLogged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)

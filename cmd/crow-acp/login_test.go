@@ -20,9 +20,6 @@ import (
 // key the endpoint rejects and saves a good one 0600; the running server
 // then authenticates and prompts with it, without a restart.
 func TestLoginSignsInARunningServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)
@@ -150,9 +147,6 @@ func errorCode(t *testing.T, frame []byte) int {
 // own key variable) kept 3 to 5 of the 12 keys: each read the file, added
 // its key and renamed its copy over the others'. Under the lock all 12 stay.
 func TestConcurrentLoginsKeepEveryKey(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)

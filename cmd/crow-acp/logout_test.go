@@ -19,9 +19,6 @@ import (
 // auth/status says unauthenticated and the next prompt goes without a key
 // and gets auth_required. Every frame is valid against the SDK 2.4 schema.
 func TestLogoutSignsOut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	model := fakemodel.Start()
 	t.Cleanup(model.Close)

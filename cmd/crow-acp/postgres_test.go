@@ -15,9 +15,6 @@ import (
 // behaves the same whatever the store, across process restarts too.
 func TestFixturesPostgres(t *testing.T) {
 	pgtest.ServerURL(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	fixture.RunDir(t, fixtureDir, func(t *testing.T, f *fixture.Fixture) (fixture.Env, fixture.Starter, fixture.Model) {
 		m := startModel(t, f)

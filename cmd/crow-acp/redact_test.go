@@ -17,9 +17,6 @@ import (
 // replaced by [redacted] everywhere, also when a delta boundary splits
 // them.
 func TestEchoedKeyIsRedacted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	const key, other = "sk-echo-secret-0123456789", "sk-other-provider-9876543210"
 	model := fakemodel.Start()

@@ -379,9 +379,6 @@ func TestStalledStreamHitsIdleTimeout(t *testing.T) {
 // TestBinary drives the built binary: what a process writes to disk and how
 // it ends.
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := testBinary(t)
 	t.Run("secrets never written and files owner-only", func(t *testing.T) { testSecrets(t, bin) })
 	t.Run("stdin closed mid-turn", func(t *testing.T) { testStdinClosedMidTurn(t, bin) })
