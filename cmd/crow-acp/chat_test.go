@@ -8,106 +8,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
-// ptyChat is crow-acp running on a pseudo-terminal, read as a person
-// reads it: expect waits for text after what was already matched.
-type ptyChat struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	tty  *os.File
-	mu   sync.Mutex
-	out  bytes.Buffer
-	mark int
-	done chan struct{}
-}
-
-func startChat(t *testing.T, cmd *exec.Cmd) *ptyChat {
-	t.Helper()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &ptyChat{t: t, cmd: cmd, tty: tty, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		tty.Close()
-	})
-	return p
-}
-
-func (p *ptyChat) shown() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// expect waits until s appears after the last match and returns what
-// was shown from there to the end of s.
-func (p *ptyChat) expect(s string) string {
-	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		all := p.shown()
-		if i := strings.Index(all[p.mark:], s); i >= 0 {
-			seen := all[p.mark : p.mark+i+len(s)]
-			p.mark += i + len(s)
-			return seen
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the terminal never showed %q; after the last match it shows:\n%q", s, all[p.mark:])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *ptyChat) send(keys string) {
-	p.t.Helper()
-	if _, err := p.tty.Write([]byte(keys)); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// wait waits for the process to exit and returns its exit code.
-func (p *ptyChat) wait() int {
-	p.t.Helper()
-	waited := make(chan error, 1)
-	go func() { waited <- p.cmd.Wait() }()
-	select {
-	case <-waited:
-	case <-time.After(30 * time.Second):
-		p.t.Fatalf("chat did not exit:\n%q", p.shown()[p.mark:])
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
 var allowRE = regexp.MustCompile(`(\d+)\) Allow\r?\n`)
 
 // allow answers the permission question on screen with its Allow option
 // and returns the question.
-func (p *ptyChat) allow() string {
+func (p *ptyProc) allow() string {
 	p.t.Helper()
 	q := p.expect("choose 1-")
 	m := allowRE.FindStringSubmatch(q)
@@ -162,7 +75,7 @@ func TestChatTerminal(t *testing.T) {
 
 	cmd := chatCommand(bin, m, env, "chat")
 	cmd.Env = append(cmd.Env, "CROW_COMPACT_KEEP_RECENT=2") // /compact has something to fold
-	p := startChat(t, cmd)
+	p := startPty(t, cmd)
 	p.expect("/help for commands")
 	p.expect("> ")
 
@@ -247,7 +160,7 @@ func TestChatTerminal(t *testing.T) {
 	// --continue: the latest session of this directory, its history
 	// shown, and the conversation goes on with it.
 	m.Enqueue(fakemodel.Reply{Text: "Continued."})
-	p = startChat(t, chatCommand(bin, m, env, "chat", "--continue"))
+	p = startPty(t, chatCommand(bin, m, env, "chat", "--continue"))
 	hist := p.expect("/help for commands")
 	for _, want := range []string{"› make a plan", "› edit the notes", "Edited.", "› hello again", "Back again."} {
 		if !strings.Contains(hist, want) {
@@ -292,7 +205,7 @@ func TestBareCommandChatsOnlyInATerminal(t *testing.T) {
 	defer m.Close()
 	env := fixture.NewEnv(t)
 
-	p := startChat(t, chatCommand(bin, m, env))
+	p := startPty(t, chatCommand(bin, m, env))
 	p.expect(`"crow-acp serve" forces it`)
 	p.expect("> ")
 	p.send("\x04")
@@ -376,7 +289,7 @@ func TestChatDegrades(t *testing.T) {
 			m.Enqueue(fakemodel.Reply{Text: answer})
 			cmd := chatCommand(bin, m, env, "chat")
 			cmd.Env = append(cmd.Env, tc.env)
-			p := startChat(t, cmd)
+			p := startPty(t, cmd)
 			p.expect("> ")
 			p.send("hello\r")
 			seen := p.expect("text.")
@@ -404,7 +317,7 @@ func TestChatTerminated(t *testing.T) {
 	defer m.Close()
 	env := fixture.NewEnv(t)
 
-	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p := startPty(t, chatCommand(bin, m, env, "chat"))
 	p.expect("> ")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -414,7 +327,7 @@ func TestChatTerminated(t *testing.T) {
 	}
 
 	m.Enqueue(fakemodel.Reply{Text: "partial words that stall here", StallAfter: 2})
-	p = startChat(t, chatCommand(bin, m, env, "chat"))
+	p = startPty(t, chatCommand(bin, m, env, "chat"))
 	p.expect("> ")
 	before := len(m.Requests())
 	p.send("stall\r")
@@ -449,7 +362,7 @@ func TestChatAnswersQuestions(t *testing.T) {
 			Arguments: `{"question":"Which database?","choices":["SQLite","PostgreSQL"]}`}}},
 		fakemodel.Reply{Text: "Going with the answer."},
 	)
-	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p := startPty(t, chatCommand(bin, m, env, "chat"))
 	p.expect("> ")
 	p.send("set up storage\r")
 	q := p.expect("PostgreSQL")
@@ -481,7 +394,7 @@ func TestChatPaste(t *testing.T) {
 	defer m.Close()
 	env := fixture.NewEnv(t)
 	m.Enqueue(fakemodel.Reply{Text: "Got both lines."})
-	p := startChat(t, chatCommand(bin, m, env, "chat"))
+	p := startPty(t, chatCommand(bin, m, env, "chat"))
 	if shown := p.expect("> "); !strings.Contains(shown, "\x1b[?2004h") {
 		t.Errorf("the chat did not turn on bracketed paste:\n%q", shown)
 	}

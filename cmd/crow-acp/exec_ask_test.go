@@ -3,11 +3,7 @@ package main
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -27,55 +23,15 @@ func TestExecAskUser(t *testing.T) {
 		defer m.Close()
 		m.Enqueue(question, fakemodel.Reply{Text: "using it"})
 		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "set up storage")
-		tty, err := pty.Start(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tty.Close()
-		var mu sync.Mutex
-		var out bytes.Buffer
-		copied := make(chan struct{})
-		go func() {
-			buf := make([]byte, 4096)
-			for {
-				n, err := tty.Read(buf)
-				mu.Lock()
-				out.Write(buf[:n])
-				mu.Unlock()
-				if err != nil {
-					close(copied)
-					return
-				}
-			}
-		}()
-		waitFor := func(s string) {
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				mu.Lock()
-				seen := strings.Count(out.String(), s)
-				mu.Unlock()
-				if seen > 0 {
-					return
-				}
-				if time.Now().After(deadline) {
-					mu.Lock()
-					t.Fatalf("no %q on the terminal:\n%q", s, out.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		waitFor("Answer (1-2, or empty to skip): ")
-		_, _ = tty.Write([]byte("2\n"))
-		waitFor("(or empty to skip): ")
-		_, _ = tty.Write([]byte("\n"))
-		err = cmd.Wait()
-		<-copied
-		mu.Lock()
-		s := out.String()
-		mu.Unlock()
-		if err != nil {
-			t.Fatalf("exec: %v\n%q", err, s)
+		p := startPty(t, execCommand(t, bin, m, env, "set up storage"))
+		p.expect("Answer (1-2, or empty to skip): ")
+		p.send("2\n")
+		p.expect("(or empty to skip): ") // the optional own words
+		p.send("\n")
+		code := p.wait()
+		s := p.shown()
+		if code != exitOK {
+			t.Fatalf("exec: exit %d\n%q", code, s)
 		}
 		if strings.Contains(s, "\x1b[2J") || !strings.Contains(s, "? Which ^[[2Jdatabase?") {
 			t.Errorf("the question is not shown safely:\n%q", s)

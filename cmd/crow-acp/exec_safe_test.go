@@ -8,11 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -26,59 +22,16 @@ var rejectRE = regexp.MustCompile(`(\d+)\) Reject\r?\n`)
 // showed.
 func atTerminal(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var mu sync.Mutex
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			mu.Lock()
-			out.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	shown := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return out.String()
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(shown(), "choose 1-") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no permission question on the terminal:\n%q", shown())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	reject := rejectRE.FindStringSubmatch(shown())
+	p := startPty(t, cmd)
+	reject := rejectRE.FindStringSubmatch(p.expect("choose 1-"))
 	if reject == nil {
-		t.Fatalf("no Reject option:\n%q", shown())
+		t.Fatalf("no Reject option:\n%q", p.shown())
 	}
-	if _, err := tty.Write([]byte(reject[1] + "\n")); err != nil {
-		t.Fatal(err)
+	p.send(reject[1] + "\n")
+	if code := p.wait(); code != exitOK && code != exitIncomplete {
+		t.Fatalf("exec: exit %d\n%q", code, p.shown())
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err = <-waited:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("exec did not end after the answer:\n%q", shown())
-	}
-	<-copied
-	if err != nil && cmd.ProcessState.ExitCode() != exitIncomplete {
-		t.Fatalf("exec: %v\n%q", err, shown())
-	}
-	return shown()
+	return p.shown()
 }
 
 // question is the permission question in a terminal's output: from its

@@ -8,12 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -81,21 +78,12 @@ func TestExecTerminal(t *testing.T) {
 		// had time to draw.
 		m.Enqueue(fakemodel.Reply{Text: "answer from the model", DelayMS: 150})
 		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "hello")
-		tty, err := pty.Start(cmd)
-		if err != nil {
-			t.Fatal(err)
+		p := startPty(t, execCommand(t, bin, m, env, "hello"))
+		code := p.wait()
+		s := p.shown()
+		if code != exitOK {
+			t.Fatalf("exec: exit %d\n%s", code, s)
 		}
-		defer tty.Close()
-		var out bytes.Buffer
-		copied := make(chan struct{})
-		go func() { _, _ = io.Copy(&out, tty); close(copied) }()
-		err = cmd.Wait()
-		<-copied
-		if err != nil {
-			t.Fatalf("exec: %v\n%s", err, out.String())
-		}
-		s := out.String()
 		for _, want := range []string{"waiting for the model…", "answer from the model", "\x1b[2K", "done · continue with"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("terminal output lacks %q:\n%q", want, s)
@@ -115,53 +103,13 @@ func TestExecTerminal(t *testing.T) {
 			fakemodel.Reply{Text: "written"},
 		)
 		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "write a note")
-		tty, err := pty.Start(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tty.Close()
-		var mu sync.Mutex
-		var out bytes.Buffer
-		copied := make(chan struct{})
-		go func() {
-			buf := make([]byte, 4096)
-			for {
-				n, err := tty.Read(buf)
-				mu.Lock()
-				out.Write(buf[:n])
-				mu.Unlock()
-				if err != nil {
-					close(copied)
-					return
-				}
-			}
-		}()
-		// Answer the question when it is asked: 1 = the first option (allow once).
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			mu.Lock()
-			asked := strings.Contains(out.String(), "choose 1-")
-			mu.Unlock()
-			if asked {
-				break
-			}
-			if time.Now().After(deadline) {
-				mu.Lock()
-				t.Fatalf("no permission question on the terminal:\n%q", out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, err := tty.Write([]byte("1\n")); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		<-copied
-		mu.Lock()
-		s := out.String()
-		mu.Unlock()
-		if err != nil {
-			t.Fatalf("exec: %v\n%q", err, s)
+		p := startPty(t, execCommand(t, bin, m, env, "write a note"))
+		p.expect("choose 1-")
+		p.send("1\n") // the first option: allow once
+		code := p.wait()
+		s := p.shown()
+		if code != exitOK {
+			t.Fatalf("exec: exit %d\n%q", code, s)
 		}
 		for _, want := range []string{"⚙ Write NOTES.md", "? Write NOTES.md", "1) ", "✓ Write NOTES.md", "written"} {
 			if !strings.Contains(s, want) {
