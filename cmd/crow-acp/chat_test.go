@@ -31,6 +31,8 @@ func (p *ptyProc) allow() string {
 	return q
 }
 
+// chatCommand runs crow-acp with args in env's project against model, on
+// a fresh database and configuration.
 func chatCommand(bin string, model *fakemodel.Server, env fixture.Env, args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = env.Dir

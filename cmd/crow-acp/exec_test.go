@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -56,14 +55,10 @@ func TestExecContinueSendsHistory(t *testing.T) {
 	}
 }
 
-// execBinary builds crow-acp once per test and returns a command running
-// exec against model, with a fresh database.
+// execCommand is a command running exec in env against model (the
+// chat tests' command, with exec's arguments).
 func execCommand(t *testing.T, bin string, model *fakemodel.Server, env fixture.Env, args ...string) *exec.Cmd {
-	cmd := exec.Command(bin, append([]string{"exec", "--cwd", env.Dir}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + env.Tmp, "XDG_CONFIG_HOME=" + env.Tmp,
-		"CROW_DB=" + env.DBPath, "OPENAI_BASE_URL=" + model.URL(), "TERM=xterm"}
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
+	return chatCommand(bin, model, env, append([]string{"exec", "--cwd", env.Dir}, args...)...)
 }
 
 // TestExecTerminal runs exec on a pseudo-terminal: the progress line is
