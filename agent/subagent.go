@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -175,8 +176,10 @@ func taskTitle(description, prompt string) string {
 	return shorten(strings.Map(dropControl, title), maxTaskTitleRunes)
 }
 
+// dropControl drops the control characters NormalizeTitle turns into
+// spaces (C0, DEL, C1): in a task's one line they only split words.
 func dropControl(r rune) rune {
-	if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+	if unicode.IsControl(r) {
 		return -1
 	}
 	return r
