@@ -134,7 +134,16 @@ type Config struct {
 	CancelGrace time.Duration
 	// Subagents bounds the task tool's child sessions (subagent.go).
 	Subagents SubagentLimits
+	// Now is the agent's clock for what it writes down: the date in the
+	// system prompt, a fork's time. nil = the wall clock (wallClock). Tests
+	// set it, so that no outcome depends on the day they run (the date's
+	// length moves the prompt's token count).
+	Now func() time.Time
 }
+
+// wallClock is the clock of an agent whose Config.Now is nil. The package's
+// tests pin it to a fixed day (TestMain).
+var wallClock = time.Now
 
 // Journal records lifecycle events; journal.Journal implements it.
 type Journal interface {
@@ -230,6 +239,9 @@ func New(client acp.Client, store Store, model streaming.Client, cfg Config, log
 	}
 	if cfg.PartialSaveInterval <= 0 {
 		cfg.PartialSaveInterval = DefaultPartialSaveInterval
+	}
+	if cfg.Now == nil {
+		cfg.Now = wallClock
 	}
 	a := &Agent{
 		client:   client,

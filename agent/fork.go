@@ -149,7 +149,7 @@ func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *pers
 	if adjust != nil {
 		adjust(fork, &m)
 	}
-	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: time.Now().UTC().Truncate(time.Millisecond)}
+	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: a.cfg.Now().UTC().Truncate(time.Millisecond)}
 	fork.Metadata = encodeMeta(m)
 	st, err := f.ForkSession(context.WithoutCancel(ctx), src.ID, fork)
 	if errors.Is(err, persistence.ErrNotFound) {

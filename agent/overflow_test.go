@@ -167,12 +167,26 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ~3,000 tokens, all kept (under num_ctx), then a long prompt takes the
-	// request to ~8,000, of which Ollama keeps 4096.
-	longHistory(t, a, m, s.SessionID, 5)
+	// ~2,500 tokens, all kept (under num_ctx), then a long prompt takes the
+	// request to ~9,000, of which Ollama keeps 4096. Both sizes are far from
+	// what they are judged against (checked below), so that no date, path
+	// or machine moves them across: the largest accepted prompt under 4096
+	// (else the report is not believed), the request over twice 4096 (else
+	// it is not a truncation).
+	longHistory(t, a, m, s.SessionID, 3)
+	if accepted := a.acceptedFor(a.modelNamed("qwen3:8b")); accepted > 3500 {
+		t.Fatalf("the history's largest request has %d tokens: it must stay far under the 4096 Ollama keeps", accepted)
+	}
 	m.Enqueue(fakemodel.Reply{Text: "Partial view.", Usage: &fakemodel.Usage{PromptTokens: 4096, CompletionTokens: 4, TotalTokens: 4100}})
-	if _, err := prompt(a, s.SessionID, "What did I ask first? "+prose(7, 4000)); err != nil {
+	if _, err := prompt(a, s.SessionID, "What did I ask first? "+prose(7, 6000)); err != nil {
 		t.Fatal(err)
+	}
+	st := a.session(s.SessionID)
+	st.mu.Lock()
+	sent := st.budget.estimated
+	st.mu.Unlock()
+	if 4096 > 0.5*float64(sent) {
+		t.Fatalf("the test's request has only %d tokens: 4096 kept must be far under %v of it", sent, truncationRatio)
 	}
 	if n := strings.Count(rec.agentText(), "kept only 4096"); n != 1 {
 		t.Fatalf("%d truncation warnings, want 1: %q", n, rec.agentText())
@@ -190,7 +204,6 @@ func TestOllamaTruncationDetected(t *testing.T) {
 		t.Fatalf("the next request has %d tokens, over the 4096 Ollama keeps", n)
 	}
 	// The same truncation reported again warns no more.
-	st := a.session(s.SessionID)
 	st.mu.Lock()
 	st.budget.estimated = 9000
 	st.mu.Unlock()

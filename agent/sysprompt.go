@@ -71,7 +71,7 @@ func (a *Agent) facts(ctx context.Context, sess *session, s *persistence.Session
 	defer f.mu.Unlock()
 	if !f.ready || f.cwd != s.Cwd || f.tier != tier {
 		if f.date.IsZero() {
-			f.date = time.Now()
+			f.date = a.cfg.Now()
 		}
 		f.cwd, f.tier, f.ready = s.Cwd, tier, true
 		f.env = sysprompt.Probe(ctx, s.Cwd, f.date, tier == sysprompt.Full, a.cfg.ChildEnv)

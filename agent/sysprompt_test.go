@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
@@ -112,7 +113,7 @@ func TestSystemPromptTiersAndFacts(t *testing.T) {
 			}
 			sys := systemOf(t, lastRequest(m))
 			mustContain(t, c.tier+" prompt", sys, c.has, "quote", "path:line", "ever undo",
-				"- Date: ", "- OS: "+runtime.GOOS, "shell: sh", "- Project root: "+cwd, "- Git: not a git repository",
+				"- Date: "+testDay.Format("Monday 2006-01-02"), "- OS: "+runtime.GOOS, "shell: sh", "- Project root: "+cwd, "- Git: not a git repository",
 				"- Model: local-coder", "- Mode: Ask before edits (default)")
 			mustNotContain(t, c.tier+" prompt", sys, c.lack)
 
@@ -125,6 +126,22 @@ func TestSystemPromptTiersAndFacts(t *testing.T) {
 			mustContain(t, "plan-mode prompt", systemOf(t, lastRequest(m)), "- Mode: Read-only planning (plan)", "edits and commands are refused", "Do not try to edit files or run commands")
 		})
 	}
+}
+
+// TestPromptDateFromConfigClock: the prompt's date is the configured
+// clock's, not the machine's.
+func TestPromptDateFromConfigClock(t *testing.T) {
+	day := time.Date(2031, time.January, 2, 23, 0, 0, 0, time.UTC)
+	a, _, m := newTestAgent(t, Config{Model: "m", Now: func() time.Time { return day }})
+	m.SetFallback(fakemodel.Reply{Text: "ok"})
+	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prompt(a, s.SessionID, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "prompt", systemOf(t, lastRequest(m)), "- Date: Thursday 2031-01-02")
 }
 
 // fixedPrefix counts a tier's fixed prefix with the real counters of the
