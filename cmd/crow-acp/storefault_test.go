@@ -174,7 +174,9 @@ func TestStoreFaultFramesLost(t *testing.T) {
 		if r := replyOf(t, db, sid); r.Status != persistence.StatusFailed || !strings.HasPrefix(text, r.Content) || r.Content == "" {
 			t.Fatalf("after the fault the reply is %q with %d bytes, want failed with what was streamed", r.Status, len(r.Content))
 		}
-		c.prompt(sid, "again") // the session goes on
+		if res := c.prompt(sid, "again"); !strings.Contains(res, `"result"`) {
+			t.Fatalf("the session does not go on after the fault: %s", res)
+		}
 		c.p.close()
 		verifySession(t, db, sid)
 	})
