@@ -23,6 +23,22 @@ type budget struct {
 	sent      []int64
 	estimated int // our count of the last request
 	reported  int // the provider's prompt_tokens for it (0: not reported)
+	// window caps the window windowTurn's requests are measured
+	// against: the one its endpoint named when it refused a request
+	// (recoverOverflow), remembered or not.
+	window     int
+	windowTurn *turn
+}
+
+// turnWindow is the window the running turn's requests are measured
+// against after its endpoint refused one (0: none).
+func (sess *session) turnWindow() int {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if b := &sess.budget; b.windowTurn != nil && b.windowTurn == sess.turn {
+		return b.window
+	}
+	return 0
 }
 
 // prepareContext returns the messages for the next model request, rebuilt
@@ -31,7 +47,7 @@ type budget struct {
 // threshold it compacts first, and when it cannot fit it fails with an
 // error that says why instead of sending a request the model would reject.
 func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]streaming.Message, error) {
-	m := a.meterFor(s)
+	m := a.meterFor(s).within(sess.turnWindow())
 	view, err := a.activeView(ctx, sess, m.counter)
 	if err != nil {
 		return nil, storeError("build context", err)
@@ -64,6 +80,19 @@ func (a *Agent) meterFor(s *persistence.Session) meter {
 		st.Window, st.OutputReserve = 0, 0
 	}
 	return meter{model: model, counter: a.counterFor(model), st: st}
+}
+
+// within is m measured against a window of at most tokens (0: m), with
+// its reply reserve cut as for a learned window (withLearnedWindow).
+func (m meter) within(tokens int) meter {
+	if tokens <= 0 || m.st.Window > 0 && m.st.Window <= tokens {
+		return m
+	}
+	m.st.Window, m.st.OutputReserve = tokens, m.model.OutputReserve
+	if m.st.OutputReserve >= tokens/2 {
+		m.st.OutputReserve = min(DefaultOutputReserve, tokens/4)
+	}
+	return m
 }
 
 // counterFor returns the (cached) token counter of a model.

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -248,4 +250,115 @@ func mustSession(t *testing.T, a *Agent, id string) *persistence.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// contradictingRefusals are a refusal in the OpenAI and the llama.cpp
+// shape, formatted with the window they name and the prompt they refuse,
+// in tokens.
+var contradictingRefusals = []struct{ name, body string }{
+	{"openai", `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
+	{"llama.cpp", `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_ctx":%d,"n_prompt_tokens":%d}}`},
+}
+
+// contradictingSetup is a session whose endpoint accepted a long history
+// in a window configured at 200,000 tokens; window is three quarters of
+// the largest prompt it accepted: what it names when it turns strict.
+func contradictingSetup(t *testing.T) (a *Agent, rec *recorder, m *fakemodel.Server, sid, cwd string, window, accepted int) {
+	t.Helper()
+	a, rec, m = newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}})
+	cwd = t.TempDir()
+	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longHistory(t, a, m, s.SessionID, 8)
+	accepted = a.acceptedFor(a.modelNamed("big"))
+	return a, rec, m, s.SessionID, cwd, accepted * 3 / 4, accepted
+}
+
+// TestContradictingEndpointFittedWithinTurn (issue 37): an endpoint that
+// accepted a prompt refuses a later one naming a window under it (OpenRouter
+// sent the model to a provider with less context; llama-server or Ollama
+// restarted with a smaller one). That window is not remembered (one answer
+// must not shrink every later turn), but the refused request is compacted
+// to it and retried once within the turn, and the turn's later requests
+// (after a tool call) fit it too.
+func TestContradictingEndpointFittedWithinTurn(t *testing.T) {
+	for _, shape := range contradictingRefusals {
+		t.Run(shape.name, func(t *testing.T) {
+			a, rec, m, sid, cwd, window, accepted := contradictingSetup(t)
+			if err := os.WriteFile(filepath.Join(cwd, "notes.txt"), []byte("the parser is in parse.go\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := len(m.Requests())
+			m.Enqueue(fakemodel.Reply{Status: 400, ErrorBody: fmt.Sprintf(shape.body, window, accepted+500)},
+				fakemodel.Reply{Text: "Summary: the task so far."},
+				fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+				fakemodel.Reply{Text: "Here is the answer."})
+			res, err := prompt(a, sid, "And now the last question.")
+			if err != nil || res.StopReason != acp.StopEndTurn {
+				t.Fatalf("a refusal under an accepted prompt ended the turn: %v %v", res, err)
+			}
+			reqs := m.Requests()[before:]
+			if len(reqs) != 4 {
+				t.Fatalf("%d requests, want refused + summary + retry + the one after the tool call", len(reqs))
+			}
+			for i, r := range reqs[2:] {
+				if n := requestTokens(r); n > window {
+					t.Errorf("request %d of the turn after the refusal has %d tokens, over the %d-token window the endpoint named", i+3, n, window)
+				}
+			}
+			if !strings.Contains(string(reqs[2]), "And now the last question.") {
+				t.Error("the retried request lost the newest prompt")
+			}
+			if txt := rec.agentText(); !strings.Contains(txt, "refused the request") || !strings.Contains(txt, "trying again once") {
+				t.Errorf("the user was not told: %q", txt)
+			}
+			// Not remembered: the next turn is measured against the
+			// configured window again, and is not compacted.
+			if n, src := a.windowSource("big"); n != 200000 || src != WindowConfigured {
+				t.Fatalf("window %d from %q after a refusal under an accepted prompt", n, src)
+			}
+			compactions, _ := a.store.Compactions(context.Background(), sid)
+			m.Enqueue(fakemodel.Reply{Text: "fine"})
+			if _, err := prompt(a, sid, "again"); err != nil {
+				t.Fatalf("the turn after: %v", err)
+			}
+			if after, _ := a.store.Compactions(context.Background(), sid); len(after) != len(compactions) || len(compactions) != 1 {
+				t.Errorf("%d compactions, then %d after the next turn: want the turn's one and no other", len(compactions), len(after))
+			}
+		})
+	}
+}
+
+// TestContradictingEndpointLaterRequestOverWindow (issue 37): after the
+// turn's one recovery, a tool result that pushes its next request over the
+// window the endpoint named ends the turn with a clear error: the request
+// the endpoint said it cannot take is not sent (no second compaction, no
+// second refusal).
+func TestContradictingEndpointLaterRequestOverWindow(t *testing.T) {
+	a, _, m, sid, cwd, window, accepted := contradictingSetup(t)
+	big := strings.Repeat(prose(7, 40)+"\n", 2*window/40)
+	if err := os.WriteFile(filepath.Join(cwd, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := len(m.Requests())
+	m.Enqueue(fakemodel.Reply{Status: 400, ErrorBody: fmt.Sprintf(contradictingRefusals[0].body, window, accepted+500)},
+		fakemodel.Reply{Text: "Summary: the task so far."},
+		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"big.txt"}`}}})
+	m.SetFallback(fakemodel.Reply{Text: "sent anyway"})
+	_, err := prompt(a, sid, "Read big.txt.")
+	if err == nil {
+		t.Fatal("a request over the window the endpoint named ended the turn without an error")
+	}
+	if d := errData(t, err); d["reason"] != "context_window_exceeded" {
+		t.Errorf("error %v, data %v", err, d)
+	}
+	reqs := m.Requests()[before:]
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want refused + summary + retry, and not the next one over the window", len(reqs))
+	}
+	if n := requestTokens(reqs[2]); n > window {
+		t.Errorf("the retried request has %d tokens, over the %d-token window the endpoint named", n, window)
+	}
 }

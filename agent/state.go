@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming"
 )
 
@@ -40,7 +39,7 @@ type session struct {
 	// unfinished are the replies a storage fault left "streaming", by
 	// message id, written again until the store takes them; retrying: a
 	// goroutine does that (unfinished.go; mu).
-	unfinished map[int64]*persistence.Message
+	unfinished map[int64]*unfinishedReply
 	retrying   bool
 
 	// meta serialises read-modify-writes of the stored session (metadata,

@@ -294,7 +294,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if err := reply.finish(msg); err != nil {
 		// The stored row still says "streaming": mark it failed once the
 		// store answers again.
-		a.finishLater(sess, msg)
+		a.finishLater(sess, msg, reply.asStored())
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {
@@ -330,6 +330,9 @@ type partialReply struct {
 	saved           time.Time
 	savedBytes      int   // of text and reasoning at the last save
 	err             error // the save that failed; the stream was abandoned
+	// savedText and savedReasoning are what the row holds: the text of
+	// its last successful write.
+	savedText, savedReasoning string
 	// streamed is how much of text and reasoning, from the start, went
 	// out in chunk frames the frame log keeps (persistence.Streamed);
 	// a chunk not delivered ends it (later chunks no longer line up).
@@ -429,7 +432,21 @@ func (r *partialReply) save(now time.Time) error {
 		return err
 	}
 	r.saved, r.savedBytes = now, r.text.Len()+r.reasoning.Len()
+	r.savedText, r.savedReasoning = r.msg.Content, r.msg.Reasoning
 	return nil
+}
+
+// asStored is the reply's row as its last successful write left it, marked
+// failed (nil: never stored): what finishLater writes when the store takes
+// writes but refuses the final reply.
+func (r *partialReply) asStored() *persistence.Message {
+	if r.msg == nil {
+		return nil
+	}
+	m := &persistence.Message{ID: r.msg.ID, SessionID: r.msg.SessionID, Role: persistence.RoleAssistant,
+		Content: r.savedText, Reasoning: r.savedReasoning, Status: persistence.StatusFailed}
+	countTokens(r.counter, m)
+	return m
 }
 
 // final is the reply as it ended: the client's accumulated text, or what

@@ -19,9 +19,23 @@ const unfinishedRetry = 200 * time.Millisecond
 // answers again, instead of leaving that to whichever process opens the
 // session next.
 
+// unfinishedReply is a reply whose final write failed: final is the reply
+// as it ended, marked failed; stored, the row as its last successful write
+// left it, marked failed (nil: none).
+type unfinishedReply struct {
+	final, stored *persistence.Message
+	// marked: stored was written, the row no longer says "streaming";
+	// final is still written once the store takes it.
+	marked bool
+}
+
 // finishLater queues m (an assistant reply of sess already stored, with its
 // ID) to be written with status failed once the store accepts writes again.
-func (a *Agent) finishLater(sess *session, m *persistence.Message) {
+// stored is the row as last written (partialReply.asStored): written
+// instead, meanwhile, when the store takes writes but refuses m (a database
+// that cannot grow takes small writes and refuses a long reply's text), so
+// that no reply stays "streaming" while the store answers.
+func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
 	if m.ID == 0 {
 		return // never stored: nothing is left streaming
 	}
@@ -35,9 +49,9 @@ func (a *Agent) finishLater(sess *session, m *persistence.Message) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if sess.unfinished == nil {
-		sess.unfinished = make(map[int64]*persistence.Message)
+		sess.unfinished = make(map[int64]*unfinishedReply)
 	}
-	sess.unfinished[m.ID] = m
+	sess.unfinished[m.ID] = &unfinishedReply{final: m, stored: stored}
 	if !sess.retrying {
 		sess.retrying = true
 		goSafe(a.log, "retrying unfinished replies", func() { a.retryUnfinished(sess) })
@@ -57,21 +71,23 @@ func (a *Agent) retryUnfinished(sess *session) {
 		case <-t.C:
 		}
 		sess.mu.Lock()
-		batch := make([]*persistence.Message, 0, len(sess.unfinished))
-		for _, m := range sess.unfinished {
-			batch = append(batch, m)
+		batch := make([]*unfinishedReply, 0, len(sess.unfinished))
+		for _, u := range sess.unfinished {
+			batch = append(batch, u)
 		}
 		sess.mu.Unlock()
-		for _, m := range batch {
+		for _, u := range batch {
+			m := u.final
 			err := sess.updateMessage(context.Background(), a.store, m)
 			if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+				a.markStored(sess, u)
 				continue // the store still fails; next tick
 			}
 			if err == nil {
 				a.log.Info("reply interrupted by a storage fault marked failed", zap.String("session", m.SessionID), zap.Int64("message", m.ID))
 			}
 			sess.mu.Lock()
-			if sess.unfinished[m.ID] == m {
+			if sess.unfinished[m.ID] == u {
 				delete(sess.unfinished, m.ID)
 			}
 			sess.mu.Unlock()
@@ -83,5 +99,17 @@ func (a *Agent) retryUnfinished(sess *session) {
 			return
 		}
 		sess.mu.Unlock()
+	}
+}
+
+// markStored writes u's row as last stored, marked failed, once: the store
+// refused the final reply but may take this smaller write.
+func (a *Agent) markStored(sess *session, u *unfinishedReply) {
+	if u.marked || u.stored == nil {
+		return
+	}
+	if sess.updateMessage(context.Background(), a.store, u.stored) == nil {
+		u.marked = true
+		a.log.Info("reply interrupted by a storage fault marked failed as last stored", zap.String("session", u.stored.SessionID), zap.Int64("message", u.stored.ID))
 	}
 }

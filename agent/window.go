@@ -127,6 +127,14 @@ func (o *overflowRefusal) Unwrap() error { return o.err }
 // real window from the error, tells the user, and compacts to it. A nil
 // error means the request may be sent again (once); otherwise the error
 // says why it cannot fit.
+//
+// An endpoint may contradict itself: it accepted a larger prompt before
+// and now names a smaller window (OpenRouter sent the model to a provider
+// with less context; llama-server or Ollama restarted with a smaller
+// one). Such a window is not remembered (believable: it would shrink every
+// later turn on one answer), but this turn still has to fit what the
+// endpoint says now: its requests are compacted to that window, or below
+// the refused prompt, for the rest of the turn (session.turnWindow).
 func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
 	m := a.meterFor(s)
 	sess.mu.Lock()
@@ -134,35 +142,48 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	sent := b.estimated // our count of the refused request
 	sess.mu.Unlock()
 	ov := o.overflow
+	refused := ov.Prompt
+	if refused <= 0 {
+		refused = sent
+	}
 	window, source := ov.Window, learnedPrefix+"the endpoint's error ("+ov.Shape+")"
+	remembered := window
 	if window <= 0 {
 		// The error named no window: it is below what was sent.
-		prompt := ov.Prompt
-		if prompt <= 0 {
-			prompt = sent
-		}
-		window, source = prompt*9/10, learnedPrefix+"the endpoint's refusal of "+fmt.Sprint(prompt)+" tokens ("+ov.Shape+")"
+		window, source = refused*9/10, learnedPrefix+"the endpoint's refusal of "+fmt.Sprint(refused)+" tokens ("+ov.Shape+")"
 		if m.st.Window > 0 && !m.model.WindowAssumed {
 			window = min(window, m.st.Window*9/10)
 		}
 		// The real window lies between what the endpoint took (by its
 		// count) and what it refused.
-		window = max(window, a.acceptedFor(m.model))
+		remembered = max(window, a.acceptedFor(m.model))
 	}
-	if !a.believable(m.model, window, source) {
+	// What is remembered has a floor; this turn fits what the endpoint
+	// says now, or, when that is no window a model server runs, less
+	// than the prompt it refused.
+	learned := a.believable(m.model, remembered, source)
+	if window < MinLearnedWindow {
+		window = refused * 9 / 10
+	}
+	if window < MinLearnedWindow {
 		return o.err
 	}
 	old, oldSource := m.model.ContextWindow, m.model.WindowSource
-	if a.learnWindow(m.model.Name, window, source) {
-		a.cacheWindow(ctx, m.model, window, source)
+	if learned && a.learnWindow(m.model.Name, remembered, source) {
+		a.cacheWindow(ctx, m.model, remembered, source)
 	}
 	a.log.Warn("the model endpoint refused a request that does not fit its context window; compacting and retrying once",
-		zap.String("session", s.ID), zap.String("model", m.model.Name), zap.Int("window", window),
+		zap.String("session", s.ID), zap.String("model", m.model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
 		zap.Int("promptTokens", ov.Prompt), zap.Int("estimated", sent), zap.String("shape", ov.Shape))
 	text := fmt.Sprintf("The model endpoint refused the request: it does not fit %s's context window of %d tokens (%s; %d was assumed).",
-		m.model.Name, window, source, old)
-	if oldSource == WindowConfigured {
-		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, window)
+		m.model.Name, remembered, source, old)
+	switch {
+	case !learned:
+		_, floor := a.windowFloor(m.model)
+		text = fmt.Sprintf("The model endpoint refused the request as too long for %s, naming a window of %d tokens, under %s: it may serve the model with less context now (another provider behind a router, a server restarted with a smaller one). This turn is fitted to %d tokens; later turns keep the window of %d.",
+			m.model.Name, remembered, floor, window, old)
+	case oldSource == WindowConfigured:
+		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
 	if !a.compact.Auto {
 		a.say(ctx, sess, text+" Automatic compaction is off: run /compact or start a new session.")
@@ -170,7 +191,12 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	}
 	a.say(ctx, sess, text+" Compacting the conversation and trying again once.")
 
-	m = a.meterFor(s) // with the learned window
+	// The rest of the turn is measured against the window just named
+	// (learned, it is the model's window anyway).
+	sess.mu.Lock()
+	b.window, b.windowTurn = window, sess.turn
+	sess.mu.Unlock()
+	m = a.meterFor(s).within(window)
 	ratio := 1.0
 	if ov.Prompt > 0 && sent > 0 {
 		// The endpoint's count of the refused request calibrates ours.

@@ -149,25 +149,3 @@ func TestOverBudgetRequestThatFitsIsSent(t *testing.T) {
 		t.Fatalf("prompt: %v %v after %d requests; want it sent", res, err, len(m.Requests()))
 	}
 }
-
-// TestRefusalUnderAcceptedPromptIgnored: a refusal naming a window smaller
-// than a prompt the endpoint already accepted is not believed: the window
-// stays, nothing is compacted, the refusal is the error.
-func TestRefusalUnderAcceptedPromptIgnored(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
-	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	longHistory(t, a, m, s.SessionID, 8) // ~4,800 tokens accepted
-	m.Enqueue(fakemodel.Reply{Status: 400, ErrorBody: `{"object":"error","message":"This model's maximum context length is 3000 tokens. However, you requested 5200 tokens.","type":"BadRequestError","code":400}`})
-	if _, err := prompt(a, s.SessionID, "one more"); err == nil {
-		t.Fatal("the refused request ended without an error")
-	}
-	if n, src := a.windowSource("big"); n != 200000 || src != WindowConfigured {
-		t.Fatalf("window %d from %q after a refusal under an accepted prompt", n, src)
-	}
-	if list, _ := a.store.Compactions(context.Background(), s.SessionID); len(list) != 0 {
-		t.Fatal("compacted to a window the endpoint had already disproved")
-	}
-}

@@ -39,7 +39,9 @@
 // previous load of the session (loadrecord.go; Frames reads them back).
 //
 // If the store cannot be written (disk full, read-only), a batch is dropped
-// and logged; the operations that need storage fail on their own.
+// and logged; the operations that need storage fail on their own. A reply
+// streamed while a batch was dropped no longer leaves its text to its chunk
+// frames: its records carry it (Store's UpdateMessage, framesKept).
 package journal
 
 import (
@@ -109,6 +111,13 @@ type Journal struct {
 	stop     chan struct{}
 	done     chan struct{}
 	closed   bool
+
+	// lost counts the batches of frames dropped because the store refused
+	// them; replies holds, for each streamed reply this connection stored
+	// and has not written final, lost when its row was first written.
+	// Both are guarded by flushMu (framesKept).
+	lost    uint64
+	replies map[int64]uint64
 }
 
 type sessionState struct {
@@ -213,6 +222,7 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 	j := &Journal{
 		store: store, conn: opts.ConnectionID, opts: opts, log: log,
 		sessions: make(map[string]*sessionState),
+		replies:  make(map[int64]uint64),
 		requests: make(map[string]request),
 		calls:    make(map[string]request),
 		kick:     make(chan struct{}, 1),
@@ -227,6 +237,7 @@ func Open(ctx context.Context, store EventStore, opts Options) *Journal {
 		if err != nil {
 			log.Warn("frame log unavailable; serving without it", zap.Error(err))
 			j.off.Store(true)
+			j.lost++
 			j.mu.Lock()
 			j.pending = nil
 			j.mu.Unlock()
@@ -309,6 +320,7 @@ func (j *Journal) flush(ctx context.Context, holdRun bool) {
 	// The store packs streamed runs (persistence.PackEvents).
 	if err := j.store.AppendEvents(context.WithoutCancel(ctx), batch...); err != nil {
 		j.log.Error("frame log: events dropped", zap.Int("events", len(batch)), zap.Error(err))
+		j.lost++
 		// A load whose session_loaded event was dropped cannot be the
 		// base the next load of its session is stored as differences
 		// from (that load is stored whole instead).

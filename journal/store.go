@@ -72,12 +72,45 @@ func (o *orderedStore) AppendMessages(ctx context.Context, sessionID string, msg
 		return o.base().AppendMessages(ctx, sessionID)
 	}
 	return o.write(sessionID, func(s persistence.Store) error {
-		return s.AppendMessages(ctx, sessionID, msgs...)
+		if err := s.AppendMessages(ctx, sessionID, msgs...); err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Status == persistence.StatusStreaming {
+				o.j.replies[m.ID] = o.j.lost
+			}
+		}
+		return nil
 	})
 }
 
+// UpdateMessage records m leaving text to its chunk frames (m.Streamed)
+// only when they are all in the log: see framesKept.
 func (o *orderedStore) UpdateMessage(ctx context.Context, m *persistence.Message) error {
-	return o.write(m.SessionID, func(s persistence.Store) error { return s.UpdateMessage(ctx, m) })
+	return o.write(m.SessionID, func(s persistence.Store) error {
+		if !o.j.framesKept(m.ID) {
+			m.Streamed = persistence.Streamed{}
+		}
+		if err := s.UpdateMessage(ctx, m); err != nil {
+			return err
+		}
+		if m.Status != persistence.StatusStreaming {
+			delete(o.j.replies, m.ID)
+		}
+		return nil
+	})
+}
+
+// framesKept reports whether every frame sent since reply id's row was
+// first written on this connection is in the log or pending, i.e.
+// committed with the write about to run: no batch was dropped since.
+// Its chunk frames are all sent after that write (a reply is saved
+// before each chunk is shown), so only then may its records leave text
+// to them; after a dropped batch they carry the text. Called under
+// flushMu, which every commit of frames holds.
+func (j *Journal) framesKept(id int64) bool {
+	at, ok := j.replies[id]
+	return ok && at == j.lost
 }
 
 func (o *orderedStore) InterruptStreaming(ctx context.Context, sessionID string) (int, error) {
