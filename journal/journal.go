@@ -380,9 +380,6 @@ type envelope struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-// carriesMCPServers are the client requests whose params list MCP servers.
-var carriesMCPServers = map[string]bool{"session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
-
 type sessionParams struct {
 	SessionID string          `json:"sessionId"`
 	RequestID json.RawMessage `json:"requestId"` // $/cancel_request
@@ -407,6 +404,12 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		Body:         bytes.Clone(raw),
 		Direction:    persistence.DirIn,
 	}
+	if dir == acp.Inbound {
+		// MCP servers' env values and headers are credentials: the log
+		// keeps the structure, never the values, whatever frame (request,
+		// notification, invalid) a client put them in.
+		ev.Body = secret.MaskMCPServers(ev.Body)
+	}
 	if dir == acp.Outbound {
 		ev.Direction = persistence.DirOut
 	}
@@ -427,11 +430,6 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	switch {
 	case env.Method != "" && hasID:
 		ev.Kind, ev.Method = persistence.EventRequest, env.Method
-		if dir == acp.Inbound && carriesMCPServers[env.Method] {
-			// MCP servers' env values and headers are credentials: the
-			// log keeps the structure, never the values.
-			ev.Body = secret.MaskMCPServers(ev.Body)
-		}
 		if dir == acp.Inbound {
 			j.inboundRequest(ev, env.ID, p.SessionID)
 		} else {
