@@ -467,6 +467,11 @@ func idKey(id json.RawMessage) string {
 	return string(b)
 }
 
+// heldForSize are the requests the agent refuses for their size (a prompt,
+// a session's systemPrompt): one larger than MaxPromptBytes is held until
+// its answer, and kept only as a marker when that refuses it.
+var heldForSize = map[string]bool{"session/prompt": true, "session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
+
 func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, sid string) {
 	// Knowing whether a session exists may take a read; do it before
 	// locking.
@@ -500,9 +505,10 @@ func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, s
 		}
 	}
 	ev.Stream, ev.Turn = j.streamOf(req.session), req.turn
-	if req.load || ev.Method == "session/prompt" && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
+	if req.load || heldForSize[ev.Method] && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
 		// A load's request joins its session_loaded event (if it
-		// succeeds); an over-size prompt waits for its answer.
+		// succeeds); an over-size prompt (or session setup, whose
+		// systemPrompt is bounded too) waits for its answer.
 		req.held = ev
 	} else {
 		j.addLocked(ev)
@@ -619,7 +625,7 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	}
 	if r.held != nil {
 		if refusedAsTooLarge(errObj) {
-			r.held.Body = omittedPrompt(r.held.Body, r.session)
+			r.held.Body = omittedPrompt(r.held.Body, r.method, r.session)
 		}
 		j.addHeldLocked(r)
 	}
