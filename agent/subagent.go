@@ -55,6 +55,8 @@ type SubagentLimits struct {
 	MaxSteps      int // model requests per child
 	MaxTokens     int // tokens per child
 	PerTurn       int // children one turn may start
+
+	turnLeft int // model requests left to the turn's subagents (reserveChild)
 }
 
 func (l SubagentLimits) withDefaults() SubagentLimits {
@@ -222,7 +224,7 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 		State:        &acp.SubagentState{State: acp.SubagentRunning},
 		Meta:         subagentMeta(callID),
 	}.Update())
-	limits.MaxSteps = steps
+	limits.turnLeft = steps
 	run := a.runChild(ctx, child, prompt, limits)
 	refund(run.steps)
 	a.addChildCost(ctx, parentSess, child.ID)
@@ -407,6 +409,11 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	usage := acp.Usage{}
 	reported := false
 	steps := min(limits.MaxSteps, a.maxModelCalls(s))
+	stoppedAt := fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
+	if limits.turnLeft > 0 && limits.turnLeft < steps {
+		steps = limits.turnLeft
+		stoppedAt = fmt.Sprintf("the %d model requests left to this turn's subagents (together they may make max_model_calls)", steps)
+	}
 	recovered := false
 	guard := newLoopGuard()
 	for run.steps < steps {
@@ -447,7 +454,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 			return run
 		}
 	}
-	run.stop, run.limit = acp.StopMaxTurnRequests, fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps; one turn's subagents share max_model_calls)", steps)
+	run.stop, run.limit = acp.StopMaxTurnRequests, stoppedAt
 	return run
 }
 
