@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -85,7 +86,7 @@ func (a *mcpAsker) during(ctx context.Context, env *Env, callID string) func() [
 		if a.call == call {
 			a.call = nil
 		}
-		return call.notes
+		return slices.Clone(call.notes) // a handler still running may add one
 	}
 }
 
