@@ -75,7 +75,8 @@ type ElicitationProperty struct {
 	// string
 	MinLength *uint32      `json:"minLength,omitempty"`
 	MaxLength *uint32      `json:"maxLength,omitempty"`
-	Format    string       `json:"format,omitempty"` // email, uri, date, date-time
+	Format    string       `json:"format,omitempty"`  // email, uri, date, date-time
+	Pattern   string       `json:"pattern,omitempty"` // a regular expression the value must match
 	Enum      []string     `json:"enum,omitempty"`
 	OneOf     []EnumOption `json:"oneOf,omitempty"`
 	// number, integer

@@ -37,8 +37,11 @@ type SessionInfo struct {
 	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 	Title                 string   `json:"title,omitempty"`
 	UpdatedAt             string   `json:"updatedAt,omitempty"` // ISO 8601
-	Archived              bool     `json:"archived,omitempty"`  // unstable
-	Meta                  Meta     `json:"_meta,omitempty"`
+	// Archived (unstable) is on every entry, false included: crow-acp
+	// advertises sessionCapabilities.archive, and an agent that does MUST
+	// include it on every listed session (SDK 2.4 schema, SessionInfo).
+	Archived bool `json:"archived"`
+	Meta     Meta `json:"_meta,omitempty"`
 }
 
 type ListSessionsResponse struct {

@@ -129,7 +129,8 @@ func turnRunning(ctx context.Context, sess *session) (bool, error) {
 // forkFrom copies the session into a new one, its writes fenced by the
 // source's lease (held by the caller). The fork keeps the
 // source's cwd, title and metadata, except its cost (the source's spending
-// stays the source's) and what adjust changes.
+// stays the source's), a child's link to its subagent parent (and the
+// subagent instructions) and what adjust changes.
 func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
 	srcID := from.id
 	f, _ := a.writes(from).(persistence.Forker)
@@ -145,6 +146,14 @@ func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *pers
 	}
 	m := decodeMeta(src.Metadata)
 	m.Cost = nil
+	if m.Subagent != nil {
+		// A fork of a subagent's child is the user's own session: listed,
+		// given every tool, and not deleted with the child's parent.
+		m.Subagent = nil
+		if m.SystemPrompt != nil && m.SystemPrompt.Text == subagentInstructions {
+			m.SystemPrompt = nil
+		}
+	}
 	fork := &persistence.Session{ID: newID("sess_"), Cwd: src.Cwd, Title: src.Title}
 	if adjust != nil {
 		adjust(fork, &m)

@@ -40,6 +40,9 @@ const (
 	// DefaultSubagentTokens: tokens one child may use, prompt and reply
 	// summed over its requests as the endpoint reports them.
 	DefaultSubagentTokens = 500_000
+	// DefaultSubagentsPerTurn: children one turn may start; the next task
+	// call fails and says so (a model once made 25 in one reply).
+	DefaultSubagentsPerTurn = 8
 	// maxTaskBytes bounds the task text the parent's model writes.
 	maxTaskBytes = 32 << 10
 	// maxTaskTitleRunes bounds the child's title (the task's description).
@@ -51,6 +54,9 @@ type SubagentLimits struct {
 	MaxConcurrent int // children running at once; negative: no task tool
 	MaxSteps      int // model requests per child
 	MaxTokens     int // tokens per child
+	PerTurn       int // children one turn may start
+
+	turnLeft int // model requests left to the turn's subagents (reserveChild)
 }
 
 func (l SubagentLimits) withDefaults() SubagentLimits {
@@ -62,6 +68,9 @@ func (l SubagentLimits) withDefaults() SubagentLimits {
 	}
 	if l.MaxTokens <= 0 {
 		l.MaxTokens = DefaultSubagentTokens
+	}
+	if l.PerTurn <= 0 {
+		l.PerTurn = DefaultSubagentsPerTurn
 	}
 	return l
 }
@@ -195,14 +204,19 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	default:
 		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
+	parentSess := a.session(parent.ID)
+	steps, refund, refusal := a.reserveChild(parentSess, parent, limits)
+	if refusal != "" {
+		return tool.Failure("%s", refusal)
+	}
 	child, err := a.createChild(ctx, parent, callID, title)
 	if err != nil {
+		refund(0)
 		return tool.Failure("could not start the subagent: %v", err)
 	}
 	// The child's state in this process goes with its turn (a child's
 	// context cache would otherwise stay for the connection's life).
 	defer a.dropSession(child.ID)
-	parentSess := a.session(parent.ID)
 	ref := &tool.ChildSession{SessionID: child.ID, Title: title, Description: taskDescription(prompt)}
 	a.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, Title: ref.Title, Description: ref.Description,
@@ -210,7 +224,9 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 		State:        &acp.SubagentState{State: acp.SubagentRunning},
 		Meta:         subagentMeta(callID),
 	}.Update())
+	limits.turnLeft = steps
 	run := a.runChild(ctx, child, prompt, limits)
+	refund(run.steps)
 	a.addChildCost(ctx, parentSess, child.ID)
 	ref.StopReason = string(run.stop)
 	a.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
@@ -219,6 +235,47 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	res := run.result(ctx, env)
 	res.Child = ref
 	return res
+}
+
+// turnSubagents is what one turn's task calls have taken: the children
+// started, and the model requests set aside for them, which together come
+// out of the turn's own cap on model requests (maxModelCalls): 25 task
+// calls in one reply once made 25 children and 152 model requests.
+type turnSubagents struct {
+	started int
+	steps   int
+}
+
+// reserveChild takes one more child, and the model requests it may make,
+// from the running turn of parent: at most limits.PerTurn children, and at
+// most maxModelCalls requests for all of them. refund gives back the
+// requests the child did not use; refusal, when not "", is why the task
+// call fails, for the model.
+func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
+	pool := a.maxModelCalls(s)
+	parent.mu.Lock()
+	defer parent.mu.Unlock()
+	t := parent.turn
+	if t == nil { // not reached: a task call runs in its session's turn
+		t = &turn{}
+	}
+	taken := &t.subagents
+	switch {
+	case taken.started >= limits.PerTurn:
+		return 0, nil, fmt.Sprintf("this turn has started its limit of %d subagents (setting limits.subagents_per_turn, env CROW_SUBAGENTS_PER_TURN): "+
+			"do the rest of the work yourself, or end the turn with what you have and say what is left", limits.PerTurn)
+	case taken.steps >= pool:
+		return 0, nil, fmt.Sprintf("this turn's subagents have used all %d model requests one turn may make (setting max_model_calls, env CROW_MAX_MODEL_CALLS): "+
+			"do the rest of the work yourself, or end the turn with what you have and say what is left", pool)
+	}
+	steps = min(limits.MaxSteps, pool-taken.steps)
+	taken.started++
+	taken.steps += steps
+	return steps, func(used int) {
+		parent.mu.Lock()
+		taken.steps -= steps - min(used, steps)
+		parent.mu.Unlock()
+	}, ""
 }
 
 // subagentAsking tells the client, on the parent, that child s waits for
@@ -352,6 +409,11 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	usage := acp.Usage{}
 	reported := false
 	steps := min(limits.MaxSteps, a.maxModelCalls(s))
+	stoppedAt := fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
+	if limits.turnLeft > 0 && limits.turnLeft < steps {
+		steps = limits.turnLeft
+		stoppedAt = fmt.Sprintf("the %d model requests left to this turn's subagents (together they may make max_model_calls)", steps)
+	}
 	recovered := false
 	guard := newLoopGuard()
 	for run.steps < steps {
@@ -392,7 +454,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 			return run
 		}
 	}
-	run.stop, run.limit = acp.StopMaxTurnRequests, fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
+	run.stop, run.limit = acp.StopMaxTurnRequests, stoppedAt
 	return run
 }
 

@@ -21,6 +21,12 @@ type clientPrompt struct {
 	Text string `json:"text"`
 }
 
+// MaxSystemPromptBytes bounds the text of a client's systemPrompt: it is
+// stored with the session and sent with every model request. 128 KiB
+// (about 32k tokens) is more than any agent's own prompt; eight sessions
+// with 24 MiB each once made a 408 MB database.
+const MaxSystemPromptBytes = 128 << 10
+
 // parseClientPrompt checks a client's systemPrompt; one the agent cannot
 // apply is an error, never silently treated as another mode (the schema's
 // MUST). nil: none sent.
@@ -32,11 +38,20 @@ func parseClientPrompt(p *acp.SystemPrompt) (*clientPrompt, error) {
 		return nil, acp.InvalidParams("systemPrompt.mode %q is not supported: use %q or %q.", p.Mode, acp.SystemPromptAppend, acp.SystemPromptOverride)
 	}
 	var parts []string
+	size := 0
 	for i, b := range p.Content {
 		if b.Text == nil {
 			return nil, acp.InvalidParams("systemPrompt.content[%d] is not a text block: only text blocks are supported.", i)
 		}
 		parts = append(parts, b.Text.Text)
+		size += len(b.Text.Text)
+	}
+	if size > MaxSystemPromptBytes {
+		// data.limit and data.size: the frame log keeps only a marker of
+		// the refused request (journal, refusedAsTooLarge).
+		e := acp.InvalidParams("systemPrompt is too large: %d bytes of text, the limit is %d (128 KiB); nothing was stored.", size, MaxSystemPromptBytes)
+		e.Data = map[string]any{"limit": MaxSystemPromptBytes, "size": size}
+		return nil, e
 	}
 	text := strings.TrimSpace(strings.Join(parts, "\n\n"))
 	if text == "" && p.Mode == acp.SystemPromptOverride {

@@ -28,6 +28,8 @@ type turn struct {
 	// usage is what the provider reported for the turn's model requests
 	// (cost.go), for the prompt response.
 	usage turnUsage
+	// subagents is what its task calls started (subagent.go).
+	subagents turnSubagents
 }
 
 // Prompt runs one turn: the user message is committed before the model is

@@ -392,9 +392,6 @@ type envelope struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-// carriesMCPServers are the client requests whose params list MCP servers.
-var carriesMCPServers = map[string]bool{"session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
-
 type sessionParams struct {
 	SessionID string          `json:"sessionId"`
 	RequestID json.RawMessage `json:"requestId"` // $/cancel_request
@@ -419,6 +416,12 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 		Body:         bytes.Clone(raw),
 		Direction:    persistence.DirIn,
 	}
+	if dir == acp.Inbound {
+		// MCP servers' env values and headers are credentials: the log
+		// keeps the structure, never the values, whatever frame (request,
+		// notification, invalid) a client put them in.
+		ev.Body = secret.MaskMCPServers(ev.Body)
+	}
 	if dir == acp.Outbound {
 		ev.Direction = persistence.DirOut
 	}
@@ -439,11 +442,6 @@ func (j *Journal) OnFrame(dir acp.Direction, raw []byte) {
 	switch {
 	case env.Method != "" && hasID:
 		ev.Kind, ev.Method = persistence.EventRequest, env.Method
-		if dir == acp.Inbound && carriesMCPServers[env.Method] {
-			// MCP servers' env values and headers are credentials: the
-			// log keeps the structure, never the values.
-			ev.Body = secret.MaskMCPServers(ev.Body)
-		}
 		if dir == acp.Inbound {
 			j.inboundRequest(ev, env.ID, p.SessionID)
 		} else {
@@ -481,6 +479,11 @@ func idKey(id json.RawMessage) string {
 	return string(b)
 }
 
+// heldForSize are the requests the agent refuses for their size (a prompt,
+// a session's systemPrompt): one larger than MaxPromptBytes is held until
+// its answer, and kept only as a marker when that refuses it.
+var heldForSize = map[string]bool{"session/prompt": true, "session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
+
 func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, sid string) {
 	// Knowing whether a session exists may take a read; do it before
 	// locking.
@@ -514,9 +517,10 @@ func (j *Journal) inboundRequest(ev *persistence.Event, rawID json.RawMessage, s
 		}
 	}
 	ev.Stream, ev.Turn = j.streamOf(req.session), req.turn
-	if req.load || ev.Method == "session/prompt" && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
+	if req.load || heldForSize[ev.Method] && j.opts.MaxPromptBytes > 0 && len(ev.Body) > j.opts.MaxPromptBytes {
 		// A load's request joins its session_loaded event (if it
-		// succeeds); an over-size prompt waits for its answer.
+		// succeeds); an over-size prompt (or session setup, whose
+		// systemPrompt is bounded too) waits for its answer.
 		req.held = ev
 	} else {
 		j.addLocked(ev)
@@ -633,7 +637,7 @@ func (j *Journal) outboundResponse(ev *persistence.Event, id string, result, err
 	}
 	if r.held != nil {
 		if refusedAsTooLarge(errObj) {
-			r.held.Body = omittedPrompt(r.held.Body, r.session)
+			r.held.Body = omittedPrompt(r.held.Body, r.method, r.session)
 		}
 		j.addHeldLocked(r)
 	}

@@ -22,14 +22,19 @@ func refusedAsTooLarge(errObj json.RawMessage) bool {
 	return e.Code == -32602 && e.Data.Limit > 0 && e.Data.Size > e.Data.Limit
 }
 
-// omittedPrompt is what the frame log keeps of a prompt refused as too
-// large: the request's id and session, its size and SHA-256, not its body.
-func omittedPrompt(frame []byte, sessionID string) []byte {
+// omittedPrompt is what the frame log keeps of a request refused as too
+// large (a prompt, a session's systemPrompt): the request's id, method and
+// session, its size and SHA-256, not its body.
+func omittedPrompt(frame []byte, method, sessionID string) []byte {
 	var env struct {
 		ID json.RawMessage `json:"id"`
 	}
 	_ = json.Unmarshal(frame, &env)
 	sum := sha256.Sum256(frame)
+	params := map[string]string{}
+	if sessionID != "" {
+		params["sessionId"] = sessionID
+	}
 	type omitted struct {
 		Reason string `json:"reason"`
 		Bytes  int    `json:"bytes"`
@@ -41,6 +46,6 @@ func omittedPrompt(frame []byte, sessionID string) []byte {
 		Method  string            `json:"method"`
 		Params  map[string]string `json:"params"`
 		Omitted omitted           `json:"omitted"`
-	}{"2.0", env.ID, "session/prompt", map[string]string{"sessionId": sessionID},
-		omitted{"prompt too large: refused, body not kept", len(frame), hex.EncodeToString(sum[:])}})
+	}{"2.0", env.ID, method, params,
+		omitted{"too large: refused, body not kept", len(frame), hex.EncodeToString(sum[:])}})
 }

@@ -137,7 +137,7 @@ func TestParseElicitSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(s)
-	want := `{"type":"object","properties":{"colour":{"type":"string","enum":["red","green"]},"n":{"type":"integer","default":2,"maximum":10},` +
+	want := `{"type":"object","properties":{"colour":{"type":"string","pattern":"^r","enum":["red","green"]},"n":{"type":"integer","default":2,"maximum":10},` +
 		`"ok":{"type":"boolean"},"tags":{"type":"array","items":{"anyOf":[{"const":"a","title":"a"}]}}},"required":["colour"]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -166,6 +166,8 @@ func FuzzParseElicitSchema(f *testing.F) {
 		`{"properties":{"t":{"type":"string","oneOf":[{"const":"\u0000\u001b[2J","title":"\u00ff"}],"format":"email"}}}`,
 		"{\"properties\":{\"\xff\":{\"type\":\"string\",\"title\":\"\x1b]0;x\x07\"}}}",
 		`{"properties":{"i":{"type":"integer","minimum":1e300,"default":1.5}}}`,
+		`{"properties":{"c":{"type":"string","pattern":"^[A-Z]{3}-[0-9]+$"}}}`,
+		`{"properties":{"c":{"type":"string","pattern":"^(?=.*\\d)\\1\u0000(a{1000}){1000}"}}}`,
 		`{"properties":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 201),
 	} {
 		f.Add([]byte(s))

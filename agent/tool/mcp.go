@@ -460,16 +460,17 @@ func (t *mcpTool) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	act.Run = func(turn context.Context, _ func([]acp.ToolCallContent)) Result {
 		ctx, cancel := context.WithTimeout(turn, t.timeout)
 		defer cancel()
-		defer t.conn.asker.during(ctx, env, callID)()
+		endAsking := t.conn.asker.during(ctx, env, callID)
 		res, err := t.conn.callTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
+		notes := endAsking()
 		if err != nil {
 			switch {
 			case turn.Err() != nil:
 				return Failure("cancelled")
 			case ctx.Err() != nil:
-				return Failure("MCP server %q did not answer %s within %s (mcp.call_timeout); the call was abandoned", t.conn.name, t.tool.Name, t.timeout)
+				return withNotes(Failure("MCP server %q did not answer %s within %s (mcp.call_timeout); the call was abandoned", t.conn.name, t.tool.Name, t.timeout), notes)
 			}
-			return Failure("MCP server %q: %v", t.conn.name, err)
+			return withNotes(Failure("MCP server %q: %v", t.conn.name, err), notes)
 		}
 		var b strings.Builder
 		for _, c := range res.Content {
@@ -503,7 +504,22 @@ func (t *mcpTool) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			r.Failed = true
 			r.Output = "Error: " + r.Output
 		}
-		return r
+		return withNotes(r, notes)
 	}
 	return act, nil
+}
+
+// withNotes adds crow-acp's notes about a call (an elicitation it refused)
+// after the server's result, for the model and the user.
+func withNotes(r Result, notes []string) Result {
+	if len(notes) == 0 {
+		return r
+	}
+	note := strings.Join(notes, "\n")
+	r.Output += "\n\n" + note
+	if r.Full != "" {
+		r.Full += "\n\n" + note
+	}
+	r.Content = append(r.Content, acp.ToolText(note))
+	return r
 }

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,6 +35,9 @@ const (
 	maxElicitNameBytes      = 64
 	maxElicitURLBytes       = 2048
 	maxForwardedURLs        = 16 // URL elicitations awaiting completion, per server
+	// maxPatternRetries: a form answer that does not match a field's
+	// pattern is asked again this many times, then refused.
+	maxPatternRetries = 2
 )
 
 // mcpAsker routes one MCP server's elicitations to the tool call running.
@@ -48,6 +55,7 @@ type mcpCall struct {
 	env    *Env
 	callID string
 	asked  int
+	notes  []string // what the model is told beside the server's result
 }
 
 // clientOptions are the MCP client's: elicitations come to the asker.
@@ -65,19 +73,28 @@ func (a *mcpAsker) clientOptions(urlElicit bool) *mcp.ClientOptions {
 }
 
 // during makes the server's elicitations go to the call callID until the
-// returned func runs.
-func (a *mcpAsker) during(ctx context.Context, env *Env, callID string) func() {
+// returned func runs; that returns the notes for the model about them
+// (a request refused, and why).
+func (a *mcpAsker) during(ctx context.Context, env *Env, callID string) func() []string {
 	call := &mcpCall{ctx: ctx, env: env, callID: callID}
 	a.mu.Lock()
 	a.call = call
 	a.mu.Unlock()
-	return func() {
+	return func() []string {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		if a.call == call {
 			a.call = nil
 		}
-		a.mu.Unlock()
+		return slices.Clone(call.notes) // a handler still running may add one
 	}
+}
+
+// note adds a note for the model to the call.
+func (a *mcpAsker) note(call *mcpCall, format string, args ...any) {
+	a.mu.Lock()
+	call.notes = append(call.notes, fmt.Sprintf(format, args...))
+	a.mu.Unlock()
 }
 
 // cancelled is the answer when the user was not asked.
@@ -117,15 +134,29 @@ func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.Elici
 	}
 	q := &Question{Message: message, Schema: schema}
 	q.Field, q.Choices = singleChoice(schema)
-	ans := Ask(ctx, call.env, call.callID, q)
-	if ans.Err != nil || ans.Cancelled || ans.Action == "" {
-		return cancelled, nil
+	var ans Answer
+	for try := 0; ; try++ {
+		ans = Ask(ctx, call.env, call.callID, q)
+		if ans.Err != nil || ans.Cancelled || ans.Action == "" {
+			return cancelled, nil
+		}
+		if ans.Action != acp.ElicitAccept {
+			return &mcp.ElicitResult{Action: ans.Action}, nil
+		}
+		field, value := patternMismatch(schema, ans.Content)
+		if field == "" {
+			break
+		}
+		// The server's SDK would refuse the answer (and the user's work
+		// with it): the user is asked again, their answer kept to edit.
+		pattern := schema.Properties[field].Pattern
+		if try == maxPatternRetries {
+			a.note(call, "Note: the user's answers to field %q did not match the pattern %q the server requires; crow-acp asked %d times and sent none.", field, pattern, try+1)
+			return nil, fmt.Errorf("the user's answer to field %q does not match its pattern %q (asked %d times); nothing was sent", field, pattern, try+1)
+		}
+		q = askAgain(q, message, field, value)
 	}
-	res := &mcp.ElicitResult{Action: ans.Action}
-	if ans.Action != acp.ElicitAccept {
-		return res, nil
-	}
-	res.Content = map[string]any{}
+	res := &mcp.ElicitResult{Action: ans.Action, Content: map[string]any{}}
 	for k, v := range ans.Content {
 		var x any
 		if _, known := schema.Properties[k]; known && json.Unmarshal(v, &x) == nil {
@@ -135,12 +166,56 @@ func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.Elici
 	return res, nil
 }
 
-// forwardURL passes a URL elicitation to a client that takes them.
+// patternMismatch is the first field of the answer whose text does not
+// match the field's pattern (Go's regexp, as the MCP SDK checks it), and
+// that text; "" when every one matches.
+func patternMismatch(schema *acp.ElicitationSchema, content map[string]json.RawMessage) (field, value string) {
+	for name, p := range schema.Properties {
+		var s string
+		if p.Pattern == "" || json.Unmarshal(content[name], &s) != nil {
+			continue
+		}
+		if re, err := regexp.Compile(p.Pattern); err == nil && !re.MatchString(s) {
+			return name, s
+		}
+	}
+	return "", ""
+}
+
+// askAgain is q asked again after the answer value to field did not match
+// its pattern: the message says so, and the form holds the answer to edit.
+func askAgain(q *Question, message, field, value string) *Question {
+	schema := *q.Schema
+	schema.Properties = maps.Clone(q.Schema.Properties)
+	p := schema.Properties[field]
+	if len(value) <= maxElicitText {
+		p.Default = mustJSON(value)
+	}
+	schema.Properties[field] = p
+	title := p.Title
+	if title == "" {
+		title = field
+	}
+	again := *q
+	again.Schema = &schema
+	again.Message = fmt.Sprintf("Your answer to %q does not match the format the server requires (the pattern %s); correct it, please.\n\n%s", title, p.Pattern, message)
+	return &again
+}
+
+// forwardURL passes a URL elicitation to a client that takes them. A URL
+// that could mislead the user about where it goes is declined, and the
+// model told why; the user is shown the host.
 func (a *mcpAsker) forwardURL(ctx context.Context, call *mcpCall, message string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	env := call.env
-	if env.ElicitURL == nil || !webURL(p.URL) || p.ElicitationID == "" || len(p.ElicitationID) > maxElicitNameBytes {
+	if env.ElicitURL == nil || p.ElicitationID == "" || len(p.ElicitationID) > maxElicitNameBytes {
 		return cancelled, nil
 	}
+	host, why := checkElicitURL(p.URL)
+	if why != "" {
+		a.note(call, "Note: crow-acp declined the server's request to open %q: %s.", cutBytes(p.URL, maxElicitURLBytes), why)
+		return &mcp.ElicitResult{Action: acp.ElicitDecline}, nil
+	}
+	message = fmt.Sprintf("%s\n\nThe page is on %s.", message, host)
 	a.mu.Lock()
 	if a.urlIDs == nil {
 		a.urlIDs = map[string]*Env{}
@@ -185,15 +260,68 @@ func (a *mcpAsker) forget(id string) *Env {
 	return env
 }
 
-// webURL reports whether s is an http(s) URL a user may be sent to, in
-// its canonical form (so no spaces or raw control characters: the schema's
-// uri format holds).
-func webURL(s string) bool {
+// checkElicitURL returns the host of a URL a user may be sent to, or why
+// not: a server could dress a page on one host as another's. It must be
+// https (http only on the loopback), in canonical form (no spaces or raw
+// control characters: the schema's uri format holds), without userinfo
+// ("https://github.com@evil.example/" goes to evil.example), and with a
+// plain ASCII host: no IDN or punycode ("xn--") label, which can look like
+// another name, and no percent-encoding.
+func checkElicitURL(s string) (host, why string) {
 	if len(s) > maxElicitURLBytes {
-		return false
+		return "", fmt.Sprintf("the URL is longer than %d bytes", maxElicitURLBytes)
 	}
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.String() == s
+	switch {
+	case err != nil || u.Host == "" || u.String() != s:
+		return "", "it is not a URL in canonical form with a host"
+	case u.User != nil:
+		return "", fmt.Sprintf("it names a user before an @ (userinfo), which can make a page on %s look like another site's", u.Hostname())
+	case strings.Contains(rawAuthority(s), "%"):
+		return "", "its host is percent-encoded, which can hide the real one"
+	case !isPlainHost(u.Hostname()):
+		return "", "its host is an internationalised (IDN or punycode) name, which can look like another site's"
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	default:
+		return "", "it is not https (http is taken only on this machine's loopback)"
+	}
+	return u.Host, ""
+}
+
+// rawAuthority is the authority of URL s as written (url.Parse decodes
+// the host's percent-escapes).
+func rawAuthority(s string) string {
+	_, rest, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// isPlainHost reports a host of ASCII letters, digits, '-', '.' (or an
+// IPv6 literal's hex and ':') without a punycode label.
+func isPlainHost(h string) bool {
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == ':') {
+			return false
+		}
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if len(label) >= 4 && strings.EqualFold(label[:4], "xn--") {
+			return false
+		}
+	}
+	return h != ""
+}
+
+// isLoopback reports localhost or a loopback IP address.
+func isLoopback(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // singleChoice reports the field and choices of a form that is one choice:
@@ -227,8 +355,9 @@ func singleChoice(s *acp.ElicitationSchema) (string, []Choice) {
 // ParseElicitSchema reads an MCP server's requestedSchema (untrusted) into
 // the ACP form schema: a flat object of at most MaxMCPElicitFields
 // properties of the schema's five types, every text and list bounded.
-// What the ACP schema has no place for (patterns, nested schemas, unknown
-// keys) is dropped; a default of the wrong type too.
+// What the ACP schema has no place for (nested schemas, unknown keys) is
+// dropped; a default of the wrong type too. A pattern is kept when Go's
+// regexp compiles it, else the form is refused.
 func ParseElicitSchema(raw []byte) (*acp.ElicitationSchema, error) {
 	if len(raw) > MaxMCPElicitSchemaBytes {
 		return nil, fmt.Errorf("the form's schema is %d bytes (at most %d)", len(raw), MaxMCPElicitSchemaBytes)
@@ -287,6 +416,9 @@ func parseElicitProperty(raw json.RawMessage) (acp.ElicitationProperty, error) {
 			out.Format = p.Format
 		}
 		var err error
+		if out.Pattern, err = checkedPattern(p.Pattern); err != nil {
+			return out, err
+		}
 		if out.Enum, err = boundedEnum(p.Enum); err != nil {
 			return out, err
 		}
@@ -338,6 +470,23 @@ func parseElicitProperty(raw json.RawMessage) (acp.ElicitationProperty, error) {
 		return out, fmt.Errorf("type %q is not a form field type", cutBytes(p.Type, 32))
 	}
 	return out, nil
+}
+
+// checkedPattern is a field's pattern, passed on (the client may check it)
+// and checked against the answer here as the server's SDK checks it, with
+// Go's regexp. One that does not compile is refused before the user is
+// asked: the SDK could not check the answer and would drop it.
+func checkedPattern(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	if len(p) > maxElicitText {
+		return "", fmt.Errorf("a pattern of %d bytes (at most %d)", len(p), maxElicitText)
+	}
+	if _, err := regexp.Compile(p); err != nil {
+		return "", fmt.Errorf("pattern %q is not a regular expression crow-acp can check the answer with (Go's RE2 syntax: no lookaround or backreferences)", cutBytes(p, 200))
+	}
+	return p, nil
 }
 
 func boundedEnum(in []string) ([]string, error) {

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,8 +88,9 @@ func (p *permClient) RequestPermission(_ context.Context, r *acp.RequestPermissi
 }
 
 // TestMCPAskerURL: a URL elicitation goes on only to a client that takes
-// them and only for an http(s) URL; the server's completion reaches the
-// client for an id that was shown, never for another.
+// them and only for a URL that shows where it goes (else it is declined and
+// the model told why); the server's completion reaches the client for an
+// id that was shown, never for another.
 func TestMCPAskerURL(t *testing.T) {
 	var shown []string
 	var completed []string
@@ -105,12 +107,15 @@ func TestMCPAskerURL(t *testing.T) {
 	urlReq := func(id, u string) *mcp.ElicitRequest {
 		return &mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: u, ElicitationID: id}}
 	}
-	for _, bad := range []string{"javascript:alert(1)", "https://x.example/a b", "https://x.example/\x1b[2J", "file:///etc/passwd"} {
+	for _, bad := range []string{"javascript:alert(1)", "https://x.example/a b", "https://x.example/\x1b[2J", "file:///etc/passwd",
+		"https://github.com@evil.example/", "http://x.example/login"} {
 		done := a.during(context.Background(), env, "c1")
-		if res, _ := a.elicit(context.Background(), urlReq("e1", bad)); res.Action != acp.ElicitCancel {
+		if res, _ := a.elicit(context.Background(), urlReq("e1", bad)); res.Action != acp.ElicitDecline {
 			t.Errorf("%q was passed on", bad)
 		}
-		done()
+		if notes := done(); len(notes) != 1 || !strings.Contains(notes[0], "declined") {
+			t.Errorf("%q: the model is not told why: %q", bad, notes)
+		}
 	}
 	defer a.during(context.Background(), env, "c2")()
 	if res, _ := a.elicit(context.Background(), urlReq("e2", "https://x.example/login")); res.Action != acp.ElicitAccept {
@@ -125,5 +130,74 @@ func TestMCPAskerURL(t *testing.T) {
 	env.ElicitURL = nil
 	if res, _ := a.elicit(context.Background(), urlReq("e3", "https://x.example/login")); res.Action != acp.ElicitCancel || len(shown) != 1 {
 		t.Errorf("passed on to a client without elicitation.url")
+	}
+}
+
+// Issue 37 item 10: URL elicitations that dress a page on one host as
+// another's are refused; the host of one passed on is what the user sees.
+func TestCheckElicitURL(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://notes.example/login?s=1":                                 "notes.example",
+		"https://notes.example:8443/":                                     "notes.example:8443",
+		"http://127.0.0.1:8080/callback":                                  "127.0.0.1:8080",
+		"http://localhost/cb":                                             "localhost",
+		"http://[::1]:9/cb":                                               "[::1]:9",
+		"https://github.com@evil.example/":                                "",
+		"https://user:pw@notes.example/":                                  "",
+		"http://notes.example/login":                                      "",
+		"http://127.0.0.1.evil.example/":                                  "",
+		"https://xn--pple-43d.com/":                                       "",
+		"https://login.XN--pple-43d.com/":                                 "",
+		"https://аpple.com/":                                              "",
+		"https://github.com%2eevil.example/":                              "",
+		"https://%67ithub.com/":                                           "",
+		"https://notes.example/" + strings.Repeat("a", maxElicitURLBytes): "",
+	} {
+		host, why := checkElicitURL(u)
+		if host != want || (want == "") != (why != "") {
+			t.Errorf("checkElicitURL(%q) = %q, %q; want host %q", u, host, why, want)
+		}
+	}
+}
+
+// A field's pattern is kept for the client, and one Go's regexp cannot
+// compile refuses the form before anyone is asked.
+func TestParseElicitSchemaPattern(t *testing.T) {
+	s, err := ParseElicitSchema([]byte(`{"properties":{"code":{"type":"string","pattern":"^[A-Z]{3}-[0-9]+$"}}}`))
+	if err != nil || s.Properties["code"].Pattern != "^[A-Z]{3}-[0-9]+$" {
+		t.Fatalf("pattern not kept: %+v, %v", s, err)
+	}
+	if _, err := ParseElicitSchema([]byte(`{"properties":{"pw":{"type":"string","pattern":"^(?=.*[0-9]).{8,}$"}}}`)); err == nil ||
+		!strings.Contains(err.Error(), "RE2") {
+		t.Fatalf("a lookahead pattern was accepted: %v", err)
+	}
+}
+
+// An answer that never matches the field's pattern is asked again
+// maxPatternRetries times, each time holding the last answer, then refused
+// with an error for the server and a note for the model: never sent, never
+// silently dropped.
+func TestMCPAskerPatternRetries(t *testing.T) {
+	var asked []*acp.CreateElicitationRequest
+	env := &Env{SessionID: "s", Elicit: func(_ context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error) {
+		asked = append(asked, req)
+		return &acp.CreateElicitationResponse{Action: acp.ElicitAccept, Content: map[string]json.RawMessage{
+			"code": mustJSON("try " + strings.Repeat("x", len(asked)))}}, nil
+	}}
+	a := &mcpAsker{server: "notes"}
+	req := &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "Code?", RequestedSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string", "pattern": "^[0-9]+$"}}}}}
+	done := a.during(context.Background(), env, "call_1")
+	res, err := a.elicit(context.Background(), req)
+	notes := done()
+	if res != nil || err == nil || !strings.Contains(err.Error(), `"^[0-9]+$"`) {
+		t.Fatalf("never matching: %+v, %v", res, err)
+	}
+	if len(asked) != maxPatternRetries+1 || len(notes) != 1 || !strings.Contains(notes[0], "sent none") {
+		t.Fatalf("asked %d times, notes %q", len(asked), notes)
+	}
+	last := asked[len(asked)-1]
+	if !strings.Contains(last.Message, "^[0-9]+$") || string(last.RequestedSchema.Properties["code"].Default) != `"try xx"` {
+		t.Fatalf("the question asked again: %q, default %s", last.Message, last.RequestedSchema.Properties["code"].Default)
 	}
 }

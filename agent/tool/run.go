@@ -105,10 +105,18 @@ func runInTerminal(ctx context.Context, env *Env, command string, timeout time.D
 	// The editor's terminal inherits the editor's environment: no pager or
 	// prompt may wait there either.
 	req.Env = append(req.Env, NonInteractive...)
-	created, err := env.Client.CreateTerminal(ctx, req)
+	// The command's timeout bounds the wait for its terminal too: an editor
+	// that never answers terminal/create must not hold the turn past the
+	// time the command itself may run (the client-call bound is 30 s).
+	createCtx, cancelCreate := context.WithTimeoutCause(ctx, timeout, &NoAnswerError{Method: "terminal/create", After: timeout})
+	created, err := env.Client.CreateTerminal(createCtx, req)
+	cancelCreate()
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return Failure("cancelled before the command started")
+		case createCtx.Err() != nil:
+			err = context.Cause(createCtx)
 		}
 		return Failure("the editor could not start a terminal: %v", err)
 	}

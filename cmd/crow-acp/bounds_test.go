@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +149,66 @@ func TestRefusedPromptLeavesOnlyAMarker(t *testing.T) {
 	}
 	if markers != 5 || kept != 1 {
 		t.Fatalf("%d markers for 5 refused prompts, %d of 1 accepted prompt kept whole", markers, kept)
+	}
+}
+
+// TestSystemPromptBounded: a client's systemPrompt is capped (issue 37 item
+// 10: eight session/new requests with 24 MiB each made a 408 MB database).
+// Over the limit, session/new is -32602 naming it, no session is made, and
+// the frame log keeps a marker of the request, not its body; under it, the
+// session is made.
+func TestSystemPromptBounded(t *testing.T) {
+	bin := testBinary(t)
+	_, db, env, cwd := procSetup(t)
+	p := startProc(t, bin, env)
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("0", 10*time.Second)
+	newSession := func(id int, text string) []byte {
+		sp, _ := json.Marshal(map[string]any{"mode": "append", "content": []map[string]string{{"type": "text", "text": text}}})
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":%s,"mcpServers":[],"systemPrompt":%s}}`, id, quote(cwd), sp))
+		frames := p.until(strconv.Itoa(id), 20*time.Second)
+		return frames[len(frames)-1]
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 8 {
+		var big strings.Builder
+		big.WriteString("refused-system-prompt ")
+		for big.Len() < 2<<20 {
+			fmt.Fprintf(&big, "%x", rng.Uint64()) // DEFLATE cannot shrink it much
+		}
+		answer := newSession(i+1, big.String())
+		var e struct {
+			Error *struct {
+				Code    int
+				Message string
+				Data    struct{ Limit, Size int }
+			}
+		}
+		mustJSON(t, answer, &e)
+		if e.Error == nil || e.Error.Code != -32602 || e.Error.Data.Limit != 128<<10 || e.Error.Data.Size <= e.Error.Data.Limit ||
+			!strings.Contains(e.Error.Message, "131072") {
+			t.Fatalf("a 2 MiB systemPrompt: %.300s", answer)
+		}
+	}
+	if sid := sessionIDOf(t, [][]byte{newSession(9, strings.Repeat("Answer in French. ", 1000))}); sid == "" {
+		t.Fatal("no session for a systemPrompt within the limit")
+	}
+	p.send(`{"jsonrpc":"2.0","id":10,"method":"session/list","params":{}}`)
+	p.until("10", 10*time.Second)
+	p.close()
+	var size int64
+	for _, f := range []string{db, db + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		size += int64(len(b))
+		if bytes.Contains(b, []byte("refused-system-prompt")) {
+			t.Errorf("%s holds a refused systemPrompt", f)
+		}
+	}
+	if size > 4<<20 {
+		t.Fatalf("the database is %d bytes after eight refused 2 MiB system prompts", size)
 	}
 }
 

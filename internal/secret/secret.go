@@ -9,9 +9,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // Mask replaces a secret value where the structure around it is kept.
@@ -85,33 +82,6 @@ func URLPassword(u string) string {
 	}
 	pw, _ := p.User.Password()
 	return pw
-}
-
-// MaskMCPServers returns a JSON-RPC frame with the values of every MCP
-// server's env variables and HTTP headers (params.mcpServers[].env[].value,
-// .headers[].value) replaced by Mask; everything else, order included, is
-// kept. A frame without them is returned as is.
-func MaskMCPServers(frame []byte) []byte {
-	servers := gjson.GetBytes(frame, "params.mcpServers")
-	if !servers.IsArray() {
-		return frame
-	}
-	out := frame
-	servers.ForEach(func(i, srv gjson.Result) bool {
-		for _, list := range []string{"env", "headers"} {
-			srv.Get(list).ForEach(func(j, item gjson.Result) bool {
-				if v := item.Get("value"); v.Exists() && v.String() != "" && v.String() != Mask {
-					path := "params.mcpServers." + i.String() + "." + list + "." + j.String() + ".value"
-					if masked, err := sjson.SetBytes(out, path, Mask); err == nil {
-						out = masked
-					}
-				}
-				return true
-			})
-		}
-		return true
-	})
-	return out
 }
 
 // writer redacts what passes through it, line by line as written (a log

@@ -1,6 +1,9 @@
 // Command mcpserver is a small MCP server over stdio for crow-acp's
 // fixtures: "echo" (read-only) and "add_note" (changes state); with -ask
-// also "pick", which asks the user to pick a colour (elicitation/create).
+// also "pick", which asks the user to pick a colour (elicitation/create),
+// "code", which asks for a code matching the pattern the model names, and
+// "sign_in", which sends the user to a page (the URL the model names, or
+// notes' own).
 package main
 
 import (
@@ -18,6 +21,14 @@ type echoIn struct {
 
 type noteIn struct {
 	Note string `json:"note"`
+}
+
+type codeIn struct {
+	Pattern string `json:"pattern"`
+}
+
+type signInIn struct {
+	URL string `json:"url,omitempty"`
 }
 
 func main() {
@@ -60,17 +71,39 @@ func main() {
 		// (No elicitation/complete: it may overtake the tool's result, and
 		// a fixture's frames are strictly ordered.)
 		mcp.AddTool(s, &mcp.Tool{Name: "sign_in", Description: "Sign in on a web page."},
-			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			func(_ context.Context, req *mcp.CallToolRequest, in signInIn) (*mcp.CallToolResult, any, error) {
 				resp, ok := req.Params.InputResponses["login"]
 				if !ok {
+					page := in.URL
+					if page == "" {
+						page = "https://notes.example/login?s=1"
+					}
 					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"login": &mcp.ElicitParams{Mode: "url",
-						Message: "Sign in to notes", URL: "https://notes.example/login?s=1", ElicitationID: "login-1"}}}, nil, nil
+						Message: "Sign in to notes", URL: page, ElicitationID: "login-1"}}}, nil, nil
 				}
 				res, _ := resp.(*mcp.ElicitResult)
 				if res == nil || res.Action != "accept" {
 					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not signed in"}}}, nil, nil
 				}
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signed in"}}}, nil, nil
+			})
+		// A form field with a pattern, which the client's MCP SDK checks
+		// the answer against.
+		mcp.AddTool(s, &mcp.Tool{Name: "code", Description: "Ask the user for a code."},
+			func(_ context.Context, req *mcp.CallToolRequest, in codeIn) (*mcp.CallToolResult, any, error) {
+				resp, ok := req.Params.InputResponses["code"]
+				if !ok {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"code": &mcp.ElicitParams{Message: "Which code?",
+						RequestedSchema: map[string]any{"type": "object", "required": []string{"code"},
+							"properties": map[string]any{"code": map[string]any{"type": "string", "title": "Code", "pattern": in.Pattern}}}}}}, nil, nil
+				}
+				text := "no answer"
+				if res, ok := resp.(*mcp.ElicitResult); ok && res.Action == "accept" {
+					text = fmt.Sprintf("code %v", res.Content["code"])
+				} else if ok {
+					text = "no code: " + res.Action
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 			})
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

@@ -27,7 +27,9 @@ await withAgent({}, async (cx, init) => {
   assert.equal(all[0].archived, true);
   assert.deepEqual(await cx.call("session/status", { sessionId: s.sessionId }), { status: "saved" });
   await cx.call("session/unarchive", { sessionId: s.sessionId });
-  assert.equal((await cx.call("session/list", {})).sessions.length, 1);
+  const listed = (await cx.call("session/list", {})).sessions;
+  assert.equal(listed.length, 1);
+  assert.strictEqual(listed[0].archived, false); // archive is advertised: every entry says (SDK 2.4 SessionInfo)
 
   assert.deepEqual(await cx.call("auth/status", {}), { state: "not_required" }); // no key, and the endpoint answered
   await cx.call("logout", {});

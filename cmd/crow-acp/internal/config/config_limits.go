@@ -18,9 +18,10 @@ type limitsFile struct {
 	ArgumentBytes  *int `toml:"arguments_bytes"` // one tool call's arguments
 	EventBytes     *int `toml:"event_bytes"`     // one server-sent event of the model stream
 	// Subagents: the task tool's children (agent/subagent.go).
-	Subagents      *int `toml:"subagents"`       // running at once; 0 turns the tool off
-	SubagentSteps  *int `toml:"subagent_steps"`  // model requests of one child
-	SubagentTokens *int `toml:"subagent_tokens"` // tokens of one child
+	Subagents      *int `toml:"subagents"`          // running at once; 0 turns the tool off
+	SubagentSteps  *int `toml:"subagent_steps"`     // model requests of one child
+	SubagentTokens *int `toml:"subagent_tokens"`    // tokens of one child
+	SubagentsTurn  *int `toml:"subagents_per_turn"` // children one turn may start
 }
 
 // requestsFile is the [requests] table: how model requests are retried and
@@ -46,6 +47,7 @@ type limitsConfig struct {
 	subagents      Value[int]
 	subagentSteps  Value[int]
 	subagentTokens Value[int]
+	subagentsTurn  Value[int]
 }
 
 func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) {
@@ -82,6 +84,7 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 		{&c.subagents, "CROW_MAX_SUBAGENTS", l.Subagents, "limits.subagents", agent.DefaultMaxSubagents},
 		{&c.subagentSteps, "CROW_SUBAGENT_STEPS", l.SubagentSteps, "limits.subagent_steps", agent.DefaultSubagentSteps},
 		{&c.subagentTokens, "CROW_SUBAGENT_TOKENS", l.SubagentTokens, "limits.subagent_tokens", agent.DefaultSubagentTokens},
+		{&c.subagentsTurn, "CROW_SUBAGENTS_PER_TURN", l.SubagentsTurn, "limits.subagents_per_turn", agent.DefaultSubagentsPerTurn},
 	} {
 		if *b.v, err = r.int("", b.env, b.file, b.key, b.def); err != nil {
 			return c, err
@@ -122,6 +125,9 @@ func (c limitsConfig) validate() error {
 	}
 	if n := c.subagentTokens.V; n < 1000 {
 		return usagef("subagent tokens limit %d is too small: at least 1000 (from %s)", n, c.subagentTokens.From)
+	}
+	if n := c.subagentsTurn.V; n < 1 || n > 64 {
+		return usagef("subagents per turn limit %d: use 1 to 64 (from %s)", n, c.subagentsTurn.From)
 	}
 	return nil
 }
@@ -182,6 +188,7 @@ func (c limitsConfig) rows() []Row {
 		{"limits.subagents", strconv.Itoa(c.subagents.V), c.subagents.From},
 		{"limits.subagent_steps", strconv.Itoa(c.subagentSteps.V), c.subagentSteps.From},
 		{"limits.subagent_tokens", strconv.Itoa(c.subagentTokens.V), c.subagentTokens.From},
+		{"limits.subagents_per_turn", strconv.Itoa(c.subagentsTurn.V), c.subagentsTurn.From},
 		{"requests.retries", strconv.Itoa(c.retries.V), c.retries.From},
 		{"requests.retry_delay", c.retryDelay.V.String(), c.retryDelay.From},
 		{"requests.idle_timeout", c.idleTimeout.V.String(), c.idleTimeout.From},
@@ -202,7 +209,7 @@ func (c limitsConfig) apply(ac *agent.Config) {
 	ac.MaxConcurrentTurns = c.activeSessions.V
 	ac.Retry.MaxAttempts = c.retries.V + 1
 	ac.Retry.BaseDelay = c.retryDelay.V
-	ac.Subagents = agent.SubagentLimits{MaxConcurrent: c.subagents.V, MaxSteps: c.subagentSteps.V, MaxTokens: c.subagentTokens.V}
+	ac.Subagents = agent.SubagentLimits{MaxConcurrent: c.subagents.V, MaxSteps: c.subagentSteps.V, MaxTokens: c.subagentTokens.V, PerTurn: c.subagentsTurn.V}
 	if c.subagents.V == 0 {
 		ac.Subagents.MaxConcurrent = -1 // off
 	}
