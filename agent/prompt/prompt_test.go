@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/crow-acp/crow-acp/internal/safegit/safegittest"
 )
 
 func write(t testing.TB, path, text string) {
@@ -250,5 +253,24 @@ func TestProbeRunsNoRepositoryHook(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the repository's core.fsmonitor hook ran")
+	}
+}
+
+// TestProbeRunsNothingTheRepositoryNames (issue 37 item 4): the prompt's git
+// facts, read in a work tree whose configuration names filters (its own, an
+// included file's, the user's), an fsmonitor hook, a post-index-change hook
+// and a submodule's filter, start none of them and still tell the branch
+// and the change.
+func TestProbeRunsNothingTheRepositoryNames(t *testing.T) {
+	for _, process := range []bool{false, true} {
+		safegittest.CheckArmed(t, process)
+		tr := safegittest.NewTrap(t, process)
+		e := Probe(context.Background(), tr.Dir, time.Now(), true, tr.Env)
+		if got := tr.Ran(t); len(got) != 0 {
+			t.Errorf("the prompt's git status started %v", got)
+		}
+		if e.Git == nil || e.Git.Unknown != "" || e.Git.Branch != "main" || !slices.Contains(e.Git.Status, " M plain.txt") {
+			t.Errorf("git facts: %+v", e.Git)
+		}
 	}
 }
