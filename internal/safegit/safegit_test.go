@@ -1,6 +1,7 @@
 package safegit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,3 +150,35 @@ func TestMaxOutput(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
+
+// FuzzDisable: whatever `git config --list` printed (a repository's
+// configuration is the workspace's), Disable never panics, and every
+// setting it returns is a switch-off of a filter, hook or protocol whose
+// key git's environment can carry (no NUL, no newline), within the bound.
+func FuzzDisable(f *testing.F) {
+	f.Add([]byte("filter.lfs.clean\ngit-lfs clean\x00hook.a.command\nx\x00protocol.ext.allow\nalways\x00"))
+	f.Add([]byte("filter.\x1b[2J.clean\n\x00filter.\xff\xfe.process\x00hook..event\x00protocol.allow\nalways"))
+	f.Add([]byte(strings.Repeat("filter.x\x01.clean\n\x7f\x00", 2000)))
+	f.Add([]byte(strings.Repeat("a", 1<<16)))
+	f.Fuzz(func(t *testing.T, list []byte) {
+		out, err := Disable(list)
+		if err != nil {
+			return
+		}
+		if len(out) > 4*maxNames {
+			t.Fatalf("%d settings", len(out))
+		}
+		for _, kv := range out {
+			k, v := kv[0], kv[1]
+			if strings.ContainsAny(k, "\x00\n") || !bytes.Contains(list, []byte(k[:strings.LastIndexByte(k, '.')])) {
+				t.Fatalf("key %q", k)
+			}
+			ok := strings.HasPrefix(k, "filter.") && (v == "" || strings.HasSuffix(k, ".required") && v == "false") ||
+				strings.HasPrefix(k, "hook.") && strings.HasSuffix(k, ".enabled") && v == "false" ||
+				strings.HasPrefix(k, "protocol.") && strings.HasSuffix(k, ".allow") && v == "never"
+			if !ok {
+				t.Fatalf("setting %q = %q", k, v)
+			}
+		}
+	})
+}
