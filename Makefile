@@ -41,6 +41,7 @@ FUZZ_TARGETS += ./persistence:FuzzFrames
 FUZZ_TARGETS += ./journal:FuzzLoadRecord
 FUZZ_TARGETS += ./streaming:FuzzEventBound
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
+FUZZ_TARGETS += ./internal/safegit:FuzzDisable
 FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:500x
 FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
 FUZZ_TARGETS += ./agent:FuzzRepairArgs:3000x

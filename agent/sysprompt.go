@@ -70,17 +70,42 @@ type promptFacts struct {
 	tier    sysprompt.Tier
 	ready   bool
 	date    time.Time // kept across regathering: the session's start here
-	env     sysprompt.Env
+	env     *probe
 	loader  *sysprompt.Loader
 	initial []sysprompt.Instruction // root down to the session directory
 	nested  []sysprompt.Instruction // folders below it, as the model touched them
+}
+
+// probe is a session's environment (sysprompt.Probe), read on a goroutine
+// of its own with its own bounded context: the git status of the full tier
+// takes up to sysprompt.GitTimeout, which neither the request that opened
+// the session (answered already, its context ended) nor the requests
+// queued behind it should wait for. The first prompt waits for it.
+type probe struct {
+	done chan struct{}
+	env  sysprompt.Env // set before done is closed
+}
+
+func (a *Agent) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
+	p := &probe{done: make(chan struct{})}
+	goSafe(a.log, "reading the session's environment", func() {
+		defer close(p.done)
+		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, a.cfg.ChildEnv)
+	})
+	return p
+}
+
+// wait is the environment, once read.
+func (p *probe) wait() sysprompt.Env {
+	<-p.done
+	return p.env
 }
 
 // facts returns the session's environment and instruction files for the
 // tier, gathering them the first time. fresh lists the files just read
 // (nil when they were already known), nested ones of an earlier process
 // included.
-func (a *Agent) facts(ctx context.Context, sess *session, s *persistence.Session, tier sysprompt.Tier) (env sysprompt.Env, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
+func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
 	f := &sess.prompt
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -89,7 +114,7 @@ func (a *Agent) facts(ctx context.Context, sess *session, s *persistence.Session
 			f.date = a.cfg.Now()
 		}
 		f.cwd, f.tier, f.ready = s.Cwd, tier, true
-		f.env = sysprompt.Probe(ctx, s.Cwd, f.date, tier == sysprompt.Full, a.cfg.ChildEnv)
+		f.env = a.startProbe(s.Cwd, f.date, tier)
 		f.loader = sysprompt.NewLoader(s.Cwd, tier.InstructionBytes())
 		f.initial = f.loader.Initial()
 		f.nested = f.loader.Reload(decodeMeta(s.Metadata).Instructions)
@@ -106,8 +131,8 @@ func (a *Agent) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
 	model := a.modelNamed(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
-	env, ins, _ := a.facts(context.Background(), sess, s, tier)
-	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env, Instructions: ins}
+	env, ins, _ := a.facts(sess, s, tier)
+	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}
 	if model.SystemPrompt != "" {
 		p.Base = model.SystemPrompt
 	}
@@ -145,7 +170,7 @@ func modeForModel(mode string) string {
 // opened and tells the user which instruction files apply.
 func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
 	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	_, _, fresh := a.facts(ctx, sess, s, tier)
+	_, _, fresh := a.facts(sess, s, tier)
 	a.tellInstructions(ctx, sess, fresh)
 }
 
@@ -159,7 +184,7 @@ func (a *Agent) nestedInstructions(ctx context.Context, sess *session, s *persis
 		return ""
 	}
 	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	a.facts(ctx, sess, s, tier)
+	a.facts(sess, s, tier)
 	f := &sess.prompt
 	f.mu.Lock()
 	var found []sysprompt.Instruction

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/safegit"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
@@ -46,10 +45,9 @@ const GitTimeout = 2 * time.Second
 const gitOutputCap = 64 << 10
 
 // Probe gathers the environment facts of a session in directory root. With
-// status (the full tier) it runs `git status` once, bounded by GitTimeout,
-// with childEnv (nil: this process's environment) plus settings that keep
-// it from taking locks, reading a bare repository it was not pointed at or
-// starting a file-system monitor the repository configured.
+// status (the full tier) it runs `git status` once through safegit, bounded
+// by GitTimeout, with childEnv (nil: this process's environment): nothing
+// the repository's or the user's git configuration names is run.
 func Probe(ctx context.Context, root string, now time.Time, status bool, childEnv []string) Env {
 	e := Env{Date: now.Format("Monday 2006-01-02"), OS: runtime.GOOS + "/" + runtime.GOARCH, Shell: "sh (commands run as sh -c)", Root: root}
 	top := GitRoot(root)
@@ -79,28 +77,10 @@ func GitRoot(dir string) string {
 }
 
 func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
-	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
-	defer cancel()
-	// The settings every command gets (tool.GitSafety), and no fsmonitor
-	// hook, on the command line: git's command scope, which also leaves
-	// the user's own GIT_CONFIG_COUNT pairs in the environment intact.
-	args := []string{"-c", "core.fsmonitor=false"}
-	for _, kv := range tool.GitSafety {
-		args = append(args, "-c", kv[0]+"="+kv[1])
-	}
-	args = append(args, "--no-optional-locks", "status", "--porcelain=v1", "--branch", "--untracked-files=normal")
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	if childEnv == nil {
-		childEnv = os.Environ()
-	}
-	cmd.Env = append(childEnv, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	out := &capped{max: gitOutputCap}
-	cmd.Stdout = out
-	cmd.WaitDelay = 100 * time.Millisecond
-	err := cmd.Run()
+	res, err := safegit.Cmd{Dir: dir, Env: childEnv, Timeout: GitTimeout, MaxOutput: gitOutputCap,
+		Args: []string{"status", "--porcelain=v1", "--branch", "--untracked-files=normal", "--ignore-submodules=all"}}.Run(ctx)
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(err, safegit.ErrTimeout):
 		g.Unknown = fmt.Sprintf("git status took longer than %s", GitTimeout)
 		return
 	case errors.Is(err, exec.ErrNotFound):
@@ -110,12 +90,12 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 		g.Unknown = "git status failed"
 		return
 	}
-	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
 	if len(lines) > 0 && strings.HasPrefix(lines[0], "## ") {
 		g.Branch = termsafe.Line(strings.TrimPrefix(lines[0], "## "))
 		lines = lines[1:]
 	}
-	if out.cut && len(lines) > 0 {
+	if res.Cut && len(lines) > 0 {
 		lines = lines[:len(lines)-1] // the last line may be cut short
 		g.More++
 	}
@@ -129,22 +109,6 @@ func (g *Git) readStatus(ctx context.Context, dir string, childEnv []string) {
 		}
 		g.Status = append(g.Status, termsafe.Line(l))
 	}
-}
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	bytes.Buffer
-	max int
-	cut bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); room < len(p) {
-		c.cut = true
-		c.Buffer.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return c.Buffer.Write(p)
 }
 
 func (e Env) write(b *strings.Builder, t Tier) {

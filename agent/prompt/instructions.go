@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -191,13 +192,12 @@ func (l *Loader) read(name string) (Instruction, bool) {
 		return Instruction{}, false
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	f, fi, err := openRegular(root, name)
 	if err != nil {
 		return Instruction{}, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+	if fi.Size() == 0 {
 		return Instruction{}, false
 	}
 	in := Instruction{Path: name, Size: fi.Size()}
@@ -226,4 +226,35 @@ func (l *Loader) read(name string) (Instruction, bool) {
 	in.Text = strings.ToValidUTF8(string(data), "?") // no longer than data
 	l.budget -= len(data)
 	return in, true
+}
+
+// errNotRegular refuses a FIFO, socket, device or folder as an instruction
+// file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens name beneath root for reading when it is a regular
+// file (a link to one inside root included). Anything else is refused
+// before it is opened: the open of a FIFO with no writer waits forever
+// (on the request path, stalling every session), a device's open may act.
+// The open itself does not wait (O_NONBLOCK) and is checked again, for a
+// file swapped in after the first look.
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	if fi, err := root.Stat(name); err != nil {
+		return nil, nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, nil, errNotRegular
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }

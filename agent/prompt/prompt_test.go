@@ -2,13 +2,18 @@ package prompt
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/crow-acp/crow-acp/internal/safegit/safegittest"
 )
 
 func write(t testing.TB, path, text string) {
@@ -250,5 +255,80 @@ func TestProbeRunsNoRepositoryHook(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the repository's core.fsmonitor hook ran")
+	}
+}
+
+// TestProbeRunsNothingTheRepositoryNames (issue 37 item 4): the prompt's git
+// facts, read in a work tree whose configuration names filters (its own, an
+// included file's, the user's), an fsmonitor hook, a post-index-change hook
+// and a submodule's filter, start none of them and still tell the branch
+// and the change.
+func TestProbeRunsNothingTheRepositoryNames(t *testing.T) {
+	for _, process := range []bool{false, true} {
+		safegittest.CheckArmed(t, process)
+		tr := safegittest.NewTrap(t, process)
+		e := Probe(context.Background(), tr.Dir, time.Now(), true, tr.Env)
+		if got := tr.Ran(t); len(got) != 0 {
+			t.Errorf("the prompt's git status started %v", got)
+		}
+		if e.Git == nil || e.Git.Unknown != "" || e.Git.Branch != "main" || !slices.Contains(e.Git.Status, " M plain.txt") {
+			t.Errorf("git facts: %+v", e.Git)
+		}
+	}
+}
+
+// TestLoaderSpecialFiles (issue 37 item 3): an instruction file that is a
+// FIFO nobody writes, a link to one, a socket or a device, at the root or
+// nested, is passed over without waiting (the open of a FIFO used to block
+// forever), and the next name in its folder is read instead.
+func TestLoaderSpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{".git", "linked", "nested/deep", "sock", "dev"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"AGENTS.md", "fifo", "nested/deep/CLAUDE.md"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+	}
+	write(t, filepath.Join(root, "CLAUDE.md"), "root rules")
+	if err := os.Symlink("../fifo", filepath.Join(root, "linked", "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "linked", "GEMINI.md"), "linked rules")
+	t.Chdir(filepath.Join(root, "sock")) // a socket's path must be short
+	ln, err := net.Listen("unix", "AGENTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	write(t, filepath.Join(root, "sock", "CRUSH.md"), "sock rules")
+	want := "CLAUDE.md,linked/GEMINI.md,sock/CRUSH.md"
+	// A character device (1,3, as /dev/null) needs privileges to make.
+	if err := syscall.Mknod(filepath.Join(root, "dev", "AGENTS.md"), syscall.S_IFCHR|0o644, 1<<8|3); err == nil {
+		write(t, filepath.Join(root, "dev", "CLAUDE.md"), "dev rules")
+		want += ",dev/CLAUDE.md"
+	} else {
+		t.Logf("no device node (mknod: %v): that case is not tried", err)
+	}
+
+	done := make(chan string, 1)
+	go func() {
+		l := NewLoader(root, 1<<10)
+		got := l.Initial()
+		for _, p := range []string{"linked/x.go", "nested/deep/x.go", "sock/x.go", "dev/x.go"} {
+			got = append(got, l.Nested(filepath.Join(root, p))...)
+		}
+		done <- paths(got)
+	}()
+	select {
+	case got := <-done:
+		if got != want {
+			t.Fatalf("loaded %s, want %s", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading the instruction files blocked (the open of a FIFO nobody writes)")
 	}
 }

@@ -19,8 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -121,7 +119,12 @@ func open(ctx context.Context, path, pragmas string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: journal mode is %q, not wal: WAL unsupported here?", mode)
 	}
 
-	rdb, err := sql.Open(readDriver(), dsn+"&_query_only=on")
+	// Read connections do not map the file (mmap_size stays 0): a mapped
+	// file cut while it is read (`cp backup.db crow.db` under a running
+	// editor truncates it first) raises SIGBUS in SQLite's C code, which
+	// nothing recovers from, and the process dies. Read with pread, the
+	// same race is an error the request answers with.
+	rdb, err := sql.Open("sqlite3", dsn+"&_query_only=on")
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -136,24 +139,6 @@ func open(ctx context.Context, path, pragmas string) (*Store, error) {
 	}
 	return &Store{Store: sqlcore.New(dialect(db, rdb)), db: db, rdb: rdb}, nil
 }
-
-// readMmapSize is how much of the database file a read connection maps
-// (PRAGMA mmap_size) instead of copying each page it reads through its
-// 2 MB page cache: loading a 10,000-message session reads its 11 MB of text,
-// and the copies were a quarter of the load. The writer keeps plain reads.
-// The mapped pages are the OS's page cache, shared, not this process's heap.
-const readMmapSize = 256 << 20
-
-// readDriver is the name of the driver for read connections: SQLite's,
-// with mmap_size set as each connection opens (the DSN cannot set it).
-var readDriver = sync.OnceValue(func() string {
-	const name = "sqlite3-crow-read"
-	sql.Register(name, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA mmap_size = "+strconv.Itoa(readMmapSize), nil)
-		return err
-	}})
-	return name
-})
 
 // readOnly reports why the database file or its directory cannot be
 // written, or nil.

@@ -143,7 +143,7 @@ func TestPragmas(t *testing.T) {
 			{"busy_timeout", "10000"},
 			{"synchronous", "1"}, // NORMAL
 			{"query_only", fmt.Sprint(queryOnly)},
-			{"mmap_size", fmt.Sprint(queryOnly * readMmapSize)}, // reads map the file
+			{"mmap_size", "0"}, // a mapped file cut under a read is SIGBUS
 		} {
 			var got string
 			if err := conn.QueryRowContext(ctx, "PRAGMA "+p.pragma).Scan(&got); err != nil {
