@@ -48,6 +48,7 @@ FUZZ_TARGETS += ./agent/tool:FuzzParseElicitSchema
 FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
+FUZZ_TARGETS += ./agent/tool:FuzzQuoteArgv
 FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
 FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./agent:FuzzTaskArgs
