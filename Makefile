@@ -50,6 +50,7 @@ FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./internal/secret:FuzzMaskMCPServers
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
+FUZZ_TARGETS += ./agent/tool:FuzzQuoteArgv
 FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
 FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./agent:FuzzTaskArgs

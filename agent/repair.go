@@ -68,6 +68,8 @@ var toolAliases = map[string]string{
 	"Grep": "search", "grep": "search", "search_file_content": "search", "grep_search": "search", "rg": "search",
 	"TodoWrite": "update_plan", "todowrite": "update_plan", "todo_write": "update_plan",
 	"BashOutput": "read_output",
+	// codex's shells before `shell` (GPT-4.1's local_shell; container.exec).
+	"local_shell": "run_command", "container.exec": "run_command",
 	// Claude Code's subagent tool (its subagent_type is ignored).
 	"Task": "task", "Agent": "task",
 	// Claude Code's question tool (its questions shape: ask.go).
@@ -92,6 +94,7 @@ var argAliases = map[string][]string{
 	"replace_all": {"all"}, "all": {"replace_all"},
 	"file_text": {"content"}, "contents": {"content"}, "text": {"content"},
 	"todos": {"entries"}, "bash_id": {"id"}, "shell_id": {"id"},
+	"patch_text": {"input"}, "patch": {"input"}, // opencode's apply_patch takes patchText
 	// Claude Code's Grep flags, where search has the option.
 	"-i": {"case_insensitive", "ignore_case", "insensitive"}, "-C": {"context", "context_lines"},
 	"ignore_case": {"case_insensitive"}, "case_insensitive": {"ignore_case"},
@@ -129,13 +132,23 @@ func repairCall(name, args string, schemas map[string]toolSchema) (r repairedCal
 	}
 	fixTimeout(name, obj, &r)
 	fixArgs(obj, schemas[target], &r)
-	b, _ := json.Marshal(obj)
-	r.Args = string(b)
+	fixArgv(obj, schemas, &r)
+	r.Args = marshalArgs(obj)
 	if len(r.Changes) == 0 && args != r.Args {
 		// Only formatting differs: run the model's own text.
 		r.Args = args
 	}
 	return r, true
+}
+
+// marshalArgs writes repaired arguments as the model and the user read
+// them: `<`, `>` and `&` as themselves, not \u003c (a heredoc, a `&&`).
+func marshalArgs(obj map[string]any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(obj)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // resolveToolName finds the tool an unknown name stands for ("" if none).

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -127,8 +128,9 @@ func statRegular(p Path) (fs.FileInfo, error) {
 // directory (held open as a root, so the directory cannot be swapped between
 // the write and the rename) and renamed over p. The rename replaces the
 // name itself: a symlink or a hard link at p is never written through. An
-// existing file keeps its mode; missing parent directories are created.
-func writeRegular(p Path, data []byte) error {
+// existing file keeps its mode; a new one gets newMode (0: 0644); missing
+// parent directories are created.
+func writeRegular(p Path, data []byte, newMode fs.FileMode) error {
 	r, err := openRoot(p)
 	if err != nil {
 		return err
@@ -150,7 +152,7 @@ func writeRegular(p Path, data []byte) error {
 		return err
 	}
 	defer d.Close()
-	mode := os.FileMode(0o644)
+	mode := cmp.Or(newMode.Perm(), 0o644)
 	if fi, err := d.Lstat(base); err == nil {
 		if err := checkRegular(p, fi); err != nil {
 			return err
@@ -181,6 +183,20 @@ func writeRegular(p Path, data []byte) error {
 		_ = d.Remove(tmp)
 	}
 	return err
+}
+
+// chmodRegular sets the permission bits of the regular file p (one the
+// editor just wrote), beneath its root.
+func chmodRegular(p Path, mode fs.FileMode) error {
+	if _, err := statRegular(p); err != nil {
+		return err
+	}
+	r, err := openRoot(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.Chmod(p.Rel, mode.Perm())
 }
 
 func randomSuffix() string {

@@ -65,14 +65,28 @@ func diskError(p Path, err error) error {
 // file (the editor sees the change at once), else to disk
 // (writeRegular: beneath the held root, through a temporary file renamed
 // over the old one, keeping its mode).
+// Nothing is written once ctx is done: a cancelled turn's answer may
+// already be sent, and the user may be editing the file again.
 func (e *Env) writeText(ctx context.Context, p Path, content string) error {
+	return e.writeTextMode(ctx, p, content, 0)
+}
+
+// writeTextMode is writeText that gives a file it creates the permission
+// bits mode (0: the default); an existing file keeps its own.
+func (e *Env) writeTextMode(ctx context.Context, p Path, content string, mode fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("not written: %w", err)
+	}
 	if e.clientServes(e.ClientWrite, p) {
 		if _, err := e.Client.WriteTextFile(ctx, &acp.WriteTextFileRequest{SessionID: e.SessionID, Path: p.Client, Content: content}); err != nil {
 			return fmt.Errorf("the editor could not write %s: %v", p.Display, err)
 		}
+		if mode != 0 {
+			return chmodRegular(p, mode)
+		}
 		return nil
 	}
-	return writeRegular(p, []byte(content))
+	return writeRegular(p, []byte(content), mode)
 }
 
 // isBinary guesses like git does: a NUL byte early on.

@@ -1,11 +1,14 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
@@ -25,7 +28,13 @@ func (applyPatch) Definition() streaming.Tool {
 
 type patchArgs struct {
 	Input string `json:"input"`
-	Patch string `json:"patch"` // a name some models use
+	// Names other agents' tools use (repair renames them and says so
+	// when apply_patch is offered; a call to it unoffered arrives as sent).
+	Patch     string `json:"patch"`
+	PatchText string `json:"patchText"` // opencode
+	// Workdir is the directory relative paths are in: codex's shell tool
+	// sends one with ["apply_patch", PATCH] (repair keeps it).
+	Workdir string `json:"workdir"`
 }
 
 func (applyPatch) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
@@ -33,15 +42,13 @@ func (applyPatch) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if err := decode(raw, &a); err != nil {
 		return nil, err
 	}
-	if a.Input == "" {
-		a.Input = a.Patch
-	}
-	return preparePatch(env, a.Input)
+	return preparePatch(env, cmp.Or(a.Input, a.Patch, a.PatchText), a.Workdir)
 }
 
 // preparePatch parses a patch and resolves every path it touches through
-// the same checks as write_file; the action reports them all.
-func preparePatch(env *Env, input string) (*Action, error) {
+// the same checks as write_file; the action reports them all. Relative
+// paths are in workdir when one is given.
+func preparePatch(env *Env, input, workdir string) (*Action, error) {
 	ops, err := parsePatch(input)
 	if err != nil {
 		return nil, err
@@ -50,6 +57,9 @@ func preparePatch(env *Env, input string) (*Action, error) {
 	seen := map[string]bool{}
 	var all []Path
 	resolve := func(name string) (Path, error) {
+		if workdir != "" && !filepath.IsAbs(name) {
+			name = filepath.Join(workdir, name)
+		}
 		p, err := env.Resolve(name)
 		if err != nil {
 			return Path{}, err
@@ -84,7 +94,30 @@ func preparePatch(env *Env, input string) (*Action, error) {
 			act.AlwaysAsk = why
 		}
 	}
+	if act.AlwaysAsk == "" {
+		act.AlwaysAsk = unreadDeletes(env, ops, pe.paths)
+	}
 	return act, nil
+}
+
+// unreadDeletes is why a patch that deletes files the model has not read
+// in this session is asked about every time: write_file refuses to
+// overwrite such a file, and a deletion loses all of it. The question
+// shows the whole text that goes. "" when every deleted file was read.
+func unreadDeletes(env *Env, ops []patchOp, paths [][2]Path) string {
+	if env.Reads == nil {
+		return ""
+	}
+	var unread []Path
+	for i, op := range ops {
+		if _, seen := env.Reads.lookup(paths[i][0].Abs); op.kind == patchDelete && !seen {
+			unread = append(unread, paths[i][0])
+		}
+	}
+	if len(unread) == 0 {
+		return ""
+	}
+	return "the patch deletes " + names(unread) + ", which the model has not read in this session; its whole text, shown above, goes."
 }
 
 func names(ps []Path) string {
@@ -117,6 +150,9 @@ type fileChange struct {
 	existed bool
 	updated string
 	deleted bool
+	// mode is the permission bits of a file a Move to creates (its
+	// source's) or of a deleted file (for undo); 0 for the default.
+	mode fs.FileMode
 }
 
 // plan reads every file and applies the whole patch in memory.
@@ -141,14 +177,20 @@ func (pe *patchEdit) plan(ctx context.Context) ([]fileChange, []string, error) {
 			if !exists {
 				return nil, nil, fmt.Errorf("*** Delete File: %s: %s", p.Display, notFound(p, err))
 			}
-			out = append(out, fileChange{p: p, old: old, existed: true, deleted: true})
+			if changed := pe.env.Reads.changedSince(p, old); changed != "" {
+				return nil, nil, fmt.Errorf("*** Delete File: %s:%s Read it again before deleting it", p.Display, changed)
+			}
+			out = append(out, fileChange{p: p, old: old, existed: true, deleted: true, mode: fileMode(p)})
 			continue
 		}
 		if !exists {
 			return nil, nil, fmt.Errorf("*** Update File: %s: %s", p.Display, notFound(p, err))
 		}
-		updated, how, err := applyHunks(old, op.hunks, p.Display)
+		updated, how, err := applyHunks(ctx, old, op.hunks, p.Display)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
 			return nil, nil, errors.New(err.Error() + pe.env.Reads.changedSince(p, old))
 		}
 		notes = append(notes, how...)
@@ -162,7 +204,8 @@ func (pe *patchEdit) plan(ctx context.Context) ([]fileChange, []string, error) {
 		if _, err := pe.env.readText(ctx, to); !errors.Is(err, errNotExist) {
 			return nil, nil, fmt.Errorf("*** Move to: %s: the file exists (or cannot be checked); nothing was changed", to.Display)
 		}
-		out = append(out, fileChange{p: to, updated: updated}, fileChange{p: p, old: old, existed: true, deleted: true})
+		mode := fileMode(p) // a script moved stays executable
+		out = append(out, fileChange{p: to, updated: updated, mode: mode}, fileChange{p: p, old: old, existed: true, deleted: true, mode: mode})
 	}
 	return out, notes, nil
 }
@@ -195,6 +238,9 @@ func patchDiffs(cs []fileChange) []acp.ToolCallContent {
 
 func (pe *patchEdit) run(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
 	cs, notes, err := pe.plan(ctx)
+	if ctx.Err() != nil {
+		return Failure("cancelled: the turn was cancelled before the patch was written; no file was changed")
+	}
 	if err != nil {
 		return Failure("%v; no file was changed", err)
 	}
@@ -202,12 +248,16 @@ func (pe *patchEdit) run(ctx context.Context, _ func([]acp.ToolCallContent)) Res
 		return Failure("a file changed after the patch was shown for approval; no file was changed. Read the files again and redo the patch.")
 	}
 	// Every change was worked out above; write them in order, and undo
-	// the written ones if a later write fails, so the patch applies whole
-	// or not at all.
+	// the written ones if a later write fails or the turn is cancelled
+	// meanwhile, so the patch applies whole or not at all. The undo runs
+	// after a cancel too: it puts back what was there.
 	for i, c := range cs {
 		if err := pe.apply(ctx, c); err != nil {
 			for j := i - 1; j >= 0; j-- {
-				_ = pe.undo(ctx, cs[j])
+				_ = pe.undo(context.WithoutCancel(ctx), cs[j])
+			}
+			if ctx.Err() != nil {
+				return Failure("cancelled: the turn was cancelled while the patch was written; no file was changed (earlier files were restored)")
 			}
 			return Failure("%s: %v; the patch was not applied (earlier files were restored)", c.p.Display, err)
 		}
@@ -246,18 +296,33 @@ func sameChanges(a, b []fileChange) bool {
 	return true
 }
 
+// apply makes one change, unless the turn was cancelled: nothing is
+// written once a cancel may have been answered.
 func (pe *patchEdit) apply(ctx context.Context, c fileChange) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if c.deleted {
 		return removeRegular(c.p)
 	}
-	return pe.env.writeText(ctx, c.p, c.updated)
+	return pe.env.writeTextMode(ctx, c.p, c.updated, c.mode)
 }
 
 func (pe *patchEdit) undo(ctx context.Context, c fileChange) error {
 	if c.existed {
-		return pe.env.writeText(ctx, c.p, c.old)
+		return pe.env.writeTextMode(ctx, c.p, c.old, c.mode)
 	}
 	return removeRegular(c.p)
+}
+
+// fileMode is the permission bits of the file at p (0 when they cannot
+// be read: the default is used).
+func fileMode(p Path) fs.FileMode {
+	fi, err := statRegular(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Mode().Perm()
 }
 
 // removeRegular deletes a regular file beneath its root (a symlink swapped
@@ -279,19 +344,26 @@ func removeRegular(p Path) error {
 
 // applyHunks applies an update's hunks in order: each is found at or after
 // the end of the one before, through the ladder (exact, trailing
-// whitespace, indentation, quotes), like codex's seek_sequence.
-func applyHunks(text string, hunks []hunk, file string) (string, []string, error) {
-	crlf := strings.Contains(text, "\r\n")
-	if crlf {
-		text = strings.ReplaceAll(text, "\r\n", "\n")
+// whitespace, indentation, quotes), like codex's seek_sequence. Only the
+// lines a hunk removes or adds change: every other line keeps its bytes,
+// its line ending (CRLF, LF, mixed), a byte-order mark and a missing final
+// newline included; context lines are written back as the file has them;
+// added lines take the file's most common line ending.
+func applyHunks(ctx context.Context, text string, hunks []hunk, file string) (string, []string, error) {
+	bom := ""
+	if strings.HasPrefix(text, "\ufeff") {
+		bom, text = "\ufeff", text[len("\ufeff"):]
 	}
-	lines := strings.Split(text, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	lines := patchLines(text)
+	texts := make([]string, len(lines))
+	for i, l := range lines {
+		texts[i] = l.text
 	}
+	eol := commonEOL(lines)
+	m := &lineMatcher{ctx: ctx, lines: texts}
 	type rep struct {
 		at, n int
-		new   []string
+		new   []patchLine
 	}
 	var reps []rep
 	var notes []string
@@ -299,7 +371,10 @@ func applyHunks(text string, hunks []hunk, file string) (string, []string, error
 	for i, h := range hunks {
 		where := fmt.Sprintf("Update File %s, hunk %d (patch line %d)", file, i+1, h.line)
 		if h.context != "" {
-			at, how := seekLines(lines, []string{h.context}, cursor, false)
+			at, how, err := m.seek([]string{h.context}, cursor, false)
+			if err != nil {
+				return "", nil, err
+			}
 			if at < 0 {
 				return "", nil, fmt.Errorf("%s: the @@ line %q is not in the file.%s", where, cut(h.context, 120), nearHint(text, h.context))
 			}
@@ -313,17 +388,20 @@ func applyHunks(text string, hunks []hunk, file string) (string, []string, error
 			if h.context != "" && !h.eof {
 				at = cursor
 			}
-			reps = append(reps, rep{at, 0, h.new})
+			reps = append(reps, rep{at, 0, newPatchLines(h.new, eol)})
 			continue
 		}
-		old, nw := h.old, h.new
-		at, how := seekLines(lines, old, cursor, h.eof)
-		if at < 0 && old[len(old)-1] == "" {
+		old, nw, keep := h.old, h.new, h.keep
+		at, how, err := m.seek(old, cursor, h.eof)
+		if err == nil && at < 0 && old[len(old)-1] == "" {
 			old = old[:len(old)-1]
 			if len(nw) > 0 && nw[len(nw)-1] == "" {
-				nw = nw[:len(nw)-1]
+				nw, keep = nw[:len(nw)-1], keep[:len(keep)-1]
 			}
-			at, how = seekLines(lines, old, cursor, h.eof)
+			at, how, err = m.seek(old, cursor, h.eof)
+		}
+		if err != nil {
+			return "", nil, err
 		}
 		if at < 0 {
 			return "", nil, fmt.Errorf("%s: its context and removed lines are not in the file (after line %d).%s", where, cursor, nearHint(text, strings.Join(h.old, "\n")))
@@ -331,7 +409,7 @@ func applyHunks(text string, hunks []hunk, file string) (string, []string, error
 		if how == "normalising indentation" {
 			region := make([]fileLine, len(old))
 			for k := range old {
-				region[k] = fileLine{text: lines[at+k]}
+				region[k] = fileLine{text: lines[at+k].text}
 			}
 			if re, ok := reindent(region, old, nw); ok {
 				nw = re
@@ -340,54 +418,79 @@ func applyHunks(text string, hunks []hunk, file string) (string, []string, error
 		if how != "" {
 			notes = append(notes, fmt.Sprintf("%s hunk %d after %s", file, i+1, how))
 		}
-		reps = append(reps, rep{at, len(old), nw})
+		out := newPatchLines(nw, eol)
+		for k, j := range keep {
+			if j >= 0 && j < len(old) {
+				out[k] = lines[at+j]
+			}
+		}
+		reps = append(reps, rep{at, len(old), out})
 		cursor = at + len(old)
 	}
-	for i := len(reps) - 1; i >= 0; i-- {
-		r := reps[i]
-		lines = append(lines[:r.at], append(append([]string{}, r.new...), lines[r.at+r.n:]...)...)
+	// A hunk adding at the end of the file may come before hunks further
+	// up: apply them in file order, in one pass.
+	sort.SliceStable(reps, func(a, b int) bool { return reps[a].at < reps[b].at })
+	var result []patchLine
+	next := 0
+	for _, r := range reps {
+		result = append(append(result, lines[next:r.at]...), r.new...)
+		next = r.at + r.n
 	}
-	out := strings.Join(lines, "\n") + "\n"
-	if crlf {
-		out = strings.ReplaceAll(out, "\n", "\r\n")
+	result = append(result, lines[next:]...)
+	var b strings.Builder
+	b.Grow(len(bom) + len(text))
+	b.WriteString(bom)
+	for i, l := range result {
+		b.WriteString(l.text)
+		if l.eol == "" && i < len(result)-1 {
+			l.eol = eol // a last line without its newline, now followed by more
+		}
+		b.WriteString(l.eol)
 	}
-	return out, notes, nil
+	return b.String(), notes, nil
 }
 
-// seekLines finds pat in lines at or after start (at the end first when
-// eof), trying looser comparisons in turn; how names the one that matched
-// ("" for exact). -1 when none does.
-func seekLines(lines, pat []string, start int, eof bool) (int, string) {
-	if len(pat) == 0 || len(pat) > len(lines) {
-		return -1, ""
+// patchLine is a line of a file and its ending ("\r\n", "\n", or "" for
+// a last line without one).
+type patchLine struct{ text, eol string }
+
+func patchLines(text string) []patchLine {
+	src := splitFileLines(text)
+	out := make([]patchLine, len(src))
+	for i, l := range src {
+		end := len(text)
+		if i+1 < len(src) {
+			end = src[i+1].start
+		}
+		out[i] = patchLine{text: l.text, eol: text[l.end:end]}
 	}
-	for _, rung := range []struct {
-		how  string
-		norm func(string) string
-	}{
-		{"", func(s string) string { return s }},
-		{"ignoring trailing whitespace", func(s string) string { return strings.TrimRight(s, " \t\r") }},
-		{"normalising indentation", func(s string) string { return strings.TrimSpace(s) }},
-		{"normalising quotes", func(s string) string { return curly.Replace(strings.TrimSpace(s)) }},
-	} {
-		match := func(at int) bool {
-			for k, w := range pat {
-				if rung.norm(lines[at+k]) != rung.norm(w) {
-					return false
-				}
-			}
-			return true
-		}
-		if eof && len(lines)-len(pat) >= start && match(len(lines)-len(pat)) {
-			return len(lines) - len(pat), rung.how
-		}
-		for at := start; at+len(pat) <= len(lines); at++ {
-			if match(at) {
-				return at, rung.how
-			}
+	return out
+}
+
+// commonEOL is the line ending most of the file's lines have ("\n" when
+// it has none).
+func commonEOL(lines []patchLine) string {
+	crlf, lf := 0, 0
+	for _, l := range lines {
+		switch l.eol {
+		case "\r\n":
+			crlf++
+		case "\n":
+			lf++
 		}
 	}
-	return -1, ""
+	if crlf > lf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+func newPatchLines(texts []string, eol string) []patchLine {
+	out := make([]patchLine, len(texts))
+	for i, t := range texts {
+		out[i] = patchLine{text: t, eol: eol}
+	}
+	return out
 }
 
 func nearHint(text, want string) string {

@@ -17,10 +17,11 @@ import (
 //	*** End of File              (optional: the hunk ends the file)
 //	*** End Patch
 //
-// Parsed here with codex's leniency: a heredoc wrapper (<<'EOF' … EOF)
-// around the envelope is dropped, CRLF is read as LF, the first hunk of an
-// update may omit its @@ line, and an empty line inside a hunk is an empty
-// context line.
+// Parsed here with codex's leniency: a shell wrapper around the envelope
+// (<<'EOF' … EOF, cat <<'EOF' … EOF, apply_patch <<'EOF' … EOF: see
+// unwrapShellPatch) is dropped, CRLF is read as LF, a file header may be
+// indented, the first hunk of an update may omit its @@ line, and an empty
+// line inside a hunk is an empty context line.
 
 // Bounds of a patch: its size and how many files and lines it names.
 const (
@@ -50,8 +51,12 @@ type patchOp struct {
 type hunk struct {
 	context  string // the text after "@@ ", a line to find first ("" for none)
 	old, new []string
-	eof      bool // *** End of File: the hunk is at the end of the file
-	line     int  // its first line in the patch
+	// keep maps each line of new to the line of old it repeats (a context
+	// line), or -1 for an added line: a context line is written back as
+	// the file has it, bytes and line ending, whatever rung matched it.
+	keep []int
+	eof  bool // *** End of File: the hunk is at the end of the file
+	line int  // its first line in the patch
 }
 
 // patchError is a patch that cannot be parsed, with the line at fault.
@@ -73,15 +78,11 @@ func parsePatch(input string) ([]patchOp, error) {
 		return nil, &patchError{msg: fmt.Sprintf("the patch is over %d MiB; split it into several calls", maxPatchBytes>>20)}
 	}
 	input = strings.ReplaceAll(input, "\r\n", "\n")
-	lines := strings.Split(strings.TrimSpace(input), "\n")
-	first := 0 // index of the first line of lines in the input, for messages
-	// A heredoc wrapper: <<'EOF' … EOF (GPT-4.1 sends these).
-	if len(lines) >= 2 && strings.HasPrefix(strings.TrimSpace(lines[0]), "<<") {
-		tag := strings.Trim(strings.TrimSpace(lines[0])[2:], `'" -`)
-		if strings.TrimSpace(lines[len(lines)-1]) == tag {
-			lines, first = lines[1:len(lines)-1], 1
-		}
+	first := 0 // lines of the input before the envelope, for messages
+	if body, line, ok := unwrapShellPatch(input); ok {
+		input, first = body, line
 	}
+	lines := strings.Split(strings.TrimSpace(input), "\n")
 	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "*** Begin Patch" {
 		return nil, &patchError{line: first + 1, msg: `the first line must be "*** Begin Patch"`}
 	}
@@ -113,7 +114,7 @@ func header(l, prefix string) (string, bool) {
 func (p *patchParser) parse() ([]patchOp, error) {
 	var ops []patchOp
 	for p.i < len(p.lines) {
-		l := strings.TrimRight(p.lines[p.i], " \t")
+		l := strings.TrimSpace(p.lines[p.i]) // codex takes an indented header (its scenario 017)
 		if l == "" {
 			p.i++
 			continue
@@ -156,14 +157,20 @@ func (p *patchParser) parse() ([]patchOp, error) {
 	return ops, nil
 }
 
-func (p *patchParser) atHeader() bool {
+// atHeader: the line starts the next file. Inside an update only an
+// unindented header does (" *** Add File: x" is a context line there, as
+// in codex); after an added file's "+" lines an indented one does too.
+func (p *patchParser) atHeader(indented bool) bool {
 	l := p.lines[p.i]
+	if indented {
+		l = strings.TrimLeft(l, " \t")
+	}
 	return strings.HasPrefix(l, "*** Add File:") || strings.HasPrefix(l, "*** Delete File:") || strings.HasPrefix(l, "*** Update File:")
 }
 
 func (p *patchParser) addBody(op *patchOp) error {
 	var b strings.Builder
-	for ; p.i < len(p.lines) && !p.atHeader(); p.i++ {
+	for ; p.i < len(p.lines) && !p.atHeader(true); p.i++ {
 		l := p.lines[p.i]
 		if !strings.HasPrefix(l, "+") {
 			if strings.TrimSpace(l) == "" {
@@ -189,7 +196,7 @@ func (p *patchParser) updateBody(op *patchOp) error {
 		}
 	}
 	var h *hunk
-	for ; p.i < len(p.lines) && !p.atHeader(); p.i++ {
+	for ; p.i < len(p.lines) && !p.atHeader(false); p.i++ {
 		l := p.lines[p.i]
 		switch {
 		case l == "@@" || strings.HasPrefix(l, "@@ "):
@@ -211,14 +218,13 @@ func (p *patchParser) updateBody(op *patchOp) error {
 			return p.errorf(`a hunk line after "*** End of File"; start a new hunk with @@`)
 		}
 		switch {
-		case l == "":
-			h.old, h.new = append(h.old, ""), append(h.new, "")
-		case l[0] == ' ':
-			h.old, h.new = append(h.old, l[1:]), append(h.new, l[1:])
+		case l == "" || l[0] == ' ':
+			h.old = append(h.old, strings.TrimPrefix(l, " "))
+			h.new, h.keep = append(h.new, strings.TrimPrefix(l, " ")), append(h.keep, len(h.old)-1)
 		case l[0] == '-':
 			h.old = append(h.old, l[1:])
 		case l[0] == '+':
-			h.new = append(h.new, l[1:])
+			h.new, h.keep = append(h.new, l[1:]), append(h.keep, -1)
 		default:
 			return p.errorf(`a hunk line starts with " " (context), "-" (removed) or "+" (added), got %q`, cut(l, 80))
 		}

@@ -35,7 +35,7 @@ func (runCommand) Definition() streaming.Tool {
 		Name:        "run_command",
 		Description: "Run a shell command (sh -c) in the project root. Returns exit code and output.",
 		Parameters: object(props{
-			"command": str("The command line"),
+			"command": str("The command line, one string (an argv array also works)"),
 			"timeout": integer("Timeout in seconds (default 120)"),
 		}, "command"),
 	}
@@ -44,6 +44,9 @@ func (runCommand) Definition() streaming.Tool {
 type runArgs struct {
 	Command string `json:"command"`
 	Timeout int    `json:"timeout"`
+	// Workdir is the directory codex's shell tool takes with each command
+	// (mostly the project root); not offered in the schema.
+	Workdir string `json:"workdir"`
 }
 
 func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
@@ -55,7 +58,13 @@ func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 		return nil, errors.New("command is required")
 	}
 	if input, ok := shellPatch(a.Command); ok {
-		return patchFromShell(env, input)
+		return patchFromShell(env, input, a.Workdir)
+	}
+	if a.Workdir != "" {
+		var err error
+		if a.Command, err = inWorkdir(env, a.Command, a.Workdir); err != nil {
+			return nil, err
+		}
 	}
 	timeout := env.CommandTimeout
 	if timeout <= 0 {
@@ -75,6 +84,29 @@ func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			return runLocal(ctx, env, a.Command, timeout)
 		},
 	}, nil
+}
+
+// inWorkdir is line run in workdir: "cd DIR && (LINE)", so the line shown,
+// checked against the rules and run is one and the same. The project root
+// needs no cd.
+func inWorkdir(env *Env, line, workdir string) (string, error) {
+	p, err := env.Resolve(workdir)
+	if err != nil {
+		return "", fmt.Errorf("workdir: %v", err)
+	}
+	if p.Abs == env.Roots[0] {
+		return line, nil
+	}
+	dir := p.Abs
+	if p.Inside && p.Root == env.Roots[0] {
+		dir = p.Rel
+	}
+	q, err := QuoteArgv([]string{dir})
+	if err != nil {
+		return "", fmt.Errorf("workdir: %v", err)
+	}
+	// The newline ends a comment the line may end with.
+	return "cd " + q + " && (" + line + "\n)", nil
 }
 
 // commandTitle is the title of a command's tool call: the command line
