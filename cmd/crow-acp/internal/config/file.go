@@ -402,7 +402,7 @@ func (f *loadedFile) validate() error {
 			v    *float64
 		}{{"input_price", m.InputPrice}, {"output_price", m.OutputPrice}, {"cached_input_price", m.CachedInputPrice}} {
 			if pr.v != nil && !(*pr.v >= 0 && !math.IsInf(*pr.v, 1)) {
-				return f.errorAt(key+"."+pr.name, "a price must be a number of 0 or more, not %v (a NaN or infinite price would make every cost NaN)", *pr.v)
+				return f.errorAt(key+"."+pr.name, "a price must be a finite number of 0 or more, not negative, NaN or infinite (it is %v)", *pr.v)
 			}
 		}
 	}
