@@ -55,6 +55,7 @@ FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
 FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON
+FUZZ_TARGETS += ./agent:FuzzAsImported
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

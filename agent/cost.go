@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -85,6 +86,47 @@ func (m Model) Cost(u streaming.Usage) float64 {
 		cachedPrice = m.InputPrice
 	}
 	return (float64(u.PromptTokens-cached)*m.InputPrice + float64(cached)*cachedPrice + float64(u.CompletionTokens)*m.OutputPrice) / 1e6
+}
+
+// addCost adds amount to the session's cost in currency, rounded to a
+// billionth (float sums would otherwise show 0.0061600000000000005), and
+// returns the new total. A sum that is not a finite amount of 0 or more (a
+// NaN price, a price so large the sum overflows) leaves the total as it
+// was: JSON holds no NaN or infinity, and metadata that does not encode
+// would lose the session's mode with it.
+func (m *sessionMeta) addCost(currency string, amount float64) float64 {
+	old := m.Cost[currency]
+	sum := old + amount
+	if r := math.Round(sum*1e9) / 1e9; finiteAmount(r) {
+		sum = r
+	}
+	if !finiteAmount(sum) {
+		return old
+	}
+	if m.Cost == nil {
+		m.Cost = make(map[string]float64)
+	}
+	m.Cost[currency] = sum
+	return sum
+}
+
+// finiteAmount reports whether v is an amount JSON can hold and a cost can
+// be: finite, 0 or more.
+func finiteAmount(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// finiteCosts is cost without the amounts finiteAmount refuses (nil when
+// none is left).
+func finiteCosts(cost map[string]float64) map[string]float64 {
+	var out map[string]float64
+	for currency, v := range cost {
+		if finiteAmount(v) {
+			if out == nil {
+				out = make(map[string]float64, len(cost))
+			}
+			out[currency] = v
+		}
+	}
+	return out
 }
 
 // turnUsage adds up the usage the provider reported for a turn's model

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/streaming"
@@ -67,5 +69,34 @@ func TestTurnUsage(t *testing.T) {
 	u := tu.wire()
 	if u.InputTokens != 220 || u.OutputTokens != 15 || u.TotalTokens != 235 || *u.CachedReadTokens != 80 || *u.ThoughtTokens != 3 || u.CachedWriteTokens != nil {
 		t.Fatalf("usage %+v", u)
+	}
+}
+
+// A request's cost that is not a finite amount (a NaN price given to the
+// agent directly, a price that overflows) leaves the session's total as
+// it was, and the metadata still encodes with its mode: issue 37 item 8,
+// where a NaN cost made the metadata stored empty. A price is refused
+// unless a finite number of 0 or more.
+func TestAddCostStaysFinite(t *testing.T) {
+	m := sessionMeta{Mode: ModePlan}
+	if got := m.addCost("USD", 0.25); got != 0.25 {
+		t.Fatalf("first cost: total %v", got)
+	}
+	for _, c := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, math.MaxFloat64, math.MaxFloat64} {
+		m.addCost("USD", c)
+	}
+	m.addCost("EUR", math.NaN())
+	back := decodeMeta(encodeMeta(m))
+	if back.Mode != ModePlan || !finiteAmount(back.Cost["USD"]) || back.Cost["USD"] < 0.25 || len(back.Cost) != 1 {
+		t.Fatalf("metadata after non-finite costs: %+v (encoded %s)", back, encodeMeta(m))
+	}
+	m.Cost["GBP"] = math.NaN() // however it got there, it is not stored
+	if b := encodeMeta(m); b == nil || decodeMeta(b).Mode != ModePlan || strings.Contains(string(b), "GBP") {
+		t.Fatalf("encoded with a NaN cost: %s", b)
+	}
+	for _, spec := range []string{"m;in=NaN", "m;out=Inf", "m;cached=-1", "m;in=1e400"} {
+		if _, err := ParseModels(spec); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
+			t.Errorf("%s: %v, want the price refused", spec, err)
+		}
 	}
 }

@@ -187,8 +187,8 @@ func (m *Model) setAttr(attr string) error {
 	}
 	price := func() (float64, error) {
 		p, err := strconv.ParseFloat(val, 64)
-		if err != nil || p < 0 {
-			return 0, fmt.Errorf("%s=%q: want a price per million tokens, e.g. 0.15", key, val)
+		if err != nil || !finiteAmount(p) {
+			return 0, fmt.Errorf("%s=%q: want a price per million tokens of 0 or more (not NaN or infinite), e.g. 0.15", key, val)
 		}
 		return p, nil
 	}

@@ -51,8 +51,14 @@ func decodeMeta(raw json.RawMessage) sessionMeta {
 	return m
 }
 
+// encodeMeta is m as stored, without a cost JSON cannot hold (finiteCosts);
+// nil if it does not encode, which updateMeta refuses to store.
 func encodeMeta(m sessionMeta) json.RawMessage {
-	b, _ := json.Marshal(m)
+	m.Cost = finiteCosts(m.Cost)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
 	return b
 }
 
@@ -80,7 +86,11 @@ func (a *Agent) updateMeta(ctx context.Context, sess *session, fn func(s *persis
 	was := *s
 	m := decodeMeta(s.Metadata)
 	fn(s, &m)
-	s.Metadata = encodeMeta(m)
+	if s.Metadata = encodeMeta(m); s.Metadata == nil {
+		// Stored, it would be an empty blob: the mode, cost and
+		// everything else of the session gone.
+		return nil, errors.New("session metadata does not encode")
+	}
 	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
 		return s, nil
 	}

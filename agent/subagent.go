@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"unicode"
 
@@ -531,11 +530,8 @@ func (a *Agent) addChildCost(ctx context.Context, parent *session, childID strin
 		return
 	}
 	if _, err := a.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
-		if m.Cost == nil {
-			m.Cost = map[string]float64{}
-		}
 		for currency, v := range cost {
-			m.Cost[currency] = math.Round((m.Cost[currency]+v)*1e9) / 1e9
+			m.addCost(currency, v)
 		}
 	}); err != nil {
 		a.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"math"
 	"path"
 	"strings"
 	"unicode"
@@ -82,10 +81,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s
 	if res != nil && res.Usage != nil && model.Priced() {
 		u := res.Usage
 		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
-			if m.Cost == nil {
-				m.Cost = make(map[string]float64)
-			}
-			m.Cost[model.Currency] = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
+			m.addCost(model.Currency, model.Cost(*u))
 		})
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"math"
 
 	"go.uber.org/zap"
 
@@ -53,13 +52,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 		if !model.Priced() {
 			return
 		}
-		if m.Cost == nil {
-			m.Cost = make(map[string]float64)
-		}
-		// Rounded to a billionth: float sums would otherwise show
-		// 0.0061600000000000005.
-		total = math.Round((m.Cost[model.Currency]+model.Cost(*u))*1e9) / 1e9
-		m.Cost[model.Currency] = total
+		total = m.addCost(model.Currency, model.Cost(*u))
 	})
 	switch {
 	case err != nil:

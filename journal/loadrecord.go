@@ -125,6 +125,10 @@ func decodeLoad(data []byte, base []loadFrame, budget *persistence.Budget) ([]lo
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot inflate", errLoadRecord)
 		}
+		// The inflated record is the read's memory too, as a packed run's is.
+		if err := budget.Take(len(plain)); err != nil {
+			return nil, fmt.Errorf("%w: %w", errLoadRecord, err)
+		}
 		data = plain
 	}
 	var out []loadFrame

@@ -126,6 +126,11 @@ func decodeRun(plain []byte, b *Budget) ([][]byte, error) {
 	if k <= 0 || n == 0 || n > uint64(len(plain)/3) {
 		return nil, errCorrupt // each frame takes three uvarints
 	}
+	// Three numbers and a slice per frame, taken before they are made
+	// (n is at most a third of plain, which b holds already).
+	if err := b.Take(int(n) * FrameCost); err != nil {
+		return nil, err
+	}
 	plain = plain[k:]
 	nums := make([]int, 3*n)
 	for i := range nums {
@@ -173,10 +178,7 @@ func (e *Event) Frames(b *Budget) ([][]byte, error) {
 	if packed, ok := bytes.CutPrefix(e.Body, []byte(packedPrefix)); ok && e.Direction == DirOut {
 		frames, err = unpackRun(packed, b)
 	} else {
-		frames = bytes.Split(e.Body, []byte("\n"))
-	}
-	if err == nil {
-		err = b.Take(len(frames) * FrameCost)
+		frames, err = splitFrames(e.Body, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("event %d (%s %s): %w", e.Seq, e.Kind, e.Method, err)
@@ -185,11 +187,22 @@ func (e *Event) Frames(b *Budget) ([][]byte, error) {
 }
 
 // FrameCost is what a frame costs a read beyond its bytes (its slice, and
-// the reader's record of it), taken from the budget for every frame: a
-// body of a million empty lines must not cost 70 times its size.
+// the reader's record of it), taken from the budget for every frame before
+// any is made: a body of a million empty lines must not cost 70 times its
+// size.
 const FrameCost = 64
 
-// unpackRun decodes a packed body (after packedPrefix) within b.
+// splitFrames is body's frames, joined by newlines, within b.
+func splitFrames(body []byte, b *Budget) ([][]byte, error) {
+	if err := b.Take((bytes.Count(body, []byte("\n")) + 1) * FrameCost); err != nil {
+		return nil, err
+	}
+	return bytes.Split(body, []byte("\n")), nil
+}
+
+// unpackRun decodes a packed body (after packedPrefix) within b: what it
+// inflates to is taken from b before it is allocated (deflate.Unpack
+// measures it first), then its frames.
 func unpackRun(packed []byte, b *Budget) ([][]byte, error) {
 	plain, err := deflate.Unpack(packed, b.left)
 	if err != nil {
@@ -205,7 +218,7 @@ func unpackRun(packed []byte, b *Budget) ([][]byte, error) {
 		return decodeRun(plain[1:], b)
 	}
 	// As 0.1.0 packed: the body itself.
-	return bytes.Split(plain, []byte("\n")), nil
+	return splitFrames(plain, b)
 }
 
 // PackEvents returns evs as a store keeps them: each outbound run of

@@ -2,12 +2,15 @@ package persistence
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/deflate"
+	"github.com/crow-acp/crow-acp/internal/deflate/deflatetest"
 )
 
 // chunkFrames is a streamed reply of text in chunks of size characters, as
@@ -117,6 +120,42 @@ func TestFramesBudget(t *testing.T) {
 	}
 	if !errors.Is(err, errBudget) {
 		t.Fatalf("ten runs of a third of the budget each: %v, want the budget's error", err)
+	}
+}
+
+// TestFramesAllocateWithinTheBudget (issue 37, item 9): a read allocates
+// no more than its budget, however its bodies are made, and is stopped
+// before the body that would pass it is inflated: runs that each fit the
+// budget alone (three of 400 MiB reached 1.8 GiB of a 1 GiB budget), a
+// bomb, and a small run claiming a million empty frames (their numbers
+// and slices were made before the budget saw them).
+func TestFramesAllocateWithinTheBudget(t *testing.T) {
+	const budget = 48 << 20
+	run := deflate.Pack(packedPrefix, bytes.Repeat([]byte(strings.Repeat("x", 1<<20)+"\n"), 20))
+	empties := append([]byte{columnsMark}, binary.AppendUvarint(nil, 1<<20)...)
+	empties = deflate.Pack(packedPrefix, append(empties, make([]byte, 3<<20)...))
+	for name, bodies := range map[string][][]byte{
+		"three runs of 20 MiB":   {run, run, run},
+		"bomb":                   {append([]byte(packedPrefix), deflatetest.Zeros(1<<30)...)},
+		"a million empty frames": {empties},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b := NewBudget(budget)
+		var err error
+		for _, body := range bodies {
+			if _, err = out(body).Frames(b); err != nil {
+				break
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, errBudget) {
+			t.Errorf("%s: %v, want the budget's error", name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > budget+1<<20 {
+			t.Errorf("%s: the read allocated %d MiB for a budget of %d MiB", name, n>>20, budget>>20)
+		}
 	}
 }
 

@@ -215,7 +215,7 @@ func ImportSnapshot(d *SessionDump, msgIDs, compIDs []int64, at func(time.Time) 
 	c.Messages = append([]Message(nil), d.Messages...)
 	c.Compactions = append([]Compaction(nil), d.Compactions...)
 	c.Renumber(msgIDs, compIDs)
-	rec := ImportRecord{Messages: []MessageRecord{}, Compactions: []Compaction{}}
+	rec := ImportRecord{Messages: make([]MessageRecord, 0, len(c.Messages)), Compactions: make([]Compaction, 0, len(c.Compactions))}
 	for i := range c.Messages {
 		m := c.Messages[i]
 		m.CreatedAt = at(m.CreatedAt)

@@ -314,3 +314,26 @@ func count(v gjson.Result) int {
 	}
 	return int(v.Num)
 }
+
+// tokenCount is a count an SDK decoded as an integer, read as count reads
+// JSON: negative or huge is 0 (a turn adds up its requests' counts, which
+// must not overflow).
+func tokenCount(n int64) int {
+	if n < 0 || n > math.MaxInt32 {
+		return 0
+	}
+	return int(n)
+}
+
+// usageOf is a request's usage from the counts a provider reported (each
+// already read by count or tokenCount): a cached or reasoning count larger
+// than the whole it is part of is not believed, and a missing total is the
+// sum.
+func usageOf(c ChunkUsage) Usage {
+	u := Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.TotalTokens,
+		CachedTokens: min(c.CachedTokens, c.PromptTokens), ReasoningTokens: min(c.ReasoningTokens, c.CompletionTokens)}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u
+}

@@ -63,17 +63,7 @@ func (p *Parser) Add(chunk Chunk) []Event {
 		}
 	}
 	if chunk.Usage != nil {
-		u := Usage{
-			PromptTokens:     int(chunk.Usage.PromptTokens),
-			CompletionTokens: int(chunk.Usage.CompletionTokens),
-			TotalTokens:      int(chunk.Usage.TotalTokens),
-			// A cached count larger than the prompt is not believed.
-			CachedTokens:    min(chunk.Usage.CachedTokens, chunk.Usage.PromptTokens),
-			ReasoningTokens: min(chunk.Usage.ReasoningTokens, chunk.Usage.CompletionTokens),
-		}
-		if u.TotalTokens == 0 {
-			u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		}
+		u := usageOf(*chunk.Usage)
 		p.usage = &u
 		p.events = append(p.events, Event{Kind: EventUsage, Usage: u})
 	}

@@ -329,9 +329,10 @@ func (a *responsesAccumulator) add(ev responses.ResponseStreamEventUnion) ([]Eve
 		}
 	case "response.completed", "response.incomplete":
 		u := ev.Response.Usage
-		a.usage = &Usage{PromptTokens: int(u.InputTokens), CompletionTokens: int(u.OutputTokens), TotalTokens: int(u.TotalTokens),
-			CachedTokens:    int(min(max(u.InputTokensDetails.CachedTokens, 0), u.InputTokens)),
-			ReasoningTokens: int(min(max(u.OutputTokensDetails.ReasoningTokens, 0), u.OutputTokens))}
+		usage := usageOf(ChunkUsage{PromptTokens: tokenCount(u.InputTokens), CompletionTokens: tokenCount(u.OutputTokens),
+			TotalTokens: tokenCount(u.TotalTokens), CachedTokens: tokenCount(u.InputTokensDetails.CachedTokens),
+			ReasoningTokens: tokenCount(u.OutputTokensDetails.ReasoningTokens)})
+		a.usage = &usage
 		a.done = true
 		switch ev.Response.IncompleteDetails.Reason {
 		case "max_output_tokens":

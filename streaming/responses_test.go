@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -290,5 +291,43 @@ func TestResponsesErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResponsesUsageClampedLikeChatCompletions: counts an endpoint
+// reports out of range (negative, past what an int32 holds: a turn adds
+// them up, and a total of -9223372036854775804 reached the prompt
+// response) read as 0 through the Responses API exactly as through chat
+// completions, and a total read as 0 is the sum of the others.
+func TestResponsesUsageClampedLikeChatCompletions(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	cases := []fakemodel.Usage{
+		{PromptTokens: math.MaxInt64, CompletionTokens: 5, TotalTokens: math.MaxInt64},
+		{PromptTokens: 12, CompletionTokens: -7, TotalTokens: math.MinInt64 + 3},
+		{PromptTokens: 1 << 40, CompletionTokens: 9, TotalTokens: -1},
+		{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17},
+	}
+	want := []Usage{
+		{PromptTokens: 0, CompletionTokens: 5, TotalTokens: 5},
+		{PromptTokens: 12, CompletionTokens: 0, TotalTokens: 12},
+		{PromptTokens: 0, CompletionTokens: 9, TotalTokens: 9},
+		{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17},
+	}
+	clients := map[string]Client{
+		"responses": NewResponses(OpenAIConfig{BaseURL: m.URL(), APIKey: "sk-test"}),
+		"chat":      NewOpenAI(OpenAIConfig{BaseURL: m.URL(), APIKey: "sk-test"}),
+	}
+	for name, c := range clients {
+		for i, u := range cases {
+			m.Enqueue(fakemodel.Reply{Text: "ok", Usage: &u})
+			res, err := c.Stream(context.Background(), Request{Model: "o4-mini", Messages: []Message{{Role: RoleUser, Content: "hi"}}}, func(Event) error { return nil })
+			if err != nil {
+				t.Fatalf("%s %d: %v", name, i, err)
+			}
+			if res.Usage == nil || *res.Usage != want[i] {
+				t.Errorf("%s: usage %+v read as %+v, want %+v", name, u, res.Usage, want[i])
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/storecopy"
@@ -64,7 +65,7 @@ func runMigrate(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintf(out, "copying sessions from %s to %s\n", backend.Describe(*from), backend.Describe(*to))
 	report, err := storecopy.Copy(ctx, dst, src, func(id, outcome string) {
 		if *verbose || outcome == "conflict" {
-			fmt.Fprintf(out, "  %-9s %s\n", outcome, id)
+			fmt.Fprintf(out, "  %-9s %s\n", outcome, termsafe.Line(id))
 		}
 	})
 	if report != nil {

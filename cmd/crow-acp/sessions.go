@@ -13,6 +13,7 @@ import (
 	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 )
@@ -300,7 +301,7 @@ func sessionsExport(ctx context.Context, e *env, args []string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(e.std.err, "exported %s (%d messages) to %s\n", id, len(d.Messages), output)
+	fmt.Fprintf(e.std.err, "exported %s (%d messages) to %s\n", termsafe.Line(id), len(d.Messages), output)
 	return nil
 }
 
@@ -314,6 +315,6 @@ func sessionsDelete(ctx context.Context, e *env, args []string) error {
 	if err := store.DeleteSession(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	fmt.Fprintf(e.std.out, "deleted %s (%d messages)\n", id, len(d.Messages))
+	fmt.Fprintf(e.std.out, "deleted %s (%d messages)\n", termsafe.Line(id), len(d.Messages))
 	return nil
 }

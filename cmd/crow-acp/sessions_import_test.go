@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
@@ -15,8 +16,10 @@ import (
 
 // TestSessionsImport: a session exported as JSON and imported into another
 // database is the same session (content digest: messages, compacted ones,
-// compaction records, session header); importing it again is refused and
-// leaves it as it is; a file that is not a whole export stores nothing.
+// compaction records, session header), its metadata as agent.AsImported
+// rebuilds it (the mode a new session starts in); importing it again is
+// refused and leaves it as it is; a file that is not a whole export stores
+// nothing.
 func TestSessionsImport(t *testing.T) {
 	dir := t.TempDir()
 	from, to := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
@@ -33,11 +36,11 @@ func TestSessionsImport(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("import: exit %d\n%s%s", code, out, errOut)
 	}
-	if want := "imported one (" + strconv.Itoa(persistencetest.RichSessionMessages) + " messages) from " + files[0]; !strings.Contains(out, want) {
+	if want := "imported one (" + strconv.Itoa(persistencetest.RichSessionMessages) + " messages, directory /w/one) from " + files[0]; !strings.Contains(out, want) {
 		t.Errorf("stdout %q does not say %q", out, want)
 	}
 	for _, id := range []string{"one", "two"} {
-		if a, b := exported(t, from, id), exported(t, to, id); a != b {
+		if a, b := exported(t, from, id, true), exported(t, to, id, false); a != b {
 			t.Fatalf("%s differs after the import:\n%s\n%s", id, a, b)
 		}
 	}
@@ -67,8 +70,9 @@ func TestSessionsImport(t *testing.T) {
 }
 
 // exported is session id of the store dsn names as the JSON export has it
-// without ids (a store assigns its own): what an import must keep.
-func exported(t *testing.T, dsn, id string) string {
+// without ids (a store assigns its own): what an import must keep;
+// asImported, with the metadata an import gives it.
+func exported(t *testing.T, dsn, id string, asImported bool) string {
 	t.Helper()
 	s, err := backend.Open(t.Context(), dsn)
 	if err != nil {
@@ -78,6 +82,11 @@ func exported(t *testing.T, dsn, id string) string {
 	d, err := persistence.Dump(t.Context(), s, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if asImported {
+		if err := agent.AsImported(&d.Session, agent.ModeDefault); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Ids by position, in both stores alike.
 	msgIDs, compIDs := make([]int64, len(d.Messages)), make([]int64, len(d.Compactions))
@@ -93,4 +102,31 @@ func exported(t *testing.T, dsn, id string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestSessionsImportSizeCap (issue 37, item 7): an import holds what it
+// reads in memory (about 7 to 10 times the file's size), so a file larger
+// than transcript.MaxExportBytes is refused with the reason before any of
+// it is read, and the next file is still imported.
+func TestSessionsImportSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	fillStore(t, from, "one")
+	good := filepath.Join(dir, "one.json")
+	if code, out, errOut := runCmd(t, "sessions", "export", "one", "--format", "json", "--output", good, "--db", from); code != exitOK {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	f, err := os.Create(huge)
+	if err == nil {
+		err = f.Truncate(transcript.MaxExportBytes + 1) // sparse: nothing written
+		f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "sessions", "import", "--db", to, huge, good)
+	if code == exitOK || !strings.Contains(errOut, "huge.json: 268435457 bytes, more than the 256 MiB an import reads") || !strings.Contains(out, "imported one") {
+		t.Fatalf("import of a file over the cap: exit %d\n%s%s", code, out, errOut)
+	}
 }

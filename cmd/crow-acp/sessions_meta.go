@@ -43,7 +43,7 @@ func sessionsRename(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return markError("rename", id, err)
 	}
-	fmt.Fprintf(e.std.out, "renamed %s to %s\n", id, termsafe.Line(title))
+	fmt.Fprintf(e.std.out, "renamed %s to %s\n", termsafe.Line(id), termsafe.Line(title))
 	return nil
 }
 
@@ -62,7 +62,7 @@ func sessionsArchive(archived bool) func(ctx context.Context, e *env, args []str
 		if err := agent.ArchiveStored(ctx, store, id, archived); err != nil {
 			return markError(name, id, err)
 		}
-		fmt.Fprintf(e.std.out, "%s %s\n", done, id)
+		fmt.Fprintf(e.std.out, "%s %s\n", done, termsafe.Line(id))
 		return nil
 	}
 }

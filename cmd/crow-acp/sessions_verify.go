@@ -28,14 +28,14 @@ func sessionsVerify(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("verify %s: %w", id, err)
 	}
 	if r.OK() {
-		fmt.Fprintf(e.std.out, "%s: ok: %d messages rebuilt from %d events (%d frames)\n", id, r.Messages, r.Events, r.Frames)
+		fmt.Fprintf(e.std.out, "%s: ok: %d messages rebuilt from %d events (%d frames)\n", termsafe.Line(id), r.Messages, r.Events, r.Frames)
 		if r.Pruned > 0 {
-			fmt.Fprintf(e.std.out, "%s: %d of them streamed text whose frames were pruned: their text is not compared\n", id, r.Pruned)
+			fmt.Fprintf(e.std.out, "%s: %d of them streamed text whose frames were pruned: their text is not compared\n", termsafe.Line(id), r.Pruned)
 		}
 		return nil
 	}
 	for _, d := range r.Differences {
-		fmt.Fprintf(e.std.out, "%s: %s\n", id, termsafe.Line(fmt.Sprint(d)))
+		fmt.Fprintf(e.std.out, "%s: %s\n", termsafe.Line(id), termsafe.Line(fmt.Sprint(d)))
 	}
 	return fmt.Errorf("%s: %d differences between the messages table and the event log", id, len(r.Differences))
 }

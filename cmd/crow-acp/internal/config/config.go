@@ -144,7 +144,8 @@ func (e *Error) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
 
 // LoadStore resolves only what a command that reads the session store
-// needs (the configuration file and the database), so that such a command
+// needs (the configuration file, the database, and the mode new sessions
+// start in, which sessions import gives), so that such a command
 // (sessions list/show/export, a chat's history) does not fail on a setting
 // it never uses, such as an OPENAI_BASE_URL that is not a URL. Every error
 // is an *Error.
@@ -158,8 +159,13 @@ func LoadStore(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if err := cfg.validateDB(); err != nil {
 		return nil, err
 	}
+	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
 	return cfg, nil
 }
+
+// DefaultMode is the mode a new session starts in (permissions.mode), and
+// an imported one (sessions import).
+func (c *Settings) DefaultMode() string { return agent.ModeFromConfig(c.permissionMode.V) }
 
 // loadFile finds and reads the configuration file (flag, CROW_CONFIG, or
 // the default path, which may be missing).
@@ -559,7 +565,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		LeaseTTL:           c.leaseTTL.V,
 
 		NoTools:         c.tools.V == "off",
-		DefaultMode:     agent.ModeFromConfig(c.permissionMode.V),
+		DefaultMode:     c.DefaultMode(),
 		CommandTimeout:  c.commandTimeout.V,
 		ToolOutputLimit: explicit(c.toolOutputLimit),
 		Auth:            c.auth(),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -400,8 +401,8 @@ func (f *loadedFile) validate() error {
 			name string
 			v    *float64
 		}{{"input_price", m.InputPrice}, {"output_price", m.OutputPrice}, {"cached_input_price", m.CachedInputPrice}} {
-			if pr.v != nil && *pr.v < 0 {
-				return f.errorAt(key+"."+pr.name, "a price cannot be negative")
+			if pr.v != nil && !(*pr.v >= 0 && !math.IsInf(*pr.v, 1)) {
+				return f.errorAt(key+"."+pr.name, "a price must be a finite number of 0 or more, not negative, NaN or infinite (it is %v)", *pr.v)
 			}
 		}
 	}

@@ -66,6 +66,8 @@ func FuzzReadJSON(f *testing.F) {
 	f.Add([]byte("{\"format\":\"crow-acp.session.v1\",\"session\":{\"id\":\"\xff\xfe\"}}"))
 	f.Add(bytes.Repeat([]byte(`[`), 1<<16))
 	f.Add([]byte(`{"format":"crow-acp.session.v1","session":{"id":"s"},"messages":[{"id":1,"seq":2},{"id":2,"seq":1}]}`))
+	f.Add([]byte(`{"session":{"id":"s"},"messages":null,"later":{"x":[1]},"format":"crow-acp.session.v1","messages":[{"id":1,"seq":1}]}`))
+	f.Add([]byte(`{"format":"crow-acp.session.v1","messages":{"id":1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ReadJSON(bytes.NewReader(data))
 		if err != nil {

@@ -153,12 +153,12 @@ func encodeJSON(w io.Writer, v any, indent string) error {
 // WriteText writes d as plain text, compacted messages marked.
 func WriteText(w io.Writer, d *persistence.SessionDump) {
 	s := d.Session
-	fmt.Fprintf(w, "session   %s\n", s.ID)
+	fmt.Fprintf(w, "session   %s\n", termsafe.Line(s.ID))
 	if s.Title != "" {
 		fmt.Fprintf(w, "title     %s\n", termsafe.Line(s.Title))
 	}
 	if agent.IsArchived(&s) {
-		fmt.Fprintf(w, "archived  yes (crow-acp sessions unarchive %s lists it again)\n", s.ID)
+		fmt.Fprintf(w, "archived  yes (crow-acp sessions unarchive %s lists it again)\n", termsafe.Line(s.ID))
 	}
 	fmt.Fprintf(w, "directory %s\n", termsafe.Line(s.Cwd))
 	if from, at, ok := agent.ForkedFrom(&s); ok {
@@ -198,7 +198,7 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 // (none for a session whose models had no prices).
 func writeCost(w io.Writer, cost map[string]float64) {
 	for _, cur := range slices.Sorted(maps.Keys(cost)) {
-		fmt.Fprintf(w, "cost      %s %s (model requests so far, at the configured prices)\n", strconv.FormatFloat(cost[cur], 'f', -1, 64), cur)
+		fmt.Fprintf(w, "cost      %s %s (model requests so far, at the configured prices)\n", strconv.FormatFloat(cost[cur], 'f', -1, 64), termsafe.Line(cur))
 	}
 }
 
@@ -349,10 +349,10 @@ func WriteList(w io.Writer, sessions []persistence.Session, asJSON bool) error {
 			title += " (archived)"
 		}
 		if withParent {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, cmp.Or(termsafe.Line(parents[i]), "-"), termsafe.Line(s.Cwd))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Line(s.ID), LocalTime(s.UpdatedAt), title, cmp.Or(termsafe.Line(parents[i]), "-"), termsafe.Line(s.Cwd))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Line(s.ID), LocalTime(s.UpdatedAt), title, termsafe.Line(s.Cwd))
 	}
 	return tw.Flush()
 }

@@ -56,12 +56,15 @@ func TestWriters(t *testing.T) {
 const hostile = "x\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x1b\\\x1b[2J\u009b2J\u202e\x7f"
 
 // TestWritersNeutralise: show, list and the Markdown export print stored
-// text with every control visible; the JSON forms keep the exact value
-// with those characters escaped.
+// text with every control visible, the session's id and cost currency too
+// (issue 37: an imported id wrote OSC 52 through sessions list and the
+// chat's /sessions); the JSON forms keep the exact value with those
+// characters escaped.
 func TestWritersNeutralise(t *testing.T) {
 	at := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	meta, _ := json.Marshal(map[string]any{"cost": map[string]float64{"C" + hostile: 1}, "archived": true})
 	d := &persistence.SessionDump{
-		Session: persistence.Session{ID: "s1", Cwd: "/p", Title: "title" + hostile, CreatedAt: at, UpdatedAt: at},
+		Session: persistence.Session{ID: "s1" + hostile, Cwd: "/p", Title: "title" + hostile, CreatedAt: at, UpdatedAt: at, Metadata: meta},
 		Messages: []persistence.Message{
 			{ID: 1, Seq: 1, Role: persistence.RoleUser, Content: "hi", Status: persistence.StatusComplete, CreatedAt: at},
 			{ID: 2, Seq: 2, Role: persistence.RoleAssistant, Content: "answer" + hostile, Reasoning: "thought" + hostile,
@@ -110,7 +113,7 @@ func TestWritersNeutralise(t *testing.T) {
 		if err := json.Unmarshal(j.Bytes(), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Title+got.Session.Title != d.Session.Title {
+		if got.Title+got.Session.Title != d.Session.Title || !strings.Contains(j.String(), `"s1x\u001b]52;`) {
 			t.Errorf("JSON changed the title: %q", got.Title+got.Session.Title)
 		}
 	}
