@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -304,5 +305,23 @@ func TestEditNewAlreadyIndented(t *testing.T) {
 	out, got, failed := runEdit(t, "  // some comment\n\n  function oldFunc() {}", map[string]any{"old_string": "\nfunction oldFunc() {}", "new_string": "\n  function newFunc() {}"})
 	if failed || got != "  // some comment\n\n  function newFunc() {}" {
 		t.Fatalf("file %q (failed %v: %s)", got, failed, out)
+	}
+}
+
+// A replace_all through the quotes rung writes as it finds: a million
+// places in a 4 MB file hold no list of them (a model can send a
+// one-character old_string).
+func TestEditReplaceAllQuotesBounded(t *testing.T) {
+	text := strings.Repeat("“ ", 1<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := applyReplacement(text, replacement{Old: `"`, New: "'", All: true}, "f")
+	runtime.ReadMemStats(&after)
+	if err != nil || res.count != 1<<20 || res.text != strings.Repeat("' ", 1<<20) {
+		t.Fatalf("count %d, err %v", res.count, err)
+	}
+	if used := after.TotalAlloc - before.TotalAlloc; used > 20*uint64(len(text)) { // the offsets map of asciiQuotes is 8 bytes a byte
+		t.Fatalf("%d bytes allocated for a %d-byte file", used, len(text))
 	}
 }

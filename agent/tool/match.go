@@ -50,11 +50,8 @@ func applyReplacement(text string, r replacement, file string) (replaced, error)
 		// What stripping copied line numbers can leave ("12\t").
 		return replaced{}, &matchError{"old_string is empty: quote the exact text to replace"}
 	}
-	if spans := spansOf(text, r.Old, r.New); len(spans) > 0 {
-		if err := r.places(len(spans), "", file, lineList(text, r.Old)); err != nil {
-			return replaced{}, err
-		}
-		return replaceSpans(text, spans, r, ""), nil
+	if res, ok, err := replaceText(text, r.Old, r, file, ""); ok || err != nil {
+		return res, err
 	}
 	if res, ok, err := tolerant(text, r, file); ok || err != nil {
 		return res, err
@@ -76,10 +73,11 @@ func applyReplacement(text string, r replacement, file string) (replaced, error)
 }
 
 // places decides whether r applies to the n places a rung found (how is
-// the rung, "" for an exact match; lines names where they are): one place,
+// the rung, "" for an exact match; lines names where they are, worked out
+// only for an error): one place,
 // or every one with replace_all or a matching expected_replacements. The
 // error says what the model can do.
-func (r replacement) places(n int, how, file, lines string) error {
+func (r replacement) places(n int, how, file string, lines func() string) error {
 	after := ""
 	if how != "" {
 		after = " after " + how
@@ -87,10 +85,10 @@ func (r replacement) places(n int, how, file, lines string) error {
 	switch {
 	case r.Expect > 0 && n != r.Expect:
 		return &matchError{fmt.Sprintf("expected_replacements is %d, but old_string matches %d %s%s in %s (lines %s); nothing was changed. Send expected_replacements=%d to change all of them, or quote more lines to pick the places",
-			r.Expect, n, plural(n, "place", "places"), after, file, lines, n)}
+			r.Expect, n, plural(n, "place", "places"), after, file, lines(), n)}
 	case n > 1 && !r.All && r.Expect == 0:
 		return &matchError{fmt.Sprintf("old_string matches %d places%s in %s (lines %s); add surrounding lines to make it unique, or set replace_all=true",
-			n, after, file, lines)}
+			n, after, file, lines())}
 	}
 	return nil
 }
@@ -112,18 +110,21 @@ type span struct {
 	new        string
 }
 
-// spansOf finds old in text, first to last without overlapping, each to
-// be replaced by with.
-func spansOf(text, old, with string) []span {
-	var out []span
-	for off := 0; ; {
-		i := strings.Index(text[off:], old)
-		if i < 0 {
-			return out
-		}
-		out = append(out, span{off + i, off + i + len(old), with})
-		off += i + len(old)
+// replaceText replaces old, standing for r's old text, in text: at its
+// one place, or at every one when r replaces every place. ok is false when
+// old is not in text.
+func replaceText(text, old string, r replacement, file, how string) (replaced, bool, error) {
+	n := strings.Count(text, old)
+	if n == 0 {
+		return replaced{}, false, nil
 	}
+	if err := r.places(n, how, file, func() string { return lineList(text, old) }); err != nil {
+		return replaced{}, false, err
+	}
+	if !r.every() {
+		n = 1
+	}
+	return replaced{text: strings.Replace(text, old, r.New, n), count: n, line: lineAt(text, strings.Index(text, old)), how: how}, true, nil
 }
 
 // replaceSpans replaces the first span, or every one when r replaces every
@@ -157,11 +158,8 @@ func tolerant(text string, r replacement, file string) (replaced, bool, error) {
 	// Line endings: old_string in the other ending than the file's.
 	if eol := lineEnding(text); eol != "" {
 		if old := withLineEndings(r.Old, eol); old != r.Old {
-			if spans := spansOf(text, old, r.New); len(spans) > 0 {
-				if err := r.places(len(spans), "normalising line endings", file, lineList(text, old)); err != nil {
-					return replaced{}, false, err
-				}
-				return replaceSpans(text, spans, r, "normalising line endings"), true, nil
+			if res, ok, err := replaceText(text, old, r, file, "normalising line endings"); ok || err != nil {
+				return res, ok, err
 			}
 		}
 	}
@@ -169,16 +167,12 @@ func tolerant(text string, r replacement, file string) (replaced, bool, error) {
 	if hasCurly(text) || hasCurly(r.Old) {
 		nt, offs := asciiQuotes(text)
 		no, _ := asciiQuotes(r.Old)
-		if spans := spansOf(nt, no, r.New); len(spans) > 0 {
-			var lines []string
-			for i := range spans {
-				spans[i].start, spans[i].end = offs[spans[i].start], offs[spans[i].end]
-				lines = append(lines, fmt.Sprint(lineAt(text, spans[i].start)))
-			}
-			if err := r.places(len(spans), "normalising quotes", file, strings.Join(lines[:min(len(lines), 5)], ", ")); err != nil {
+		if n := strings.Count(nt, no); n > 0 {
+			// nt has text's lines: only quotes changed.
+			if err := r.places(n, "normalising quotes", file, func() string { return lineList(nt, no) }); err != nil {
 				return replaced{}, false, err
 			}
-			return replaceSpans(text, spans, r, "normalising quotes"), true, nil
+			return replaceQuoted(text, nt, no, offs, r), true, nil
 		}
 	}
 	if strings.Count(text, "\n") > maxLadderLines {
@@ -219,6 +213,34 @@ func withLineEndings(s, eol string) string {
 		s = strings.ReplaceAll(s, "\n", "\r\n")
 	}
 	return s
+}
+
+// replaceQuoted replaces no, found in nt (text with ASCII quotes; offs maps
+// its offsets to text's), with r's new text in text: the first place, or
+// every one when r replaces every place. It writes as it finds, so a
+// replace_all of a one-character old text in a large file holds no list
+// of places.
+func replaceQuoted(text, nt, no string, offs []int, r replacement) replaced {
+	var b strings.Builder
+	res := replaced{how: "normalising quotes"}
+	prev := 0
+	for off := 0; res.count == 0 || r.every(); {
+		i := strings.Index(nt[off:], no)
+		if i < 0 {
+			break
+		}
+		start, end := offs[off+i], offs[off+i+len(no)]
+		if res.count == 0 {
+			res.line = lineAt(text, start)
+		}
+		b.WriteString(text[prev:start])
+		b.WriteString(r.New)
+		prev, off = end, off+i+max(len(no), 1)
+		res.count++
+	}
+	b.WriteString(text[prev:])
+	res.text = b.String()
+	return res
 }
 
 // fileLine is a line of the file without its ending.
@@ -271,11 +293,14 @@ func lineMatch(text string, r replacement, file, how string, norm func(string) s
 	if len(found) == 0 {
 		return replaced{}, false, nil
 	}
-	var at []string
-	for _, i := range found[:min(len(found), 5)] {
-		at = append(at, fmt.Sprint(i+1))
+	at := func() string {
+		var ls []string
+		for _, i := range found[:min(len(found), 5)] {
+			ls = append(ls, fmt.Sprint(i+1))
+		}
+		return strings.Join(ls, ", ")
 	}
-	if err := r.places(len(found), how, file, strings.Join(at, ", ")); err != nil {
+	if err := r.places(len(found), how, file, at); err != nil {
 		return replaced{}, false, err
 	}
 	if !r.every() {
