@@ -38,26 +38,33 @@ var (
 	placeholderWeakAdj   = wordSet("remaining other previous original old prior additional more earlier similar same")
 	// Words that say on their own that something was left out.
 	placeholderOmitted = wordSet("unchanged omitted elided snip snipped truncated skipped untouched unmodified")
+	// Those of them that a comment of one word says only as a placeholder.
+	placeholderAlone = wordSet("unchanged omitted elided snip snipped")
 	// Words after the noun phrase: "... remains the same", "omitted for brevity".
 	placeholderTail = wordSet("is are remains remain stays stay left kept goes go was were will be as it they here for not the " +
 		"from etc and unchanged same before omitted brevity shown intact identical untouched unmodified elided " +
-		"skipped truncated preserved continues continue continued")
+		"skipped truncated preserved continues continue continued snip snipped")
 	// Tail words that say the code is left out: "code omitted", "as before".
 	placeholderSignals = wordSet("unchanged same before omitted brevity shown intact identical untouched unmodified " +
-		"elided skipped truncated preserved")
+		"elided skipped truncated preserved snip snipped")
 	placeholderDeterminers = wordSet("the a an all any your this that these those my our its some few n")
 	placeholderFillers     = wordSet("plus and then with etc")
 	// Verbs of an instruction to keep code: "// keep existing imports".
 	placeholderKeep = wordSet("keep keeping insert include including retain leave")
 )
 
-func wordSet(s string) map[string]bool {
-	m := map[string]bool{}
+// wordClass is a set of lower-case words.
+type wordClass map[string]bool
+
+func wordSet(s string) wordClass {
+	m := wordClass{}
 	for _, w := range strings.Fields(s) {
 		m[w] = true
 	}
 	return m
 }
+
+func (m wordClass) has(w string) bool { return m[w] }
 
 // placeholderKey reports whether line is an omission placeholder, and its
 // normalised phrase (lower case, single spaces, markers removed), which
@@ -73,7 +80,7 @@ func placeholderKey(line string) (string, bool) {
 		return "", false // most comments: no word of a placeholder
 	}
 	if ellipsis {
-		body, _ = cutEllipses(body)
+		body = cutEllipses(body)
 	}
 	if strings.ContainsAny(body, "=<>{}\"`$@\\|&+*^~") {
 		return "", false // code, not prose
@@ -152,27 +159,24 @@ func unwrapPlaceholder(t string) (body string, comment, bracketed bool) {
 }
 
 // cutEllipses replaces every ellipsis ("...", "..", "…") with a space.
-func cutEllipses(s string) (string, bool) {
-	found := false
+func cutEllipses(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		switch {
 		case strings.HasPrefix(s[i:], "…"):
 			b.WriteByte(' ')
 			i += len("…")
-			found = true
 		case strings.HasPrefix(s[i:], ".."):
 			for i < len(s) && s[i] == '.' {
 				i++
 			}
 			b.WriteByte(' ')
-			found = true
 		default:
 			b.WriteByte(s[i])
 			i++
 		}
 	}
-	return b.String(), found
+	return b.String()
 }
 
 // omissionPhrase reports whether words (lower case, markers removed) say
@@ -235,8 +239,21 @@ phrase:
 	case nouns+weak > 0:
 		return ellipsis || signal
 	}
-	// Only tail words: "same as before", "(omitted for brevity)".
-	return signal && (words[0] != "same" || len(words) > 1) || ellipsis && slices.Contains(words, "etc")
+	// Only tail words: "(omitted for brevity)", "# unchanged", "same as
+	// before", "... truncated ...". A lone "skipped" or "truncated" may
+	// be a real comment.
+	return signal && (ellipsis || slices.ContainsFunc(words, placeholderAlone.has) || asBefore(words)) ||
+		ellipsis && slices.Contains(words, "etc")
+}
+
+// asBefore reports whether words say "as before".
+func asBefore(words []string) bool {
+	for i := 1; i < len(words); i++ {
+		if words[i-1] == "as" && words[i] == "before" {
+			return true
+		}
+	}
+	return false
 }
 
 func isPlaceholderNoun(w string) bool {

@@ -22,7 +22,7 @@ func TestPlaceholderKey(t *testing.T) {
 		"// existing code", "# (unchanged)", "// (omitted for brevity)", "// code omitted for brevity",
 		"// ... other methods ...", "# ... 200 lines unchanged ...", "// …", "// ...", "/* ... */", "; rest of config ...",
 		"// keep existing imports", "[rest of file unchanged]", "// same as before", "% rest of the document ...",
-		"// the rest of the implementation stays as it is",
+		"// the rest of the implementation stays as it is", "// snip", "# ... truncated ...",
 	} {
 		if _, ok := placeholderKey(l); !ok {
 			t.Errorf("%q is not taken for a placeholder", l)
@@ -37,7 +37,7 @@ func TestPlaceholderKey(t *testing.T) {
 		"// Original implementation", "// unchanged values default to zero", "# type: ignore", "#include <stdio.h>",
 		"#[derive(Debug)]", "---", "// TODO: implement", "(a, b)", "// see the rest of the docs at https://x",
 		"// Remaining work: wire up the API", "(rest of methods ...) = x", "/* x = 1 ... */", "// rest is a REST client",
-		"- rest of the methods", "* ...", "[...]", "(...)", "// ... and so on",
+		"- rest of the methods", "* ...", "[...]", "(...)", "// ... and so on", "// skipped", "// Truncated", "// before",
 	} {
 		if key, ok := placeholderKey(l); ok {
 			t.Errorf("%q is taken for the placeholder %q", l, key)
