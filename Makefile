@@ -52,6 +52,7 @@ FUZZ_TARGETS += ./internal/secret:FuzzMaskMCPServers
 FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
 FUZZ_TARGETS += ./agent/tool:FuzzQuoteArgv
 FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
+FUZZ_TARGETS += ./agent/tool:FuzzPlaceholder
 FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/crow-acp/crow-acp/agent/tool"
 )
 
 // Tool-call repair. Models trained on other agents call those agents' tools
@@ -63,7 +65,8 @@ var toolAliases = map[string]string{
 	"run_shell_command": "run_command", "run_terminal_cmd": "run_command", "exec_command": "run_command",
 	"Read": "read_file", "read": "read_file", "cat": "read_file", "view": "read_file", "read_text_file": "read_file",
 	"Write": "write_file", "write": "write_file", "create_file": "write_file", "write_to_file": "write_file",
-	"Edit": "edit_file", "edit": "edit_file", "str_replace": "edit_file", "replace": "edit_file", "MultiEdit": "edit_file",
+	"Edit": "edit_file", "edit": "edit_file", "str_replace": "edit_file", "replace": "edit_file",
+	"MultiEdit": "edit_file", "multiedit": "edit_file", "multi_edit": "edit_file",
 	"Glob": "list_files", "glob": "list_files", "LS": "list_files", "ls": "list_files", "list_directory": "list_files", "list_dir": "list_files",
 	"Grep": "search", "grep": "search", "search_file_content": "search", "grep_search": "search", "rg": "search",
 	"TodoWrite": "update_plan", "todowrite": "update_plan", "todo_write": "update_plan",
@@ -91,7 +94,7 @@ var argAliases = map[string][]string{
 	"query": {"pattern"}, "regex": {"pattern"}, "search": {"pattern"}, "include": {"glob"},
 	"old_str": {"old_string", "old"}, "old_string": {"old"}, "old_text": {"old_string", "old"},
 	"new_str": {"new_string", "new"}, "new_string": {"new"}, "new_text": {"new_string", "new"},
-	"replace_all": {"all"}, "all": {"replace_all"},
+	"replace_all": {"all"}, "all": {"replace_all"}, "allow_multiple": {"replace_all", "all"},
 	"file_text": {"content"}, "contents": {"content"}, "text": {"content"},
 	"todos": {"entries"}, "bash_id": {"id"}, "shell_id": {"id"},
 	"patch_text": {"input"}, "patch": {"input"}, // opencode's apply_patch takes patchText
@@ -209,39 +212,19 @@ func resolveToolName(name string, obj map[string]any, schemas map[string]toolSch
 	return note(t)
 }
 
+// editItem is what one of edit_file's edits takes, for the names inside
+// the edits of Claude Code's MultiEdit, crush's and opencode's multiedit.
+var editItem = toolSchema{"old_string": "string", "new_string": "string", "replace_all": "boolean"}
+
 // fixArgs renames the arguments the tool does not have to ones it has, and
 // turns numbers and booleans sent as strings into what the schema wants.
 func fixArgs(obj map[string]any, schema toolSchema, r *repairedCall) {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if _, has := schema[k]; has {
-			continue
-		}
-		names := []string{k}
-		if s := snakeCase(k); s != k {
-			names = append(names, s)
-		}
-		for _, n := range names {
-			dst := ""
-			if _, has := schema[n]; has && n != k {
-				dst = n
+	keys := renameArgs(obj, schema, "", r)
+	if edits, ok := obj["edits"].([]any); ok && r.Name == tool.EditFileTool {
+		for _, e := range edits {
+			if m, ok := e.(map[string]any); ok {
+				renameArgs(m, editItem, "edits: ", r)
 			}
-			for _, cand := range argAliases[n] {
-				if _, has := schema[cand]; has && dst == "" {
-					dst = cand
-				}
-			}
-			if _, taken := obj[dst]; dst == "" || taken {
-				continue
-			}
-			obj[dst] = obj[k]
-			delete(obj, k)
-			r.Changes = append(r.Changes, k+" is "+dst)
-			break
 		}
 	}
 	// Anthropic's view_range [first, last] is read_file's offset/limit.
@@ -290,6 +273,45 @@ func fixArgs(obj map[string]any, schema toolSchema, r *repairedCall) {
 			}
 		}
 	}
+}
+
+// renameArgs renames the keys of obj the schema does not have to ones it
+// has (each change noted once, after prefix), and returns obj's keys as
+// sent, sorted.
+func renameArgs(obj map[string]any, schema toolSchema, prefix string, r *repairedCall) []string {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, has := schema[k]; has {
+			continue
+		}
+		names := []string{k}
+		if s := snakeCase(k); s != k {
+			names = append(names, s)
+		}
+		for _, n := range names {
+			dst := ""
+			if _, has := schema[n]; has && n != k {
+				dst = n
+			}
+			for _, cand := range argAliases[n] {
+				if _, has := schema[cand]; has && dst == "" {
+					dst = cand
+				}
+			}
+			if _, taken := obj[dst]; dst == "" || taken {
+				continue
+			}
+			obj[dst] = obj[k]
+			delete(obj, k)
+			r.Changes = appendOnce(r.Changes, prefix+k+" is "+dst)
+			break
+		}
+	}
+	return keys
 }
 
 // fixTimeout turns a timeout in milliseconds into run_command's seconds:

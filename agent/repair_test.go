@@ -60,6 +60,16 @@ func TestRepairCall(t *testing.T) {
 		{"Bash", `{"command":"make","timeout":120000,"description":"build"}`, "run_command", map[string]any{"command": "make", "timeout": 120.0, "description": "build"}, false},
 		{"shell", `{"command":"make","timeout_ms":30000}`, "run_command", map[string]any{"command": "make", "timeout": 30.0}, false},
 		{"MultiEdit", `{"file_path":"a.go","edits":[{"old_string":"a","new_string":"b"}]}`, "edit_file", nil, !hasEdits(schemas)},
+		// The edit dialects of issue 38: gemini-cli's replace (allow_multiple;
+		// its instruction is left for the tool, which ignores it), crush's
+		// and opencode's multiedit with the names inside each edit.
+		{"replace", `{"file_path":"a.go","instruction":"rename","old_string":"a","new_string":"b","allow_multiple":true}`, "edit_file",
+			map[string]any{"path": "a.go", "instruction": "rename", "old_string": "a", "new_string": "b", "replace_all": true}, false},
+		{"multiedit", `{"file_path":"a.go","edits":[{"old_string":"a","new_string":"b"}]}`, "edit_file",
+			map[string]any{"path": "a.go", "edits": []any{map[string]any{"old_string": "a", "new_string": "b"}}}, false},
+		{"multiedit", `{"filePath":"a.go","edits":[{"filePath":"a.go","oldString":"a","newString":"b","replaceAll":true},{"old_str":"c","new_str":"d"}]}`, "edit_file",
+			map[string]any{"path": "a.go", "edits": []any{map[string]any{"filePath": "a.go", "old_string": "a", "new_string": "b", "replace_all": true},
+				map[string]any{"old_string": "c", "new_string": "d"}}}, false},
 		{"functions.read_file", `{"path":"a.go"}`, "read_file", map[string]any{"path": "a.go"}, false},
 		{"READ_FILE", `{"path":"a.go"}`, "read_file", map[string]any{"path": "a.go"}, false},
 		// Malformed arguments.

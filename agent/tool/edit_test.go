@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -95,15 +96,23 @@ func TestEditRefusesPlaceholders(t *testing.T) {
 			t.Fatalf("%q: failed %v, file %q: %s", ph, failed, got, out)
 		}
 	}
-	// Not a placeholder: a real comment, or one already in the file.
-	for _, c := range []struct{ file, new string }{
-		{"a()\n", "// the rest of the file is parsed lazily\nb()"},
-		{"a()\n// rest of the code unchanged\n", "// rest of the code unchanged\nb()"},
-		{"a()\n", "unchanged := true"},
+	// Not a placeholder: a real comment, or one the file already has
+	// (kept where it is, or moved).
+	for _, c := range []struct{ file, old, new string }{
+		{"a()\n", "a()", "// the rest of the file is parsed lazily\nb()"},
+		{"a()\n// rest of the code unchanged\n", "a()\n// rest of the code unchanged", "// rest of the code unchanged\nb()"},
+		{"a()\n// rest of the code unchanged\n", "a()", "b()"},
+		{"a()\n", "a()", "unchanged := true"},
 	} {
-		if out, _, failed := runEdit(t, c.file, map[string]any{"old_string": "a()", "new_string": c.new}); failed {
+		if out, _, failed := runEdit(t, c.file, map[string]any{"old_string": c.old, "new_string": c.new}); failed {
 			t.Fatalf("%q refused: %s", c.new, out)
 		}
+	}
+	// A second copy of a placeholder the file has is new: it stands for
+	// a() here.
+	out, got, failed := runEdit(t, "a()\n// rest of the code unchanged\n", map[string]any{"old_string": "a()", "new_string": "// rest of the code unchanged\nb()"})
+	if !failed || got != "a()\n// rest of the code unchanged\n" || !strings.Contains(out, "line 1 of the result") {
+		t.Fatalf("failed %v, file %q: %s", failed, got, out)
 	}
 }
 
@@ -144,4 +153,175 @@ func FuzzEditLadder(f *testing.F) {
 			t.Fatalf("an exact match gave %q", res.text)
 		}
 	})
+}
+
+// New text takes the file's line endings, and the file keeps its
+// byte-order mark: an old_string that matches with new_string in the
+// other ending left both in the file (opencode's edit.test.ts "line
+// endings" cases).
+func TestEditKeepsLineEndingsAndBOM(t *testing.T) {
+	for _, c := range []struct {
+		name, file, old, new, want string
+	}{
+		{"lf file, crlf new", "alpha\nbeta\ngamma\n", "alpha\nbeta\ngamma", "alpha\r\nbeta-updated\r\ngamma", "alpha\nbeta-updated\ngamma\n"},
+		{"crlf file, lf new", "alpha\r\nbeta\r\ngamma\r\n", "alpha\r\nbeta\r\ngamma", "alpha\nbeta-updated\ngamma", "alpha\r\nbeta-updated\r\ngamma\r\n"},
+		{"crlf file, lf old and new", "a\r\nb\r\n", "a\nb", "x\ny", "x\r\ny\r\n"},
+		{"crlf file, crlf new, lf old", "a\r\nb\r\n", "a\nb", "x\r\ny", "x\r\ny\r\n"},
+		{"bom file", "\ufeffusing System;\nclass A {}\n", "using System;", "using Up;\nusing Down;", "\ufeffusing Up;\nusing Down;\nclass A {}\n"},
+		{"bom copied into old_string", "\ufeffa\nb\n", "\ufeffa", "c", "\ufeffc\nb\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, got, failed := runEdit(t, c.file, map[string]any{"old_string": c.old, "new_string": c.new})
+			if failed || got != c.want {
+				t.Fatalf("file %q, want %q (failed %v: %s)", got, c.want, failed, out)
+			}
+		})
+	}
+	out, got, failed := runEdit(t, "a\r\nb\r\nc\r\n", map[string]any{"edits": []map[string]any{
+		{"old_string": "a", "new_string": "x\ny"}, {"old_string": "c", "new_string": "z\n"}}})
+	if failed || got != "x\r\ny\r\nb\r\nz\r\n\r\n" {
+		t.Fatalf("several edits: file %q (failed %v: %s)", got, failed, out)
+	}
+}
+
+// write_file over an existing file writes in its line endings and keeps
+// its byte-order mark; a new file is written as sent.
+func TestWriteKeepsLineEndingsAndBOM(t *testing.T) {
+	env, root := patchWorkspace(t, map[string]string{"crlf.txt": "one\r\ntwo\r\n", "bom.cs": "\ufeffusing A;\n"})
+	env.Reads = NewReads()
+	for name, text := range readAll(t, root) {
+		env.Reads.saw(mustResolve(t, env, name).Abs, text)
+	}
+	for _, c := range []struct{ path, content, want string }{
+		{"crlf.txt", "uno\ndos\ntres\n", "uno\r\ndos\r\ntres\r\n"},
+		{"bom.cs", "using B;\r\n", "\ufeffusing B;\n"},
+		{"new.txt", "a\r\nb\n", "a\r\nb\n"},
+	} {
+		res := runPatch(t, env, writeFile{}, jsonOf(map[string]string{"path": c.path, "content": c.content}))
+		if got := readAll(t, root)[c.path]; res.Failed || got != c.want {
+			t.Errorf("%s: %q, want %q (%s)", c.path, got, c.want, res.Output)
+		}
+	}
+}
+
+// An empty old_string creates a file that does not exist (Claude Code,
+// opencode and gemini-cli all do; crow-acp refused, and every model
+// trained on them lost a turn), fills an empty one, and is refused with
+// the reason for a file with content.
+func TestEditEmptyOldString(t *testing.T) {
+	env, root := patchWorkspace(t, map[string]string{"full.txt": "keep me\n", "blank.txt": "  \n"})
+	for _, c := range []struct {
+		args   string
+		path   string
+		want   string
+		failed bool
+		says   string
+	}{
+		{`{"path":"new.txt","old_string":"","new_string":"hello\r\n"}`, "new.txt", "hello\r\n", false, "Created new.txt (1 lines)"},
+		{`{"path":"nested/dir/f.txt","old_string":"","new_string":"x"}`, "nested/dir/f.txt", "x", false, "Created"},
+		{`{"path":"blank.txt","old_string":"","new_string":"filled\n"}`, "blank.txt", "filled\n", false, "Edited"},
+		{`{"path":"full.txt","old_string":"","new_string":"replaced\n"}`, "full.txt", "keep me\n", true, "already exists with 1 lines"},
+		{`{"path":"made.txt","edits":[{"old_string":"","new_string":"one\ntwo\n"},{"old_string":"two","new_string":"TWO"}]}`, "made.txt", "one\nTWO\n", false, "then made 1 replacement(s)"},
+		{`{"path":"gone.txt","old_string":"a","new_string":"b"}`, "gone.txt", "", true, "not found"},
+	} {
+		res := runPatch(t, env, editFile{}, c.args)
+		got, exists := readAll(t, root)[c.path]
+		if res.Failed != c.failed || got != c.want || !c.failed && !exists || !strings.Contains(res.Output, c.says) {
+			t.Errorf("%s: failed %v, %s = %q (exists %v): %s", c.args, res.Failed, c.path, got, exists, res.Output)
+		}
+	}
+	for _, args := range []string{
+		`{"path":"x.txt","edits":[{"old_string":"a","new_string":"b"},{"old_string":"","new_string":"c"}]}`,
+		`{"path":"x.txt","old_string":"","new_string":""}`,
+	} {
+		if _, err := (editFile{}).Prepare(env, []byte(args)); err == nil {
+			t.Errorf("%s: accepted", args)
+		}
+	}
+}
+
+// gemini-cli's expected_replacements: the count the model states must be
+// the real one; a wrong count is refused with the real count.
+func TestEditExpectedReplacements(t *testing.T) {
+	out, got, failed := runEdit(t, "old text\nold text\nold text", map[string]any{"old_string": "old", "new_string": "new", "expected_replacements": 3})
+	if failed || got != "new text\nnew text\nnew text" || !strings.Contains(out, "3 replacement(s)") {
+		t.Fatalf("failed %v, file %q: %s", failed, got, out)
+	}
+	for _, c := range []struct {
+		file   string
+		expect int
+		says   string
+	}{
+		{"foo foo foo", 2, "expected_replacements is 2, but old_string matches 3 places"},
+		{"foo bar", 2, "matches 1 place in"},
+	} {
+		out, got, failed := runEdit(t, c.file, map[string]any{"old_string": "foo", "new_string": "baz", "expected_replacements": c.expect})
+		if !failed || got != c.file || !strings.Contains(out, c.says) {
+			t.Errorf("%q, %d: failed %v, file %q: %s", c.file, c.expect, failed, got, out)
+		}
+	}
+}
+
+// replace_all with a tolerant match applies at every place the rung finds
+// and says so (crush's TestNormalizedReplace "replaceAll with multiple
+// matches", gemini-cli's "loop index in flexible replacement"); it used
+// to refuse with "add surrounding lines", which cannot help a model that
+// asked for every occurrence.
+func TestEditReplaceAllTolerant(t *testing.T) {
+	for _, c := range []struct {
+		name, file, old, new, want, how string
+	}{
+		{"indentation, tabs kept", "func a() {\n\tfoo()\n}\nfunc b() {\n\tfoo()\n}\n", "    foo()", "    bar()", "func a() {\n\tbar()\n}\nfunc b() {\n\tbar()\n}\n", "normalising indentation (all 2 places)"},
+		{"several lines", "  match1\n  match2\n  match1\n  match2\n", "match1\nmatch2", "replaced1\nreplaced2\nreplaced3", "  replaced1\n  replaced2\n  replaced3\n  replaced1\n  replaced2\n  replaced3\n", "(all 2 places)"},
+		{"quotes", "say(“hi”)\nsay(“hi”)\n", `say("hi")`, `say("yo")`, "say(\"yo\")\nsay(\"yo\")\n", "normalising quotes (all 2 places)"},
+		{"line endings", "a\r\nb\r\na\r\nb\r\n", "a\nb", "c", "c\r\nc\r\n", "normalising line endings (all 2 places)"},
+		{"trailing whitespace", "x = 1  \ny\nx = 1 \n", "x = 1\n", "x = 2\n", "x = 2\ny\nx = 2\n", "trailing whitespace (all 2 places)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, got, failed := runEdit(t, c.file, map[string]any{"old_string": c.old, "new_string": c.new, "replace_all": true})
+			if failed || got != c.want || !strings.Contains(out, c.how) {
+				t.Fatalf("file %q, want %q (failed %v: %s)", got, c.want, failed, out)
+			}
+		})
+	}
+	// Without replace_all the advice names it.
+	out, _, failed := runEdit(t, "\tx()\n\tx()\n", map[string]any{"old_string": "  x()", "new_string": "  y()"})
+	if !failed || !strings.Contains(out, "matches 2 places after normalising indentation") || !strings.Contains(out, "replace_all=true") {
+		t.Fatalf("failed %v: %s", failed, out)
+	}
+	// A place whose indentation cannot be mapped: refused, with advice
+	// that fits replace_all.
+	file := "  if a {\n    x()\n  }\n\tif a {\n  x()\n\t}\n"
+	out, got, failed := runEdit(t, file, map[string]any{"old_string": "if a {\n  x()\n}", "new_string": "if a {\n  y()\n}", "replace_all": true})
+	if !failed || got != file || !strings.Contains(out, "one at a time") {
+		t.Fatalf("failed %v, file %q: %s", failed, got, out)
+	}
+}
+
+// A new_string already indented like the file, where old_string is not,
+// is not indented twice (gemini-cli's edit.test.ts "should NOT insert
+// extra newlines when old_string starts with a blank line").
+func TestEditNewAlreadyIndented(t *testing.T) {
+	out, got, failed := runEdit(t, "  // some comment\n\n  function oldFunc() {}", map[string]any{"old_string": "\nfunction oldFunc() {}", "new_string": "\n  function newFunc() {}"})
+	if failed || got != "  // some comment\n\n  function newFunc() {}" {
+		t.Fatalf("file %q (failed %v: %s)", got, failed, out)
+	}
+}
+
+// A replace_all through the quotes rung writes as it finds: a million
+// places in a 4 MB file hold no list of them (a model can send a
+// one-character old_string).
+func TestEditReplaceAllQuotesBounded(t *testing.T) {
+	text := strings.Repeat("“ ", 1<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := applyReplacement(text, replacement{Old: `"`, New: "'", All: true}, "f")
+	runtime.ReadMemStats(&after)
+	if err != nil || res.count != 1<<20 || res.text != strings.Repeat("' ", 1<<20) {
+		t.Fatalf("count %d, err %v", res.count, err)
+	}
+	if used := after.TotalAlloc - before.TotalAlloc; used > 20*uint64(len(text)) { // the offsets map of asciiQuotes is 8 bytes a byte
+		t.Fatalf("%d bytes allocated for a %d-byte file", used, len(text))
+	}
 }

@@ -1,8 +1,10 @@
 package tool
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -14,11 +16,13 @@ import (
 // applied only when it finds exactly one place, and the result says which
 // rung matched.
 
-// replacement is one edit to apply: old text, its replacement, and whether
-// every occurrence is replaced.
+// replacement is one edit to apply: old text, its replacement, whether
+// every occurrence is replaced, and how many places the model said there
+// are (gemini's expected_replacements; 0 when it did not say).
 type replacement struct {
 	Old, New string
 	All      bool
+	Expect   int
 }
 
 // replaced is what applying a replacement did.
@@ -43,21 +47,13 @@ const maxLadderLines = 50000
 // messages).
 func applyReplacement(text string, r replacement, file string) (replaced, error) {
 	if r.Old == "" {
-		// Also what stripping copied line numbers can leave ("12\t").
-		return replaced{}, &matchError{"old_string is empty: quote the exact text to replace (to create a file use write_file)"}
+		// What stripping copied line numbers can leave ("12\t").
+		return replaced{}, &matchError{"old_string is empty: quote the exact text to replace"}
 	}
-	if n := strings.Count(text, r.Old); n > 0 {
-		if n > 1 && !r.All {
-			return replaced{}, &matchError{fmt.Sprintf("old_string matches %d places in %s (lines %s); add surrounding lines to make it unique, or set replace_all=true",
-				n, file, lineList(text, r.Old))}
-		}
-		count := 1
-		if r.All {
-			count = n
-		}
-		return replaced{text: strings.Replace(text, r.Old, r.New, count), count: count, line: lineAt(text, strings.Index(text, r.Old))}, nil
+	if res, ok, err := replaceText(text, r.Old, r, file, ""); ok || err != nil {
+		return res, err
 	}
-	if res, ok, err := tolerant(text, r); ok || err != nil {
+	if res, ok, err := tolerant(text, r, file); ok || err != nil {
 		return res, err
 	}
 	// Line numbers copied from read_file's output: strip them when every
@@ -76,6 +72,78 @@ func applyReplacement(text string, r replacement, file string) (replaced, error)
 	return replaced{}, &matchError{noMatch(text, r.Old, file)}
 }
 
+// places decides whether r applies to the n places a rung found (how is
+// the rung, "" for an exact match; lines names where they are, worked out
+// only for an error): one place,
+// or every one with replace_all or a matching expected_replacements. The
+// error says what the model can do.
+func (r replacement) places(n int, how, file string, lines func() string) error {
+	after := ""
+	if how != "" {
+		after = " after " + how
+	}
+	switch {
+	case r.Expect > 0 && n != r.Expect:
+		return &matchError{fmt.Sprintf("expected_replacements is %d, but old_string matches %d %s%s in %s (lines %s); nothing was changed. Send expected_replacements=%d to change all of them, or quote more lines to pick the places",
+			r.Expect, n, plural(n, "place", "places"), after, file, lines(), n)}
+	case n > 1 && !r.All && r.Expect == 0:
+		return &matchError{fmt.Sprintf("old_string matches %d places%s in %s (lines %s); add surrounding lines to make it unique, or set replace_all=true",
+			n, after, file, lines())}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// every reports whether r replaces every place it finds.
+func (r replacement) every() bool { return r.All || r.Expect > 1 }
+
+// span is a byte range of the text that a replacement replaces, with what
+// goes there.
+type span struct {
+	start, end int
+	new        string
+}
+
+// replaceText replaces old, standing for r's old text, in text: at its
+// one place, or at every one when r replaces every place. ok is false when
+// old is not in text.
+func replaceText(text, old string, r replacement, file, how string) (replaced, bool, error) {
+	n := strings.Count(text, old)
+	if n == 0 {
+		return replaced{}, false, nil
+	}
+	if err := r.places(n, how, file, func() string { return lineList(text, old) }); err != nil {
+		return replaced{}, false, err
+	}
+	if !r.every() {
+		n = 1
+	}
+	return replaced{text: strings.Replace(text, old, r.New, n), count: n, line: lineAt(text, strings.Index(text, old)), how: how}, true, nil
+}
+
+// replaceSpans replaces the first span, or every one when r replaces every
+// place.
+func replaceSpans(text string, spans []span, r replacement, how string) replaced {
+	if !r.every() {
+		spans = spans[:1]
+	}
+	var b strings.Builder
+	prev := 0
+	for _, s := range spans {
+		b.WriteString(text[prev:s.start])
+		b.WriteString(s.new)
+		prev = s.end
+	}
+	b.WriteString(text[prev:])
+	return replaced{text: b.String(), count: len(spans), line: lineAt(text, spans[0].start), how: how}
+}
+
 func joinHow(a, b string) string {
 	if b == "" {
 		return a
@@ -83,35 +151,28 @@ func joinHow(a, b string) string {
 	return a + " and " + b
 }
 
-// tolerant tries the rungs after the exact match. ok reports a unique
-// match; err an ambiguous one (several places), which stops the ladder.
-func tolerant(text string, r replacement) (replaced, bool, error) {
-	// Line endings: the file has CRLF and the model sent LF, or the reverse.
-	if strings.Contains(text, "\r\n") && !strings.Contains(r.Old, "\r\n") {
-		crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
-		if n := strings.Count(text, crlf(r.Old)); n == 1 {
-			i := strings.Index(text, crlf(r.Old))
-			return replaced{text: strings.Replace(text, crlf(r.Old), crlf(r.New), 1), count: 1, line: lineAt(text, i), how: "normalising line endings"}, true, nil
-		}
-	}
-	if strings.Contains(r.Old, "\r\n") && !strings.Contains(text, "\r\n") {
-		lf := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
-		if n := strings.Count(text, lf(r.Old)); n == 1 {
-			i := strings.Index(text, lf(r.Old))
-			return replaced{text: strings.Replace(text, lf(r.Old), lf(r.New), 1), count: 1, line: lineAt(text, i), how: "normalising line endings"}, true, nil
+// tolerant tries the rungs after the exact match. ok reports that r
+// applied; err that a rung found places r cannot apply to (several,
+// without replace_all), which stops the ladder.
+func tolerant(text string, r replacement, file string) (replaced, bool, error) {
+	// Line endings: old_string in the other ending than the file's.
+	if eol := lineEnding(text); eol != "" {
+		if old := withLineEndings(r.Old, eol); old != r.Old {
+			if res, ok, err := replaceText(text, old, r, file, "normalising line endings"); ok || err != nil {
+				return res, ok, err
+			}
 		}
 	}
 	// Typographic quotes, within a line or across lines.
 	if hasCurly(text) || hasCurly(r.Old) {
 		nt, offs := asciiQuotes(text)
 		no, _ := asciiQuotes(r.Old)
-		switch n := strings.Count(nt, no); {
-		case n == 1:
-			i := strings.Index(nt, no)
-			start, end := offs[i], offs[i+len(no)]
-			return replaced{text: text[:start] + r.New + text[end:], count: 1, line: lineAt(text, start), how: "normalising quotes"}, true, nil
-		case n > 1:
-			return replaced{}, false, &matchError{fmt.Sprintf("old_string matches %d places once quotes are normalised; add surrounding lines to make it unique", n)}
+		if n := strings.Count(nt, no); n > 0 {
+			// nt has text's lines: only quotes changed.
+			if err := r.places(n, "normalising quotes", file, func() string { return lineList(nt, no) }); err != nil {
+				return replaced{}, false, err
+			}
+			return replaceQuoted(text, nt, no, offs, r), true, nil
 		}
 	}
 	if strings.Count(text, "\n") > maxLadderLines {
@@ -125,16 +186,61 @@ func tolerant(text string, r replacement) (replaced, bool, error) {
 		{"ignoring trailing whitespace", func(s string) string { return strings.TrimRight(s, " \t\r") }, false},
 		{"normalising indentation", func(s string) string { return curly.Replace(strings.TrimSpace(s)) }, true},
 	} {
-		res, n := lineMatch(text, r, rung.norm, rung.indent)
-		if n == 1 {
-			res.how = rung.how
-			return res, true, nil
-		}
-		if n > 1 {
-			return replaced{}, false, &matchError{fmt.Sprintf("old_string matches %d places after %s; add surrounding lines to make it unique", n, rung.how)}
+		if res, ok, err := lineMatch(text, r, file, rung.how, rung.norm, rung.indent); ok || err != nil {
+			return res, ok, err
 		}
 	}
 	return replaced{}, false, nil
+}
+
+// lineEnding is the line ending most of text's lines have ("" when it has
+// no line break).
+func lineEnding(text string) string {
+	lf := strings.Count(text, "\n")
+	if lf == 0 {
+		return ""
+	}
+	if crlf := strings.Count(text, "\r\n"); crlf*2 > lf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// withLineEndings gives every line break of s the ending eol.
+func withLineEndings(s, eol string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if eol == "\r\n" {
+		s = strings.ReplaceAll(s, "\n", "\r\n")
+	}
+	return s
+}
+
+// replaceQuoted replaces no, found in nt (text with ASCII quotes; offs maps
+// its offsets to text's), with r's new text in text: the first place, or
+// every one when r replaces every place. It writes as it finds, so a
+// replace_all of a one-character old text in a large file holds no list
+// of places.
+func replaceQuoted(text, nt, no string, offs []int, r replacement) replaced {
+	var b strings.Builder
+	res := replaced{how: "normalising quotes"}
+	prev := 0
+	for off := 0; res.count == 0 || r.every(); {
+		i := strings.Index(nt[off:], no)
+		if i < 0 {
+			break
+		}
+		start, end := offs[off+i], offs[off+i+len(no)]
+		if res.count == 0 {
+			res.line = lineAt(text, start)
+		}
+		b.WriteString(text[prev:start])
+		b.WriteString(r.New)
+		prev, off = end, off+i+max(len(no), 1)
+		res.count++
+	}
+	b.WriteString(text[prev:])
+	res.text = b.String()
+	return res
 }
 
 // fileLine is a line of the file without its ending.
@@ -143,6 +249,14 @@ type fileLine struct {
 	start    int // byte offset of the line
 	end      int // byte offset after its text (before "\r\n" or "\n")
 	hasBreak bool
+}
+
+// next is the offset of the line after l (after its line break).
+func (l fileLine) next(text string) int {
+	if !l.hasBreak {
+		return l.end
+	}
+	return l.end + strings.IndexByte(text[l.end:], '\n') + 1
 }
 
 func splitFileLines(text string) []fileLine {
@@ -170,11 +284,47 @@ func splitFileLines(text string) []fileLine {
 }
 
 // lineMatch finds the windows of whole lines of text equal to old's lines
-// under norm. With exactly one, it replaces those lines with new's lines
-// (re-indented to the file's indentation when indent is set).
-func lineMatch(text string, r replacement, norm func(string) string, indent bool) (replaced, int) {
+// under norm and, where r may apply to them, replaces them with new's
+// lines (re-indented to each window's indentation when indent is set).
+func lineMatch(text string, r replacement, file, how string, norm func(string) string, indent bool) (replaced, bool, error) {
 	oldLines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(r.Old, "\r\n", "\n"), "\n"), "\n")
 	lines := splitFileLines(text)
+	found := lineWindows(lines, oldLines, norm)
+	if len(found) == 0 {
+		return replaced{}, false, nil
+	}
+	at := func() string {
+		var ls []string
+		for _, i := range found[:min(len(found), 5)] {
+			ls = append(ls, fmt.Sprint(i+1))
+		}
+		return strings.Join(ls, ", ")
+	}
+	if err := r.places(len(found), how, file, at); err != nil {
+		return replaced{}, false, err
+	}
+	if !r.every() {
+		found = found[:1]
+	}
+	spans := make([]span, len(found))
+	for k, i := range found {
+		region := lines[i : i+len(oldLines)]
+		s, ok := regionReplacement(text, region, oldLines, r, indent)
+		if !ok && len(found) == 1 {
+			return replaced{}, false, nil // not a uniform shift: no match
+		}
+		if !ok {
+			return replaced{}, false, &matchError{fmt.Sprintf("old_string matches %d places in %s only after %s, and at line %d the file's indentation is not old_string's shifted evenly, so new_string cannot be re-indented there; nothing was changed. Copy old_string exactly from the file (read_file shows it), or edit the places one at a time",
+				len(found), file, how, i+1)}
+		}
+		spans[k] = s
+	}
+	return replaceSpans(text, spans, r, how), true, nil
+}
+
+// lineWindows lists the starts of the windows of lines equal to old's
+// lines under norm, first to last without overlapping.
+func lineWindows(lines []fileLine, oldLines []string, norm func(string) string) []int {
 	want := make([]string, len(oldLines))
 	for i, l := range oldLines {
 		want[i] = norm(l)
@@ -185,50 +335,43 @@ func lineMatch(text string, r replacement, norm func(string) string, indent bool
 	}
 	var found []int
 	for i := 0; i+len(want) <= len(lines); i++ {
-		ok := true
-		for k, w := range want {
-			if normed[i+k] != w {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if slices.Equal(normed[i:i+len(want)], want) {
 			found = append(found, i)
+			i += len(want) - 1
 		}
 	}
-	if len(found) != 1 {
-		return replaced{}, len(found)
+	return found
+}
+
+// regionReplacement is the span of text that region (the file's lines
+// matched by old's lines) takes, with new's lines in its place, joined
+// with the region's line ending and re-indented when indent is set.
+// Deleting the lines (an empty new_string) takes their line break too.
+func regionReplacement(text string, region []fileLine, oldLines []string, r replacement, indent bool) (span, bool) {
+	first, last := region[0], region[len(region)-1]
+	if r.New == "" {
+		return span{first.start, last.next(text), ""}, true
 	}
-	i := found[0]
-	region := lines[i : i+len(oldLines)]
-	newText := strings.TrimSuffix(strings.ReplaceAll(r.New, "\r\n", "\n"), "\n")
-	newLines := strings.Split(newText, "\n")
+	eol := cmp.Or(lineEnding(text), "\n")
+	if first.hasBreak {
+		eol = text[first.end:first.next(text)]
+	}
+	newLines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(r.New, "\r\n", "\n"), "\n"), "\n")
 	if indent {
 		var ok bool
 		if newLines, ok = reindent(region, oldLines, newLines); !ok {
-			return replaced{}, 0
+			return span{}, false
 		}
 	}
-	eol := "\n"
-	if strings.Contains(text[region[0].start:], "\r\n") && text[region[0].end:min(region[0].end+2, len(text))] == "\r\n" {
-		eol = "\r\n"
-	}
-	last := region[len(region)-1]
-	body := strings.Join(newLines, eol)
-	if newText == "" && r.New == "" {
-		// Deleting the lines: take the line break with them.
-		end := last.end
-		if last.hasBreak {
-			end += len(eol)
-		}
-		return replaced{text: text[:region[0].start] + text[end:], count: 1, line: i + 1}, 1
-	}
-	return replaced{text: text[:region[0].start] + body + text[last.end:], count: 1, line: i + 1}, 1
+	return span{first.start, last.end, strings.Join(newLines, eol)}, true
 }
 
 // reindent maps new's indentation onto the file's: old and the file's lines
 // must differ by one uniform shift of columns (trying common tab widths),
 // which is then applied to new; lines use tabs when the file's region does.
+// A new text already at the file's indentation where old is not (the model
+// indented one and not the other: gemini-cli's edit tests) is kept as
+// written rather than shifted twice.
 func reindent(region []fileLine, oldLines, newLines []string) ([]string, bool) {
 	useTabs := false
 	for _, l := range region {
@@ -237,45 +380,69 @@ func reindent(region []fileLine, oldLines, newLines []string) ([]string, bool) {
 		}
 	}
 	for _, tw := range []int{4, 8, 2} {
-		delta, set, ok := 0, false, true
-		exact := map[string]string{} // old indentation -> file indentation, as written
-		for k, ol := range oldLines {
-			if strings.TrimSpace(ol) == "" {
-				continue
-			}
-			fi, oi := leading(region[k].text), leading(ol)
-			d := width(fi, tw) - width(oi, tw)
-			if set && d != delta {
-				ok = false
-				break
-			}
-			delta, set = d, true
-			exact[oi] = fi
-		}
+		delta, exact, ok := shift(region, oldLines, tw)
 		if !ok {
 			continue
 		}
 		out := make([]string, len(newLines))
+		keep := alreadyIndented(region, oldLines, newLines)
 		for k, nl := range newLines {
-			if strings.TrimSpace(nl) == "" {
-				out[k] = ""
-				continue
-			}
 			ni := leading(nl)
-			if fi, ok := exact[ni]; ok {
+			switch fi, ok := exact[ni]; {
+			case strings.TrimSpace(nl) == "":
+				out[k] = ""
+			case keep:
+				out[k] = nl
+			case ok:
 				out[k] = fi + nl[len(ni):]
-				continue
+			default:
+				col := max(width(ni, tw)+delta, 0)
+				ind := strings.Repeat(" ", col)
+				if useTabs {
+					ind = strings.Repeat("\t", col/tw) + strings.Repeat(" ", col%tw)
+				}
+				out[k] = ind + nl[len(ni):]
 			}
-			col := max(width(ni, tw)+delta, 0)
-			ind := strings.Repeat(" ", col)
-			if useTabs {
-				ind = strings.Repeat("\t", col/tw) + strings.Repeat(" ", col%tw)
-			}
-			out[k] = ind + nl[len(ni):]
 		}
 		return out, true
 	}
 	return nil, false
+}
+
+// shift is the uniform difference in columns (tabs tw wide) between old's
+// lines and the file's, and each indentation of old as the file writes it;
+// ok is false when the difference is not the same on every line.
+func shift(region []fileLine, oldLines []string, tw int) (delta int, exact map[string]string, ok bool) {
+	exact = map[string]string{} // old indentation -> file indentation, as written
+	set := false
+	for k, ol := range oldLines {
+		if strings.TrimSpace(ol) == "" {
+			continue
+		}
+		fi, oi := leading(region[k].text), leading(ol)
+		d := width(fi, tw) - width(oi, tw)
+		if set && d != delta {
+			return 0, nil, false
+		}
+		delta, set = d, true
+		exact[oi] = fi
+	}
+	return delta, exact, true
+}
+
+// alreadyIndented reports whether new's first line with text is indented
+// as the file's first matched line is, while old's is not.
+func alreadyIndented(region []fileLine, oldLines, newLines []string) bool {
+	k, n := firstNonBlank(oldLines), firstNonBlank(newLines)
+	if k < 0 || n < 0 {
+		return false
+	}
+	fi := leading(region[k].text)
+	return leading(newLines[n]) == fi && leading(oldLines[k]) != fi
+}
+
+func firstNonBlank(lines []string) int {
+	return slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) != "" })
 }
 
 func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }
@@ -346,15 +513,20 @@ func stripLineNumbers(s string) (string, bool) {
 // lineAt is the 1-based line of byte offset i.
 func lineAt(text string, i int) int { return 1 + strings.Count(text[:i], "\n") }
 
-// lineList names the lines where sub starts (the first few).
+// lineList names the lines where sub starts (the first few, each once).
 func lineList(text, sub string) string {
 	var ls []string
+	line, counted := 1, 0
 	for off := 0; len(ls) < 5 && off <= len(text); {
 		i := strings.Index(text[off:], sub)
 		if i < 0 {
 			break
 		}
-		ls = append(ls, fmt.Sprint(lineAt(text, off+i)))
+		line += strings.Count(text[counted:off+i], "\n")
+		counted = off + i
+		if l := fmt.Sprint(line); len(ls) == 0 || ls[len(ls)-1] != l {
+			ls = append(ls, l)
+		}
 		off += i + max(len(sub), 1)
 	}
 	return strings.Join(ls, ", ")
@@ -452,34 +624,4 @@ func jaccard(a, b map[string]bool) float64 {
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
-}
-
-// placeholderRe matches a comment that stands for code left out ("//
-// rest of the code unchanged", "... existing code ...", "# (unchanged)"),
-// once comment markers are removed.
-var placeholderRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)^(?:\.\.\.|…)?\s*\(?\s*(?:rest of (?:the )?(?:code|file|function|method|class|implementation|body)|(?:the )?(?:existing|remaining|previous|other|unchanged) (?:code|methods|functions|content|implementation|imports)|unchanged|same as before)\s*(?:(?:is |remains |stays |goes )?(?:unchanged|the same|omitted|as before|here|\.\.\.|…|\)|\.|:)\s*)*$`)
-})
-
-// commentMarker starts a line that is a comment or an ellipsis.
-var commentMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?://+|#+|/\*+|\*+|<!--|--|;+|\.\.\.|…)\s*`) })
-
-// placeholder returns the first line of s that is a placeholder for left-out
-// code and does not appear in text, or "".
-func placeholder(s, text string) string {
-	for _, l := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(l)
-		m := commentMarker().FindString(t)
-		if m == "" {
-			continue
-		}
-		body := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t[len(m):], "*/"), "-->"))
-		if strings.HasPrefix(m, "...") || strings.HasPrefix(m, "…") {
-			body = m + body
-		}
-		if placeholderRe().MatchString(body) && !strings.Contains(text, t) {
-			return t
-		}
-	}
-	return ""
 }

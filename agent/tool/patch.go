@@ -194,8 +194,8 @@ func (pe *patchEdit) plan(ctx context.Context) ([]fileChange, []string, error) {
 			return nil, nil, errors.New(err.Error() + pe.env.Reads.changedSince(p, old))
 		}
 		notes = append(notes, how...)
-		if ph := placeholder(strings.Join(addedLines(op.hunks), "\n"), old); ph != "" {
-			return nil, nil, placeholderError(ph)
+		if line, n := newPlaceholder(old, updated); n > 0 {
+			return nil, nil, fmt.Errorf("*** Update File: %s: %w", p.Display, placeholderError(line, n, placeholderPatchAdvice))
 		}
 		if to.Abs == p.Abs {
 			out = append(out, fileChange{p: p, old: old, existed: true, updated: updated})
@@ -208,14 +208,6 @@ func (pe *patchEdit) plan(ctx context.Context) ([]fileChange, []string, error) {
 		out = append(out, fileChange{p: to, updated: updated, mode: mode}, fileChange{p: p, old: old, existed: true, deleted: true, mode: mode})
 	}
 	return out, notes, nil
-}
-
-func addedLines(hs []hunk) []string {
-	var out []string
-	for _, h := range hs {
-		out = append(out, h.new...)
-	}
-	return out
 }
 
 func (pe *patchEdit) preview(ctx context.Context) ([]acp.ToolCallContent, error) {

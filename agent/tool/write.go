@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/streaming"
@@ -50,16 +51,33 @@ func (writeFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 		} else if why := env.Reads.staleness(p, old); why != "" {
 			return "", "", errors.New(why)
 		}
-		if ph := placeholder(content, old); ph != "" && !created {
-			return "", "", placeholderError(ph)
+		if created {
+			return content, fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(content))), nil
 		}
-		return content, fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(content))), nil
+		updated := inFileForm(content, old)
+		if line, n := newPlaceholder(old, updated); n > 0 {
+			return "", "", placeholderError(line, n, placeholderWriteAdvice)
+		}
+		return updated, fmt.Sprintf("%s %s (%d lines).", verb, p.Display, len(splitLines(updated))), nil
 	}}
 	return &Action{
 		Title: "Write " + p.Display, Kind: acp.ToolKindEdit, Locations: locate(p, 0),
 		Access: AccessEdit, Outside: outside(p), PermissionKey: "edit", AlwaysAsk: protectedWrite(p),
 		Preview: e.preview, Run: e.run,
 	}, nil
+}
+
+// inFileForm is content as a file whose text is old writes it: with old's
+// byte-order mark and in its line endings (a model writes LF whatever the
+// file has; a Windows file left with both is worse than either).
+func inFileForm(content, old string) string {
+	if eol := lineEnding(old); eol != "" {
+		content = withLineEndings(content, eol)
+	}
+	if strings.HasPrefix(old, utf8BOM) && !strings.HasPrefix(content, utf8BOM) {
+		content = utf8BOM + content
+	}
+	return content
 }
 
 // protectedWrite is why a write to p is asked about every time, or "".
