@@ -142,12 +142,14 @@ func runInTerminal(ctx context.Context, env *Env, command string, timeout time.D
 	// time the command itself may run (the client-call bound is 30 s).
 	createCtx, cancelCreate := context.WithTimeoutCause(ctx, timeout, &NoAnswerError{Method: "terminal/create", After: timeout})
 	created, err := env.Client.CreateTerminal(createCtx, req)
+	// Read before cancelCreate, which would end createCtx too.
+	ownTimeout := createCtx.Err() != nil
 	cancelCreate()
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
 			return Failure("cancelled before the command started")
-		case createCtx.Err() != nil:
+		case ownTimeout:
 			err = context.Cause(createCtx)
 		}
 		return Failure("the editor could not start a terminal: %v", err)
