@@ -162,6 +162,9 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	// says now, or, when that is no window a model server runs, less
 	// than the prompt it refused.
 	learned := a.believable(m.model, remembered, source)
+	if learned {
+		window = remembered // the model's window from now on, this turn included
+	}
 	if window < MinLearnedWindow {
 		window = refused * 9 / 10
 	}

@@ -114,6 +114,9 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 var binDir atomic.Pointer[string]
 
 func TestMain(m *testing.M) {
+	if os.Getenv(measureArgvEnv) != "" {
+		os.Exit(runMeasured())
+	}
 	code := m.Run()
 	if dir := binDir.Load(); dir != nil {
 		os.RemoveAll(*dir)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/deflate/deflatetest"
@@ -55,14 +54,13 @@ func TestVerifyCraftedRunBounded(t *testing.T) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	stderr.Reset()
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	peak, err := measurePeak(t, cmd)
 	if _, ok := err.(*exec.ExitError); !ok || !strings.Contains(stderr.String(), "budget of 1073741824 bytes") || !strings.Contains(stderr.String(), "event ") {
 		t.Fatalf("sessions verify: %v\n%s\nwant an error naming the event and the budget", err, stderr.String())
 	}
 	if runtime.GOOS != "linux" {
 		return // Maxrss is in KiB on Linux only
 	}
-	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 	t.Logf("sessions verify peaked at %d MiB", peak>>10)
 	if peak > 128<<10 {
 		t.Errorf("sessions verify peaked at %d MiB of memory for a run it refused", peak>>10)
