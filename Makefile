@@ -9,7 +9,7 @@ BIN := bin
 # by make test. compaction is left out: it starts no goroutines, and its
 # property tests take minutes under -race on two cores.
 RACE_PKGS := ./acp/... ./agent/... ./streaming/... ./journal/... \
-	./persistence/... ./internal/fixture/
+	./persistence/... ./internal/fixture/ ./internal/syncbuf/
 
 # Fuzz targets as package:Target, one a line so that additions merge cleanly.
 # Budgets are execution counts, not durations: a -fuzztime duration can fail
