@@ -9,7 +9,7 @@ BIN := bin
 # by make test. compaction is left out: it starts no goroutines, and its
 # property tests take minutes under -race on two cores.
 RACE_PKGS := ./acp/... ./agent/... ./streaming/... ./journal/... \
-	./persistence/... ./internal/fixture/
+	./persistence/... ./internal/fixture/ ./internal/syncbuf/
 
 # Fuzz targets as package:Target, one a line so that additions merge cleanly.
 # Budgets are execution counts, not durations: a -fuzztime duration can fail
@@ -106,7 +106,7 @@ bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	$(GO) run ./cmd/crow-bench -bin $(BIN)/crow-acp
 	$(GO) run ./cmd/crow-soak -bin $(BIN)/crow-acp
-	CROW_CRASH_TURNS=1000 $(GO) test -count=1 -timeout 30m -run '^TestCrashRecovery$$' ./cmd/crow-acp
+	CROW_CRASH_TURNS=1000 $(GO) test -count=1 -timeout 30m -run '^TestCrashRecovery$$' ./cmd/crow-acp/e2e
 	@if [ -n "$$CROW_TEST_POSTGRES_URL" ]; then \
 		$(GO) run ./cmd/crow-bench -bin $(BIN)/crow-acp -db "$$CROW_TEST_POSTGRES_URL"; \
 	else echo "NOTE: CROW_TEST_POSTGRES_URL is not set: no PostgreSQL figures (see README, PostgreSQL)"; fi

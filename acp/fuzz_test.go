@@ -7,11 +7,12 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/crow-acp/crow-acp/internal/syncbuf"
 )
 
 // fuzzMaxLine is small so that the fuzzer reaches the oversized-line path.
@@ -185,7 +186,7 @@ func FuzzDispatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		input := append(append(append([]byte(nil), in...), '\n'), probe...)
 		input = append(input, '\n')
-		var out syncBuffer
+		var out syncbuf.Buffer // written by the Conn's writers
 		conn := NewConn(bytes.NewReader(input), &out, Options{MaxLineBytes: 4096})
 		done := make(chan error, 1)
 		go func() { done <- conn.Serve(context.Background(), stubAgent{}) }()
@@ -253,21 +254,3 @@ var lineSeeds = []string{
 }
 
 func jsonrpcID(n uint64) jsonrpc2.ID { return jsonrpc2.ID{Num: n} }
-
-// syncBuffer is a bytes.Buffer safe for the writers of a Conn.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
-}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
@@ -107,7 +108,7 @@ func runCLICase(t *testing.T, file string) {
 		s = strings.ReplaceAll(s, modelURL, "$MODEL_URL")
 		s = strings.ReplaceAll(s, runtime.Version(), "$GOVERSION")
 		s = strings.ReplaceAll(s, runtime.GOOS+"/"+runtime.GOARCH, "$PLATFORM")
-		s = sessionRE.ReplaceAllString(s, "$$SESSION")
+		s = crowtest.SessionID.ReplaceAllString(s, "$$SESSION")
 		return timeRE.ReplaceAllString(s, "$$TIME")
 	}
 	got := map[string]string{
@@ -142,8 +143,6 @@ func runCLICase(t *testing.T, file string) {
 		}
 	}
 }
-
-var sessionRE = regexp.MustCompile(`sess_[0-9a-f]{32}`)
 
 var timeRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}| UTC)?`)
 
@@ -252,29 +251,4 @@ func splitWords(s string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
-}
-
-// TestSessionsDelete checks that delete really removes the session: show
-// then answers "not found".
-func TestSessionsDelete(t *testing.T) {
-	env := fixture.NewEnv(t)
-	vars := map[string]string{"CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
-	seedSessions(t, env.DBPath, `{"id":"sess_x","cwd":"/p","messages":[{"role":"user","content":"hi"}]}`)
-	cli := func(args ...string) (int, string) {
-		var out bytes.Buffer
-		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &out}, func(k string) string { return vars[k] })
-		return code, out.String()
-	}
-	if code, out := cli("sessions", "show", "sess_x"); code != exitOK {
-		t.Fatalf("show before delete: %d %s", code, out)
-	}
-	if code, out := cli("sessions", "delete", "sess_x"); code != exitOK {
-		t.Fatalf("delete: %d %s", code, out)
-	}
-	if code, out := cli("sessions", "show", "sess_x"); code != exitNotFound {
-		t.Fatalf("show after delete: %d %s", code, out)
-	}
-	if code, out := cli("sessions", "list"); code != exitOK || strings.Contains(out, "sess_x") {
-		t.Fatalf("list after delete: %d %s", code, out)
-	}
 }

@@ -1,19 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
+	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
+
+// exec in process: a session continued, settings it does not need, the
+// context window it learns and the one it is given. ./e2e runs exec on a
+// terminal and on pipes.
 
 // TestExecContinueSendsHistory: --session continues a stored session, and
 // the model receives the earlier conversation with the new prompt.
@@ -23,16 +25,12 @@ func TestExecContinueSendsHistory(t *testing.T) {
 	m.Enqueue(fakemodel.Reply{Text: "first answer"}, fakemodel.Reply{Text: "second answer"})
 	env := fixture.NewEnv(t)
 	vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return vars[k] })
-		return code, out.String(), errb.String()
-	}
+	cli := commandLines(vars)
 	code, out, errs := cli("exec", "--cwd", env.Dir, "remember the word kestrel")
 	if code != exitOK || out != "first answer\n" {
 		t.Fatalf("first exec: %d %q %q", code, out, errs)
 	}
-	id := sessionRE.FindString(errs)
+	id := crowtest.SessionID.FindString(errs)
 	if id == "" {
 		t.Fatalf("no session id on stderr: %q", errs)
 	}
@@ -55,148 +53,151 @@ func TestExecContinueSendsHistory(t *testing.T) {
 	}
 }
 
-// execCommand is a command running exec in env against model (the
-// chat tests' command, with exec's arguments).
-func execCommand(t *testing.T, bin string, model *fakemodel.Server, env fixture.Env, args ...string) *exec.Cmd {
-	return chatCommand(bin, model, env, append([]string{"exec", "--cwd", env.Dir}, args...)...)
+// TestStoreCommandsIgnoreModelSettings: commands that only read the store
+// do not fail on a model setting they never use (issue 32: sessions list
+// exited 2 when OPENAI_BASE_URL was not a URL).
+func TestStoreCommandsIgnoreModelSettings(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	m.Enqueue(fakemodel.Reply{Text: "stored answer"})
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp}
+	cli := commandLines(vars)
+	code, _, errs := cli("exec", "--cwd", env.Dir, "hello")
+	id := crowtest.SessionID.FindString(errs)
+	if code != exitOK || id == "" {
+		t.Fatalf("exec: %d %q", code, errs)
+	}
+	vars["OPENAI_BASE_URL"] = "localhost:11434" // not a URL
+	vars["CROW_CONTEXT_WINDOW"] = "many"        // not a number
+	for _, args := range [][]string{{"sessions", "list"}, {"sessions", "show", id}, {"sessions", "export", id}} {
+		code, out, errs := cli(args...)
+		if code != exitOK || !strings.Contains(out, id[:8]) && !strings.Contains(out, "stored answer") {
+			t.Errorf("%s: exit %d\nstdout %q\nstderr %q", args, code, out, errs)
+		}
+	}
+	// A command that talks to the model still names the bad setting.
+	delete(vars, "CROW_CONTEXT_WINDOW")
+	if code, _, errs := cli("exec", "--cwd", env.Dir, "hi"); code != exitUsage || !strings.Contains(errs, "OPENAI_BASE_URL") {
+		t.Errorf("exec with a bad endpoint: exit %d, %q", code, errs)
+	}
 }
 
-// TestExecTerminal runs exec on a pseudo-terminal: the progress line is
-// drawn while the model has not answered, then the answer streams.
-func TestExecTerminal(t *testing.T) {
-	bin := testBinary(t)
+// longPrompt is about words*1.3 tokens of prose.
+func longPrompt(words int) string {
+	w := strings.Fields("the parser returns an error when the input is empty and the evaluator divides by zero so we add tests")
+	var b strings.Builder
+	for i := 0; i < words; i++ {
+		b.WriteString(w[i%len(w)])
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
 
-	t.Run("pty", func(t *testing.T) {
-		m := fakemodel.Start()
-		defer m.Close()
-		// Each chunk waits 150 ms: the first arrives after the spinner has
-		// had time to draw.
-		m.Enqueue(fakemodel.Reply{Text: "answer from the model", DelayMS: 150})
-		env := fixture.NewEnv(t)
-		p := startPty(t, execCommand(t, bin, m, env, "hello"))
-		code := p.wait()
-		s := p.shown()
-		if code != exitOK {
-			t.Fatalf("exec: exit %d\n%s", code, s)
-		}
-		for _, want := range []string{"waiting for the model…", "answer from the model", "\x1b[2K", "done · continue with"} {
-			if !strings.Contains(s, want) {
-				t.Errorf("terminal output lacks %q:\n%q", want, s)
+// TestWindowPoisonRefused: one lying answer of the endpoint (a 400 naming
+// a 300-token window, llama.cpp's /props with n_ctx 1, an Ollama usage
+// report of prompt_tokens 1) is not taken as the model's window: nothing
+// is cached, and the next process sends the next prompt instead of
+// refusing it.
+func TestWindowPoisonRefused(t *testing.T) {
+	const model = "qwen3-8b"
+	cases := []struct {
+		name   string
+		setup  func(m *fakemodel.Server, env fixture.Env, vars map[string]string)
+		prompt string
+		failOK bool // the poisoned request itself fails (a refusal)
+	}{
+		{"refusal naming 300 tokens", func(m *fakemodel.Server, _ fixture.Env, _ map[string]string) {
+			m.Enqueue(fakemodel.Reply{Status: 400, ErrorBody: `{"object":"error","message":"This model's maximum context length is 300 tokens. However, you requested 900 tokens. Please reduce the length of the messages.","type":"BadRequestError","code":400}`})
+		}, "hello", true},
+		{"llama.cpp n_ctx 1", func(m *fakemodel.Server, _ fixture.Env, _ map[string]string) {
+			m.SetDiscovery(fakemodel.Discovery{Flavor: "llama.cpp", Model: model, Window: 1})
+		}, "hello", false},
+		{"Ollama prompt_tokens 1", func(m *fakemodel.Server, env fixture.Env, vars map[string]string) {
+			// Ollama is the provider whose usage is checked for silent truncation.
+			dir := filepath.Join(env.Tmp, "crow-acp")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
 			}
-		}
-		// The spinner's line is cleared before the answer starts.
-		if i, j := strings.LastIndex(s[:strings.Index(s, "answer")], "\x1b[2K"), strings.Index(s, "waiting for the model"); i < j {
-			t.Errorf("progress not cleared before the answer:\n%q", s)
-		}
-	})
-
-	t.Run("pty permission", func(t *testing.T) {
-		m := fakemodel.Start()
-		defer m.Close()
-		m.Enqueue(
-			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"NOTES.md","content":"hello\n"}`}}},
-			fakemodel.Reply{Text: "written"},
-		)
-		env := fixture.NewEnv(t)
-		p := startPty(t, execCommand(t, bin, m, env, "write a note"))
-		p.expect("choose 1-")
-		p.send("1\n") // the first option: allow once
-		code := p.wait()
-		s := p.shown()
-		if code != exitOK {
-			t.Fatalf("exec: exit %d\n%q", code, s)
-		}
-		for _, want := range []string{"⚙ Write NOTES.md", "? Write NOTES.md", "1) ", "✓ Write NOTES.md", "written"} {
-			if !strings.Contains(s, want) {
-				t.Errorf("terminal output lacks %q:\n%q", want, s)
+			cfg := "provider = \"ollama\"\n\n[providers.ollama]\nbase_url = \"" + m.URL() + "\"\n"
+			if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if b, err := os.ReadFile(env.Dir + "/NOTES.md"); err != nil || string(b) != "hello\n" {
-			t.Errorf("NOTES.md after allowing: %q %v", b, err)
-		}
-	})
-
-	t.Run("pipes refuse without --yes", func(t *testing.T) {
-		m := fakemodel.Start()
-		defer m.Close()
-		m.Enqueue(
-			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"NOTES.md","content":"hello\n"}`}}},
-			fakemodel.Reply{Text: "not written"},
-		)
-		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "write a note")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("exec: %v\n%s", err, errb.String())
-		}
-		if !strings.Contains(errb.String(), "refused: Write NOTES.md") || !strings.Contains(errb.String(), "--yes") {
-			t.Errorf("stderr: %s", errb.String())
-		}
-		if _, err := os.Stat(env.Dir + "/NOTES.md"); err == nil {
-			t.Errorf("NOTES.md was written without permission")
-		}
-	})
-
-	t.Run("pipes", func(t *testing.T) {
-		m := fakemodel.Start()
-		defer m.Close()
-		m.Enqueue(fakemodel.Reply{Text: "answer from the model", DelayMS: 150})
-		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "hello")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("exec: %v\n%s", err, errb.String())
-		}
-		if out.String() != "answer from the model\n" {
-			t.Errorf("stdout %q", out.String())
-		}
-		if strings.Contains(errb.String(), "\x1b") || strings.Contains(errb.String(), "waiting") {
-			t.Errorf("progress drawn without a terminal: %q", errb.String())
-		}
-	})
-
-	t.Run("interrupt", func(t *testing.T) {
-		m := fakemodel.Start()
-		defer m.Close()
-		// Two words arrive, then the stream stalls until cancelled.
-		m.Enqueue(fakemodel.Reply{Text: "partial answer that never ends", StallAfter: 3})
-		env := fixture.NewEnv(t)
-		cmd := execCommand(t, bin, m, env, "hello")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := bufio.NewReader(stdout)
-		got := ""
-		for !strings.Contains(got, "answer") {
-			b, err := r.ReadByte()
-			if err != nil {
-				t.Fatalf("stdout ended early: %q %s", got, errb.String())
+			delete(vars, "OPENAI_BASE_URL")
+			m.Enqueue(fakemodel.Reply{Text: "ok", Usage: &fakemodel.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}})
+		}, longPrompt(2000), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := fakemodel.Start()
+			defer m.Close()
+			env := fixture.NewEnv(t)
+			vars := map[string]string{"HOME": env.Tmp, "OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp,
+				"CROW_MODEL": model, "CROW_MODEL_RETRY_DELAY": "1ms"}
+			c.setup(m, env, vars)
+			cli := commandLines(vars)
+			code, _, errs := cli("exec", "--cwd", env.Dir, c.prompt)
+			if code != exitOK && !c.failOK {
+				t.Fatalf("poisoned exec: %d %s", code, errs)
 			}
-			got += string(b)
-		}
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		rest, _ := io.ReadAll(r)
-		err = cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-			t.Fatalf("exit %d (%v), want %d; stderr:\n%s", code, err, exitInterrupted, errb.String())
-		}
-		if !strings.Contains(errb.String(), "cancelled") {
-			t.Errorf("stderr: %s", errb.String())
-		}
-		// What was streamed is stored, marked cancelled.
-		show := exec.Command(bin, "sessions", "show", sessionRE.FindString(errb.String()))
-		show.Env = cmd.Env
-		text, err := show.CombinedOutput()
-		if err != nil || !strings.Contains(string(text), "[cancelled]") || !strings.Contains(string(text), "partial answer") {
-			t.Errorf("stored session (%v):\n%s\n(stdout was %q)", err, text, got+string(rest))
-		}
-	})
+			if w, ok := cachedWindowOf(t, env.DBPath, m.URL(), model); ok {
+				t.Fatalf("the lie was cached: %+v", w)
+			}
+			m.Enqueue(fakemodel.Reply{Text: "still fine"})
+			before := len(m.Requests())
+			code, out, errs := cli("exec", "--cwd", env.Dir, "and now?")
+			if code != exitOK || out != "still fine\n" || len(m.Requests()) != before+1 {
+				t.Fatalf("the next process refused the prompt: %d %q %s", code, out, errs)
+			}
+		})
+	}
+}
+
+// TestConfiguredWindowWinsOverLearned: with a learned window in the cache,
+// CROW_CONTEXT_WINDOW is what the next process uses (a prompt larger than
+// the learned window is sent), and config show says so; without it the
+// learned window applies and config show names it.
+func TestConfiguredWindowWinsOverLearned(t *testing.T) {
+	const model = "qwen3-8b"
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	learned := persistence.ModelWindow{Endpoint: m.URL(), Model: model, Tokens: 4096,
+		Source: "learned from the endpoint's error (vllm)"}
+	cacheWindow(t, env.DBPath, learned)
+	vars := map[string]string{"HOME": env.Tmp, "OPENAI_BASE_URL": m.URL(), "CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp,
+		"CROW_MODEL": model, "CROW_CONTEXT_WINDOW": "131072"}
+	cli := commandLines(vars)
+	m.Enqueue(fakemodel.Reply{Text: "read it all"})
+	code, out, errs := cli("exec", "--cwd", env.Dir, longPrompt(5000)) // ~6,500 tokens: over 4096, far under 131072
+	if code != exitOK || out != "read it all\n" {
+		t.Fatalf("the configured window did not win over the learned one: %d %q %s", code, out, errs)
+	}
+	_, show, _ := cli("config", "show")
+	if !strings.Contains(show, "131072 (configured); the cached 4096 (learned from the endpoint's error (vllm)) is not used: the configured window wins") ||
+		!strings.Contains(show, "(env CROW_CONTEXT_WINDOW)") {
+		t.Fatalf("config show:\n%s", show)
+	}
+	// A window= in CROW_MODELS is configured too.
+	delete(vars, "CROW_CONTEXT_WINDOW")
+	vars["CROW_MODELS"] = model + ";window=65536"
+	_, show, _ = cli("config", "show")
+	if !strings.Contains(show, "65536 (configured); the cached 4096") || !strings.Contains(show, "(env CROW_MODELS)") {
+		t.Fatalf("config show with CROW_MODELS:\n%s", show)
+	}
+	delete(vars, "CROW_MODELS")
+	_, show, _ = cli("config", "show")
+	if !strings.Contains(show, "4096 (learned from the endpoint's error (vllm))  (database "+env.DBPath) {
+		t.Fatalf("config show without a configured window:\n%s", show)
+	}
+	// A cached window under the floor (an older version kept it) is not used.
+	cacheWindow(t, env.DBPath, persistence.ModelWindow{Endpoint: m.URL(), Model: model, Tokens: 300, Source: "learned from the endpoint's error (vllm)"})
+	_, show, _ = cli("config", "show")
+	if !strings.Contains(show, "the cached 300 (learned from the endpoint's error (vllm)) is not used: it is under the 512-token floor") {
+		t.Fatalf("config show with a poisoned cache:\n%s", show)
+	}
+	m.Enqueue(fakemodel.Reply{Text: "fine"})
+	if code, out, errs := cli("exec", "--cwd", env.Dir, "hello"); code != exitOK || out != "fine\n" {
+		t.Fatalf("a cached window under the floor refused the prompt: %d %q %s", code, out, errs)
+	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,16 +14,12 @@ import (
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
-// runCmd runs crow-acp in-process with args and returns exit code, stdout
-// and stderr.
+// runCmd runs crow-acp in process with args, a home of its own, and no
+// other setting; it returns the exit code, stdout and stderr.
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
 	home := t.TempDir()
-	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}
-	code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr},
-		func(k string) string { return env[k] })
-	return code, stdout.String(), stderr.String()
+	return commandLines(map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")})(args...)
 }
 
 // fillStore creates the sessions ids in the store dsn names.
@@ -186,12 +180,8 @@ func TestMigrateServedSession(t *testing.T) {
 	dir := t.TempDir()
 	lite := filepath.Join(dir, "crow.db")
 	runWith := func(db string, args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": filepath.Join(dir, "config"),
-			"CROW_DB": db, "OPENAI_BASE_URL": m.URL(), "OPENAI_API_KEY": "sk-test", "CROW_MODEL": "m"}
-		code := run(context.Background(), args, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr},
-			func(k string) string { return env[k] })
-		return code, stdout.String(), stderr.String()
+		return commandLines(map[string]string{"HOME": dir, "XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+			"CROW_DB": db, "OPENAI_BASE_URL": m.URL(), "OPENAI_API_KEY": "sk-test", "CROW_MODEL": "m"})(args...)
 	}
 	if code, out, errOut := runWith(lite, "exec", "--cwd", dir, "say something"); code != exitOK {
 		t.Fatalf("exec: exit %d\n%s%s", code, out, errOut)

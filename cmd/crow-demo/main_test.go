@@ -10,6 +10,9 @@ import (
 	"github.com/crow-acp/crow-acp/internal/fixture"
 )
 
+// TestMain removes the binary fixture.BuildBinary built.
+func TestMain(m *testing.M) { fixture.Main(m) }
+
 // TestDemo runs the whole demo against the built binary, so that `make
 // demo` cannot rot: every step must succeed and say what it showed.
 func TestDemo(t *testing.T) {

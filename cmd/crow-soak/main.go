@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/syncbuf"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
@@ -189,7 +190,7 @@ type agent struct {
 
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 	conn   *acp.ClientConn
 
 	mu      sync.Mutex
@@ -221,23 +222,6 @@ func start(bin, modelURL, dir string, concurrency int) (*agent, error) {
 	}
 	a.conn = acp.NewClientConn(stdout, stdin, a, acp.Options{})
 	return a, nil
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // SessionUpdate collects each turn's streamed text and cancels the turns
