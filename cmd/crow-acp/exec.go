@@ -17,6 +17,7 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const execUsage = `Usage: crow-acp exec [flags] PROMPT
@@ -204,7 +205,7 @@ func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string,
 // what it has.
 // openTerminal is what exec and chat set up before the agent starts: the
 // log, the store and the session's directory; done closes the first two.
-func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*zap.Logger, persistence.Recorder, string, func(), error) {
+func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*zap.Logger, backend.Store, string, func(), error) {
 	log, closeLog, err := newLogger(cfg, nil)
 	if err != nil {
 		return nil, nil, "", nil, usagef("%v", err)
@@ -223,7 +224,7 @@ func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*
 	return log, store, cwd, done, nil
 }
 
-func startAgent(ctx context.Context, cfg *config.Settings, store persistence.Recorder, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
+func startAgent(ctx context.Context, cfg *config.Settings, store backend.Store, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
 	// The agent's connection lives on background contexts: Ctrl-C cancels
 	// the turn through session/cancel, like an editor does, so that the
 	// agent answers "cancelled" and stores what it has.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
@@ -177,7 +178,7 @@ func TestExitWhileStoreBlocks(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitError {
 		t.Errorf("exit %v, want status %d", err, exitError)
 	}
-	if !strings.Contains(p.logs(), "crow-acp: "+errStoreAbandoned.Error()) {
+	if !strings.Contains(p.logs(), "crow-acp: "+backend.ErrAbandoned.Error()) {
 		t.Errorf("stderr does not say why:\n%s", p.logs())
 	}
 }
