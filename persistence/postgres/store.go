@@ -255,7 +255,8 @@ func classify(err error) error {
 	return err
 }
 
-// pgConn adapts a pool or a transaction to sqlcore.Conn.
+// pgConn adapts a pool or a transaction to sqlcore.Conn; its methods only
+// pass the call on, converting the results to the shape sqlcore reads.
 type pgConn struct {
 	q interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
