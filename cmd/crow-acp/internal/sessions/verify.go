@@ -75,9 +75,7 @@ func Rebuild(ctx context.Context, cfg *config.Settings, w IO, id string) error {
 }
 
 // find is NotFoundError unless id is a session.
-func find(ctx context.Context, store interface {
-	GetSession(ctx context.Context, id string) (*persistence.Session, error)
-}, id string) error {
+func find(ctx context.Context, store persistence.DumpSource, id string) error {
 	_, err := store.GetSession(ctx, id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return &NotFoundError{ID: id}
