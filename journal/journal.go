@@ -1,5 +1,5 @@
-// Package journal records a connection's JSON-RPC frames, byte for byte, in
-// the store's append-only event log, attributed to the session and the prompt
+// Package journal is the frame log: it records a connection's JSON-RPC
+// frames, byte for byte, in the store's append-only event log, attributed to the session and the prompt
 // turn they belong to, and derives the normalised lifecycle events (session
 // created, loaded, closed; turn started, completed, cancelled, failed).
 //

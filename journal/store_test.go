@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -10,21 +11,35 @@ import (
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 )
 
-// The journal's store wrapper defines every method of persistence.Store
-// itself: none is reached through an embedded store, where a new write
-// would slip past the journal.
-func TestStoreWrapperDefinesEveryMethod(t *testing.T) {
-	wrapper := reflect.TypeOf(&orderedStore{})
-	for i := range wrapper.Elem().NumField() {
-		if f := wrapper.Elem().Field(i); f.Anonymous {
-			t.Errorf("orderedStore embeds %s: its methods bypass the journal", f.Type)
-		}
+// A fenced wrapper fences every write: those it makes through the journal
+// and those that reach the embedded store as they are. A fence whose lease
+// is not live (here: none was taken) changes nothing.
+func TestFencedWrapperFencesEveryWrite(t *testing.T) {
+	h := newHarness(t, Options{}, "sess_a")
+	ctx := h.ctx
+	msg := &persistence.Message{Role: persistence.RoleUser, Content: "a"}
+	if err := h.store.AppendMessages(ctx, "sess_a", msg); err != nil {
+		t.Fatal(err)
 	}
-	store := reflect.TypeOf((*persistence.Store)(nil)).Elem()
-	for i := range store.NumMethod() {
-		name := store.Method(i).Name
-		if _, ok := wrapper.MethodByName(name); !ok {
-			t.Errorf("orderedStore does not define %s", name)
+	w := h.j.Store(h.store).WithFence(persistence.Fence{SessionID: "sess_a", Owner: "conn_gone", Generation: 1})
+	for _, c := range []struct {
+		name  string
+		write func() error
+	}{
+		{"CreateSession", func() error { return w.CreateSession(ctx, &persistence.Session{ID: "sess_b"}) }},
+		{"UpdateSession", func() error { return w.UpdateSession(ctx, &persistence.Session{ID: "sess_a", Title: "t"}) }},
+		{"SetTokenCounts", func() error { return w.SetTokenCounts(ctx, "sess_a", "o200k", map[int64]int{msg.ID: 3}) }},
+		{"SetPermissionRule", func() error { return w.SetPermissionRule(ctx, &persistence.PermissionRule{Cwd: "/tmp", Key: "k"}) }},
+		{"AppendMessages", func() error { return w.AppendMessages(ctx, "sess_a", &persistence.Message{Role: persistence.RoleUser}) }},
+		{"UpdateMessage", func() error { return w.UpdateMessage(ctx, msg) }},
+		{"ForkSession", func() error {
+			_, err := w.ForkSession(ctx, "sess_a", &persistence.Session{ID: "fork_a"})
+			return err
+		}},
+		{"DeleteSession", func() error { return w.DeleteSession(ctx, "sess_a") }},
+	} {
+		if err := c.write(); !errors.Is(err, persistence.ErrLeaseLost) {
+			t.Errorf("%s through a stale fence: %v, want ErrLeaseLost", c.name, err)
 		}
 	}
 }

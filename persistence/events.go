@@ -120,9 +120,11 @@ type Recorder interface {
 	WithOrigin(o Origin) Store
 }
 
-// EventLog is the append-only event log. Normal operation never updates or
-// deletes an event: only DeleteSession (explicit) and PruneEvents (the
-// documented retention option) remove any.
+// EventLog is the append-only event log: the frame log's frames (written by
+// journal), the lifecycle events and the projection events the messages are
+// rebuilt from. Normal operation never updates or deletes an event: only
+// DeleteSession (explicit) and PruneEvents (the documented retention
+// option, frames only) remove any.
 type EventLog interface {
 	// CreateConnection records a connection; StartedAt is set when zero.
 	// ErrConflict if the id exists.

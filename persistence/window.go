@@ -16,9 +16,8 @@ type ModelWindow struct {
 	UpdatedAt time.Time
 }
 
-// WindowCache keeps ModelWindows per endpoint and model. It is optional: a
-// Store that implements it is found by type assertion, and a caller
-// without one asks the endpoint again.
+// WindowCache keeps ModelWindows per endpoint and model. Both backends keep
+// one (backend.Store); a caller without one asks the endpoint again.
 type WindowCache interface {
 	// ModelWindow returns the cached window; ErrNotFound when there is none.
 	ModelWindow(ctx context.Context, endpoint, model string) (ModelWindow, error)

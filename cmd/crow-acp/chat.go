@@ -12,6 +12,7 @@ import (
 	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/chat"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 	"github.com/crow-acp/crow-acp/persistence"
 )
@@ -52,7 +53,7 @@ func runChat(ctx context.Context, e *env, args []string) int {
 		err = wantArgs(fs, pos, 0, 0, "")
 	}
 	if err == nil && cont && opt.session != "" {
-		err = usagef("chat: --continue and --session exclude each other")
+		err = config.Usagef("chat: --continue and --session exclude each other")
 	}
 	if err != nil {
 		return e.fail(err)
@@ -63,7 +64,7 @@ func runChat(ctx context.Context, e *env, args []string) int {
 	}
 	defer closeAll()
 	if cont {
-		latest, err := listSessions(ctx, store, cwd, 1, false, chatListed)
+		latest, err := sessions.Stored(ctx, store, cwd, 1, false, chatListed)
 		if err != nil {
 			return e.fail(err)
 		}
@@ -83,7 +84,7 @@ func runChat(ctx context.Context, e *env, args []string) int {
 		In: e.std.in, Out: e.std.out, Cwd: cwd, HistoryFile: chatHistoryPath(e.getenv),
 		Thoughts: opt.thoughts, Getenv: e.getenv, Signals: signals, Model: cfg.Model.V,
 		Sessions: func(ctx context.Context, dir string) ([]persistence.Session, error) {
-			return listSessions(ctx, store, dir, 20, false, chatListed)
+			return sessions.Stored(ctx, store, dir, 20, false, chatListed)
 		},
 	})
 	if err != nil {
@@ -97,7 +98,7 @@ func runChat(ctx context.Context, e *env, args []string) int {
 	defer stopAgent()
 	err = c.Run(client, opt.session)
 	if errors.Is(err, chat.ErrNotFound) {
-		return e.fail(&notFoundError{id: opt.session})
+		return e.fail(&sessions.NotFoundError{ID: opt.session})
 	}
 	if err != nil {
 		return e.fail(fmt.Errorf("chat: %w", err))

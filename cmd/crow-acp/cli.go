@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
 
 // env is what a subcommand may use of its process.
@@ -70,7 +71,7 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 			return c.run(ctx, e, args[1:])
 		}
 	}
-	return e.fail(usagef("unknown command %q (see crow-acp --help)", args[0]))
+	return e.fail(config.Usagef("unknown command %q (see crow-acp --help)", args[0]))
 }
 
 func topUsage() string {
@@ -162,7 +163,7 @@ func parseArgs(fs *flag.FlagSet, args []string, e *env) ([]string, error) {
 			return nil, errHelp
 		}
 		if err != nil {
-			return nil, usagef("%s: %v (see crow-acp %s --help)", fs.Name(), err, fs.Name())
+			return nil, config.Usagef("%s: %v (see crow-acp %s --help)", fs.Name(), err, fs.Name())
 		}
 		rest := fs.Args()
 		consumed := args[:len(args)-len(rest)]
@@ -181,9 +182,9 @@ func parseArgs(fs *flag.FlagSet, args []string, e *env) ([]string, error) {
 func wantArgs(fs *flag.FlagSet, pos []string, min, max int, what string) error {
 	switch {
 	case len(pos) < min:
-		return usagef("%s: missing %s (see crow-acp %s --help)", fs.Name(), what, fs.Name())
+		return config.Usagef("%s: missing %s (see crow-acp %s --help)", fs.Name(), what, fs.Name())
 	case max >= 0 && len(pos) > max:
-		return usagef("%s: unexpected argument %q (see crow-acp %s --help)", fs.Name(), pos[max], fs.Name())
+		return config.Usagef("%s: unexpected argument %q (see crow-acp %s --help)", fs.Name(), pos[max], fs.Name())
 	}
 	return nil
 }
@@ -191,13 +192,12 @@ func wantArgs(fs *flag.FlagSet, pos []string, min, max int, what string) error {
 // fail reports err on stderr and returns the exit code it means.
 func (e *env) fail(err error) int {
 	err = safeError{err}
-	var ue *usageError
 	var ce *config.Error
-	var nf *notFoundError
+	var nf *sessions.NotFoundError
 	switch {
 	case errors.Is(err, errHelp):
 		return exitOK
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ce):
 		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
 		return exitUsage
 	case errors.As(err, &nf):
@@ -211,21 +211,6 @@ func (e *env) fail(err error) int {
 
 // errHelp means --help was asked for and printed.
 var errHelp = errors.New("help requested")
-
-// usageError is a mistake on the command line; the process exits with
-// exitUsage, as for a *config.Error.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
-// notFoundError is a session id that does not exist.
-type notFoundError struct{ id string }
-
-func (e *notFoundError) Error() string {
-	return fmt.Sprintf("no session %q (crow-acp sessions list shows the stored ones)", e.id)
-}
 
 // configured parses the flags of a subcommand that reads configuration and
 // loads it.

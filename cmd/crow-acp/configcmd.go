@@ -39,7 +39,7 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 		err = wantArgs(fs, pos, 1, 1, `subcommand ("show" or "forget-window")`)
 	}
 	if err == nil && pos[0] != "show" && pos[0] != "forget-window" {
-		err = usagef("config: unknown subcommand %q: use \"show\" or \"forget-window\" (see crow-acp config --help)", pos[0])
+		err = config.Usagef("config: unknown subcommand %q: use \"show\" or \"forget-window\" (see crow-acp config --help)", pos[0])
 	}
 	if err != nil {
 		return e.fail(err)

@@ -15,8 +15,10 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const execUsage = `Usage: crow-acp exec [flags] PROMPT
@@ -56,7 +58,7 @@ func runExec(ctx context.Context, e *env, args []string) int {
 	cf := config.AddFlags(fs, config.FlagsStore|config.FlagsModel|config.FlagsLog)
 	pos, cfg, err := configured(fs, cf, args, e)
 	if err == nil && len(pos) == 0 {
-		err = usagef("exec: missing PROMPT (see crow-acp exec --help)")
+		err = config.Usagef("exec: missing PROMPT (see crow-acp exec --help)")
 	}
 	if err != nil {
 		return e.fail(err)
@@ -70,7 +72,7 @@ func runExec(ctx context.Context, e *env, args []string) int {
 		prompt = string(b)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return e.fail(usagef("exec: the prompt is empty"))
+		return e.fail(config.Usagef("exec: the prompt is empty"))
 	}
 	return execTurn(ctx, e, cfg, opt, prompt)
 }
@@ -108,7 +110,7 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 		ui.SetReplaying(false)
 		var acpErr *acp.Error
 		if errors.As(err, &acpErr) && acpErr.Code == acp.CodeResourceNotFound {
-			return e.fail(&notFoundError{id: sessionID})
+			return e.fail(&sessions.NotFoundError{ID: sessionID})
 		}
 		if err != nil {
 			return e.fail(fmt.Errorf("exec: load session %s: %w", sessionID, err))
@@ -166,21 +168,21 @@ func execTurn(ctx context.Context, e *env, cfg *config.Settings, opt execOptions
 
 // execCwd is the directory the session works in: --cwd, else the stored
 // session's directory when continuing one, else the current directory.
-func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string, error) {
+func execCwd(ctx context.Context, store backend.Store, opt execOptions) (string, error) {
 	if opt.cwd != "" {
 		abs, err := filepath.Abs(opt.cwd)
 		if err != nil {
-			return "", usagef("exec: --cwd %s: %v", opt.cwd, err)
+			return "", config.Usagef("exec: --cwd %s: %v", opt.cwd, err)
 		}
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return "", usagef("exec: --cwd %s is not a directory", opt.cwd)
+			return "", config.Usagef("exec: --cwd %s is not a directory", opt.cwd)
 		}
 		return abs, nil
 	}
 	if opt.session != "" {
 		s, err := store.GetSession(ctx, opt.session)
 		if errors.Is(err, persistence.ErrNotFound) {
-			return "", &notFoundError{id: opt.session}
+			return "", &sessions.NotFoundError{ID: opt.session}
 		}
 		if err != nil {
 			return "", fmt.Errorf("exec: read session %s: %w", opt.session, err)
@@ -188,7 +190,7 @@ func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string,
 		if st, err := os.Stat(s.Cwd); err == nil && st.IsDir() {
 			return s.Cwd, nil
 		}
-		return "", usagef("exec: the session's directory %s no longer exists: pass --cwd", s.Cwd)
+		return "", config.Usagef("exec: the session's directory %s no longer exists: pass --cwd", s.Cwd)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -204,10 +206,10 @@ func execCwd(ctx context.Context, store sessionReader, opt execOptions) (string,
 // what it has.
 // openTerminal is what exec and chat set up before the agent starts: the
 // log, the store and the session's directory; done closes the first two.
-func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*zap.Logger, persistence.Recorder, string, func(), error) {
+func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*zap.Logger, backend.Store, string, func(), error) {
 	log, closeLog, err := newLogger(cfg, nil)
 	if err != nil {
-		return nil, nil, "", nil, usagef("%v", err)
+		return nil, nil, "", nil, config.Usagef("%v", err)
 	}
 	store, err := cfg.OpenStore(ctx)
 	if err != nil {
@@ -223,7 +225,7 @@ func openTerminal(ctx context.Context, cfg *config.Settings, opt execOptions) (*
 	return log, store, cwd, done, nil
 }
 
-func startAgent(ctx context.Context, cfg *config.Settings, store persistence.Recorder, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
+func startAgent(ctx context.Context, cfg *config.Settings, store backend.Store, ui acp.Client, log *zap.Logger, name string) (*acp.ClientConn, func(), error) {
 	// The agent's connection lives on background contexts: Ctrl-C cancels
 	// the turn through session/cancel, like an editor does, so that the
 	// agent answers "cancelled" and stores what it has.

@@ -51,7 +51,7 @@ func runLogin(ctx context.Context, e *env, args []string) int {
 		return e.fail(err)
 	}
 	if cfg.Credentials == "" {
-		return e.fail(usagef("login: no home directory to keep the credentials file in: set HOME or XDG_CONFIG_HOME"))
+		return e.fail(config.Usagef("login: no home directory to keep the credentials file in: set HOME or XDG_CONFIG_HOME"))
 	}
 	name := cfg.APIKeyEnv.V
 	fmt.Fprintf(e.std.err, "API key for %s (saved as %s in %s)\n", cfg.BaseURL.V, name, cfg.Credentials)
@@ -101,11 +101,11 @@ func readKey(e *env) (string, error) {
 	key := strings.TrimSpace(raw)
 	switch {
 	case key == "":
-		return "", usagef("login: no key given")
+		return "", config.Usagef("login: no key given")
 	case len(key) > maxKeyBytes:
-		return "", usagef("login: the key is longer than %d bytes", maxKeyBytes)
+		return "", config.Usagef("login: the key is longer than %d bytes", maxKeyBytes)
 	case strings.IndexFunc(key, func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:
-		return "", usagef("login: the key must be one word of printable ASCII characters")
+		return "", config.Usagef("login: the key must be one word of printable ASCII characters")
 	}
 	return key, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/internal/secret"
 	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence"
 	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
@@ -52,10 +52,17 @@ func serve(ctx context.Context, cfg *config.Settings, std stdio) int {
 
 	// The database opens while initialize is answered: an editor waits
 	// for that answer before it shows the agent, and nothing in it is
-	// stored. The first request that needs the store waits for the open;
-	// if it fails, that request gets the reason and a later one tries
-	// again.
-	store := openInBackground(cfg.OpenStore, log)
+	// stored. A request that needs the store waits for the open; if it
+	// fails, that request gets the reason and a later one tries again.
+	store, err := backend.OpenBackground(cfg.DB.V, func(err error) error {
+		err = cfg.OpenFailed(err)
+		log.Error("cannot open the session database", zap.Error(err))
+		return err
+	})
+	if err != nil { // config.Load checked the setting
+		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
+		return exitUsage
+	}
 	defer store.Close()
 
 	conn, ag, closeAgent := connectAgent(ctx, cfg, store, std.in, std.out, log)
@@ -66,14 +73,18 @@ func serve(ctx context.Context, cfg *config.Settings, std stdio) int {
 		zap.String("connection", connID), zap.Bool("apiKeySet", cfg.APIKey.V != ""))
 	serveErr := conn.Serve(ctx, ag)
 	// Before closeAgent: the connection's record and frames are written
-	// if the database opens in time.
-	store.settle(storeGrace)
+	// if the database opens in time; a database that never answers (a
+	// hung network file system) does not keep the process.
+	notOpen := store.Settle(storeGrace)
+	if errors.Is(notOpen, backend.ErrAbandoned) {
+		log.Error("the session database did not open in time; exiting without it", zap.Duration("waited", storeGrace))
+	}
 	if serveErr != nil {
 		log.Error("serve", zap.Error(serveErr))
 		return exitError
 	}
 	log.Info("client disconnected; exiting")
-	if err := store.failed(); err != nil {
+	if err := notOpen; err != nil {
 		// Served without a database: the client saw the reason on each
 		// request that needed it; a shell sees it here.
 		fmt.Fprintf(std.err, "crow-acp: %v\n", err)
@@ -90,12 +101,10 @@ const storeGrace = 5 * time.Second
 // frame log recording every frame into store. closeAgent releases the
 // agent's session leases and commits the frame log; call it after the
 // connection stopped serving.
-func connectAgent(ctx context.Context, cfg *config.Settings, store persistence.Recorder, in io.Reader, out io.Writer, log *zap.Logger) (*acp.Conn, *agent.Agent, func()) {
+func connectAgent(ctx context.Context, cfg *config.Settings, store backend.Store, in io.Reader, out io.Writer, log *zap.Logger) (*acp.Conn, *agent.Agent, func()) {
 	agentCfg := cfg.Agent(version)
 	agentCfg.ConnectionID = agent.NewConnectionID()
-	if wc, ok := store.(persistence.WindowCache); ok {
-		agentCfg.Windows = wc // windows the endpoints told, kept across processes
-	}
+	agentCfg.Windows = store // windows the endpoints told, kept across processes
 	// A database that cannot record the connection (read-only, full) turns
 	// the journal off by itself; the connection is served without it.
 	jr := journal.Open(ctx, store, journal.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: agentCfg.MaxPromptBytes})

@@ -2,20 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"slices"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
-	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
 
 const sessionsUsage = `Usage:
@@ -52,7 +44,7 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 			fmt.Fprint(e.std.out, sessionsUsage)
 			return exitOK
 		}
-		return e.fail(usagef("sessions: missing subcommand: list, show, export or delete (see crow-acp sessions --help)"))
+		return e.fail(config.Usagef("sessions: missing subcommand: list, show, export or delete (see crow-acp sessions --help)"))
 	}
 	sub, args := args[0], args[1:]
 	var fn func(ctx context.Context, e *env, args []string) error
@@ -60,13 +52,13 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "list", "ls":
 		fn = sessionsList
 	case "show":
-		fn = sessionsShow
+		fn = onOne("show", "Usage: crow-acp sessions show ID\n\nPrints a session's details and its whole conversation as text,\ncompacted messages included and marked.\n", sessions.Show)
 	case "export":
 		fn = sessionsExport
 	case "import":
 		fn = sessionsImport // sessions_import.go
 	case "delete", "rm":
-		fn = sessionsDelete
+		fn = onOne("delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it. It cannot be undone:\nexport it first to keep a copy.\n", sessions.Delete)
 	case "rename":
 		fn = sessionsRename // sessions_meta.go
 	case "archive":
@@ -74,13 +66,13 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "unarchive":
 		fn = sessionsArchive(false)
 	case "verify":
-		fn = sessionsVerify // sessions_verify.go
+		fn = onOne("verify", "Usage: crow-acp sessions verify ID\n\nRebuilds a session's messages from its event log and reports every\ndifference from the messages table. Exits 1 if there is any.\n", sessions.Verify)
 	case "rebuild":
-		fn = sessionsRebuild
+		fn = onOne("rebuild", "Usage: crow-acp sessions rebuild ID\n\nPrints the messages rebuilt from a session's event log, one JSON object\nper line (the live tables are not changed).\n", sessions.Rebuild)
 	case "prune-frames":
 		fn = sessionsPruneFrames // sessions_prune.go
 	default:
-		return e.fail(usagef("sessions: unknown subcommand %q: use list, show, export, import, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
+		return e.fail(config.Usagef("sessions: unknown subcommand %q: use list, show, export, import, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)
@@ -90,21 +82,6 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 
 func isHelpFlag(s string) bool {
 	return s == "-h" || s == "-help" || s == "--help"
-}
-
-// openExistingStore opens the database for a command that only reads or
-// deletes: a database that does not exist yet is reported, not created.
-func openExistingStore(ctx context.Context, cfg *config.Settings) (persistence.Store, bool, error) {
-	if cfg.LocalDB() {
-		if _, err := os.Stat(cfg.DB.V); errors.Is(err, os.ErrNotExist) {
-			return nil, false, nil
-		}
-	}
-	store, err := cfg.OpenStore(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	return store, true, nil
 }
 
 // sessionFlags parses the flags of a sessions subcommand.
@@ -127,194 +104,64 @@ func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *
 	return pos, cfg, nil
 }
 
+// io is where a sessions subcommand writes.
+func (e *env) io() sessions.IO { return sessions.IO{Out: e.std.out, Err: e.std.err} }
+
 func sessionsList(ctx context.Context, e *env, args []string) error {
-	var cwd string
-	var limit int
-	var asJSON, withEmpty, archived bool
+	var o sessions.ListOptions
 	pos, cfg, err := sessionFlags("list", "Usage: crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all] [--archived]\n\nLists stored sessions, the most recently used first. Sessions that never had a message\n(an editor opens one per thread view) are left out unless --all, archived ones unless --archived.\n", args, e, func(fs *flag.FlagSet) {
-		fs.BoolVar(&archived, "archived", false, "also list archived sessions")
-		fs.StringVar(&cwd, "cwd", "", "only sessions whose project directory is DIR")
-		fs.IntVar(&limit, "limit", 50, "list at most N sessions (0: all)")
-		fs.BoolVar(&asJSON, "json", false, "print JSON lines, one session each")
-		fs.BoolVar(&withEmpty, "all", false, "also list sessions that never had a message")
+		fs.BoolVar(&o.Archived, "archived", false, "also list archived sessions")
+		fs.StringVar(&o.Cwd, "cwd", "", "only sessions whose project directory is DIR")
+		fs.IntVar(&o.Limit, "limit", 50, "list at most N sessions (0: all)")
+		fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one session each")
+		fs.BoolVar(&o.WithEmpty, "all", false, "also list sessions that never had a message")
 	})
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("sessions list: unexpected argument %q", pos[0])
+		return config.Usagef("sessions list: unexpected argument %q", pos[0])
 	}
-	if limit < 0 {
-		return usagef("sessions list: --limit must not be negative")
+	if o.Limit < 0 {
+		return config.Usagef("sessions list: --limit must not be negative")
 	}
-	store, ok, err := openExistingStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		fmt.Fprintf(e.std.err, "no sessions yet (%s does not exist)\n", backend.Describe(cfg.DB.V))
-		return nil
-	}
-	defer store.Close()
-
-	keep := agent.ArchiveFilter("")
-	if archived {
-		keep = nil
-	}
-	all, err := listSessions(ctx, store, cwd, limit, withEmpty, keep)
-	if err != nil {
-		return err
-	}
-	if len(all) == 0 && !asJSON {
-		fmt.Fprintf(e.std.err, "no sessions in %s\n", backend.Describe(cfg.DB.V))
-		return nil
-	}
-	return transcript.WriteList(e.std.out, all, asJSON)
+	return sessions.List(ctx, cfg, e.io(), o)
 }
 
-// listSessions reads up to limit sessions (0: all), newest first, through
-// the pages of the store; without withEmpty the never-prompted ones are
-// left out.
-func listSessions(ctx context.Context, store agent.SessionStore, cwd string, limit int, withEmpty bool, keep func(*persistence.Session) bool) ([]persistence.Session, error) {
-	var all []persistence.Session
-	cursor := ""
-	for {
-		page := persistence.MaxListLimit
-		if limit > 0 {
-			page = min(limit-len(all), persistence.MaxListLimit)
-		}
-		opts := persistence.ListSessionsOptions{Cwd: cwd, Limit: page, Cursor: cursor}
-		var ss []persistence.Session
-		var next string
-		var err error
-		if withEmpty {
-			ss, next, err = store.ListSessions(ctx, opts)
-			ss = slices.DeleteFunc(ss, func(s persistence.Session) bool { return keep != nil && !keep(&s) })
-		} else {
-			ss, next, _, err = agent.ListShown(ctx, store, opts, keep)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		all = append(all, ss...)
-		if next == "" || (limit > 0 && len(all) >= limit) {
-			break
-		}
-		cursor = next
-	}
-	return all, nil
-}
-
-// loadSession reads one session and its whole history.
-func loadSession(ctx context.Context, store sessionReader, id string) (*persistence.SessionDump, error) {
-	d, err := persistence.Dump(ctx, store, id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, &notFoundError{id: id}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", id, err)
-	}
-	return d, nil
-}
-
-// oneSession parses "ID" and opens the store for show, export and delete.
-func oneSession(ctx context.Context, name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) (persistence.Store, string, error) {
+// oneSession parses "ID" for the subcommands on one session.
+func oneSession(name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) (*config.Settings, string, error) {
 	pos, cfg, err := sessionFlags(name, synopsis, args, e, define)
 	if err != nil {
 		return nil, "", err
 	}
 	switch {
 	case len(pos) == 0:
-		return nil, "", usagef("sessions %s: missing session ID (crow-acp sessions list shows them)", name)
+		return nil, "", config.Usagef("sessions %s: missing session ID (crow-acp sessions list shows them)", name)
 	case len(pos) > 1:
-		return nil, "", usagef("sessions %s: unexpected argument %q", name, pos[1])
+		return nil, "", config.Usagef("sessions %s: unexpected argument %q", name, pos[1])
 	}
-	store, ok, err := openExistingStore(ctx, cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	if !ok {
-		return nil, "", &notFoundError{id: pos[0]}
-	}
-	return store, pos[0], nil
+	return cfg, pos[0], nil
 }
 
-// oneDump parses "ID", opens the store and reads the session, for show
-// and delete; the caller closes the store.
-func oneDump(ctx context.Context, name, synopsis string, args []string, e *env) (persistence.Store, *persistence.SessionDump, error) {
-	store, id, err := oneSession(ctx, name, synopsis, args, e, nil)
-	if err != nil {
-		return nil, nil, err
+// onOne is a subcommand on one session without flags of its own.
+func onOne(name, synopsis string, run func(context.Context, *config.Settings, sessions.IO, string) error) func(context.Context, *env, []string) error {
+	return func(ctx context.Context, e *env, args []string) error {
+		cfg, id, err := oneSession(name, synopsis, args, e, nil)
+		if err != nil {
+			return err
+		}
+		return run(ctx, cfg, e.io(), id)
 	}
-	d, err := loadSession(ctx, store, id)
-	if err != nil {
-		store.Close()
-		return nil, nil, err
-	}
-	return store, d, nil
-}
-
-func sessionsShow(ctx context.Context, e *env, args []string) error {
-	store, d, err := oneDump(ctx, "show", "Usage: crow-acp sessions show ID\n\nPrints a session's details and its whole conversation as text,\ncompacted messages included and marked.\n", args, e)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	transcript.WriteText(e.std.out, d)
-	return nil
 }
 
 func sessionsExport(ctx context.Context, e *env, args []string) error {
 	var format, output string
-	store, id, err := oneSession(ctx, "export", "Usage: crow-acp sessions export ID [--format markdown|json] [--output FILE]\n\nWrites a session as Markdown (for people) or JSON (every field, for tools).\n", args, e, func(fs *flag.FlagSet) {
+	cfg, id, err := oneSession("export", "Usage: crow-acp sessions export ID [--format markdown|json] [--output FILE]\n\nWrites a session as Markdown (for people) or JSON (every field, for tools).\n", args, e, func(fs *flag.FlagSet) {
 		fs.StringVar(&format, "format", "markdown", "markdown or json")
 		fs.StringVar(&output, "output", "", "write to FILE instead of stdout")
 	})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	var write func(io.Writer, *persistence.SessionDump) error
-	switch format {
-	case "markdown", "md":
-		write = transcript.WriteMarkdown
-	case "json":
-		write = transcript.WriteJSON
-	default:
-		return usagef("sessions export: unknown format %q: use markdown or json", format)
-	}
-	d, err := loadSession(ctx, store, id)
-	if err != nil {
-		return err
-	}
-	if output == "" {
-		return write(e.std.out, d)
-	}
-	f, err := os.OpenFile(output, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := write(f, d); err != nil {
-		f.Close()
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	fmt.Fprintf(e.std.err, "exported %s (%d messages) to %s\n", termsafe.Line(id), len(d.Messages), output)
-	return nil
-}
-
-func sessionsDelete(ctx context.Context, e *env, args []string) error {
-	store, d, err := oneDump(ctx, "delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it. It cannot be undone:\nexport it first to keep a copy.\n", args, e)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	id := d.Session.ID
-	if err := store.DeleteSession(ctx, id); err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
-	}
-	fmt.Fprintf(e.std.out, "deleted %s (%d messages)\n", termsafe.Line(id), len(d.Messages))
-	return nil
+	return sessions.Export(ctx, cfg, e.io(), id, format, output)
 }

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"os"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
-	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
 
 const importSynopsis = `Usage: crow-acp sessions import FILE...
@@ -45,56 +39,7 @@ func sessionsImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(files) == 0 {
-		return usagef("sessions import: missing FILE (a session exported with crow-acp sessions export ID --format json)")
+		return config.Usagef("sessions import: missing FILE (a session exported with crow-acp sessions export ID --format json)")
 	}
-	store, err := cfg.OpenStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	var failed int
-	for _, name := range files {
-		d, err := importFile(ctx, store, name, cfg.DefaultMode())
-		if err != nil {
-			failed++
-			fmt.Fprintf(e.std.err, "crow-acp: sessions import: %s\n", termsafe.Line(err.Error()))
-			continue
-		}
-		// The directory is where exec and chat --session work when no
-		// --cwd is given: said here, where the file chose it.
-		fmt.Fprintf(e.std.out, "imported %s (%d messages, directory %s) from %s\n", termsafe.Line(d.Session.ID), len(d.Messages),
-			termsafe.Line(cmp.Or(d.Session.Cwd, "none")), termsafe.Line(name))
-	}
-	if failed > 0 {
-		return fmt.Errorf("sessions import: %d of %d files not imported", failed, len(files))
-	}
-	return nil
-}
-
-// importFile stores the session of one file as agent.AsImported makes it,
-// a new session started in defaultMode would be.
-func importFile(ctx context.Context, store persistence.Store, name, defaultMode string) (*persistence.SessionDump, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// Said before anything is read: what is read is held in memory.
-	if st, err := f.Stat(); err == nil && st.Size() > transcript.MaxExportBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d MiB an import reads (crow-acp migrate copies sessions between databases without a file)",
-			name, st.Size(), transcript.MaxExportBytes>>20)
-	}
-	d, err := transcript.ReadJSON(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := agent.AsImported(&d.Session, defaultMode); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := store.ImportSession(ctx, d); errors.Is(err, persistence.ErrConflict) {
-		return nil, fmt.Errorf("%s: session %s is already in the database: left as it is", name, d.Session.ID)
-	} else if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return d, nil
+	return sessions.Import(ctx, cfg, e.io(), files)
 }

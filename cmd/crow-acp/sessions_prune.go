@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"time"
 
-	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
 
-// sessionsPruneFrames is the frame log's retention option: it deletes raw
-// frames older than a cut-off. Lifecycle and projection events stay, so
-// every session still loads and still verifies.
+// sessionsPruneFrames is the frame log's retention option
+// (sessions.PruneFrames).
 func sessionsPruneFrames(ctx context.Context, e *env, args []string) error {
 	var olderThan time.Duration
 	pos, cfg, err := sessionFlags("prune-frames",
@@ -23,25 +22,10 @@ func sessionsPruneFrames(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("sessions prune-frames: unexpected argument %q (see crow-acp sessions prune-frames --help)", pos[0])
+		return config.Usagef("sessions prune-frames: unexpected argument %q (see crow-acp sessions prune-frames --help)", pos[0])
 	}
 	if olderThan <= 0 {
-		return usagef("sessions prune-frames: --older-than is required and must be positive, e.g. --older-than 720h")
+		return config.Usagef("sessions prune-frames: --older-than is required and must be positive, e.g. --older-than 720h")
 	}
-	store, ok, err := openExistingStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		fmt.Fprintln(e.std.out, "no database yet: nothing to prune")
-		return nil
-	}
-	defer store.Close()
-	cutoff := time.Now().Add(-olderThan)
-	n, err := store.PruneEvents(ctx, cutoff)
-	if err != nil {
-		return fmt.Errorf("prune frames: %w", err)
-	}
-	fmt.Fprintf(e.std.out, "deleted %d frames recorded before %s\n", n, transcript.LocalTime(cutoff))
-	return nil
+	return sessions.PruneFrames(ctx, cfg, e.io(), olderThan)
 }

@@ -1,7 +1,7 @@
 // Package backend opens the persistence.Store that a database setting names:
 // a postgres:// or postgresql:// URL selects PostgreSQL, anything else is the
 // path of a SQLite file. Every command that opens a store (serving, migrate)
-// goes through Open, so they agree on what a setting means.
+// goes through Open or OpenBackground, so they agree on what a setting means.
 package backend
 
 import (
@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/sqlcore"
 	"github.com/crow-acp/crow-acp/persistence/postgres"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 )
@@ -57,19 +59,55 @@ func Describe(dsn string) string {
 	return dsn
 }
 
+// Store is the store of either backend: the one SQL store over SQLite's or
+// PostgreSQL's dialect.
+type Store interface {
+	persistence.Recorder
+	persistence.WindowCache
+	// Settle waits up to grace for an open still running (OpenBackground), then
+	// gives up on it, and says why the store is not open (nil: it is, or
+	// it was opened before it was returned); ErrAbandoned when it gave up.
+	Settle(grace time.Duration) error
+}
+
+// ErrAbandoned is what a call waiting for OpenBackground's database gets once
+// the store was closed, or Settle gave up, before it opened.
+var ErrAbandoned = sqlcore.ErrAbandoned
+
 // Open opens (and migrates) the store dsn names. Errors name the backend and
 // the database (see Describe), never a password.
-func Open(ctx context.Context, dsn string) (persistence.Recorder, error) {
+func Open(ctx context.Context, dsn string) (Store, error) {
 	kind, err := Parse(dsn)
 	if err != nil {
 		return nil, err
 	}
-	switch kind {
-	case Postgres:
-		return postgres.Open(ctx, dsn)
-	default:
-		return sqlite.Open(ctx, dsn)
+	var s Store
+	if kind == Postgres {
+		s, err = postgres.Open(ctx, dsn)
+	} else {
+		s, err = sqlite.Open(ctx, dsn)
 	}
+	if err != nil {
+		return nil, err // not s: a nil *Store in a non-nil interface
+	}
+	return s, nil
+}
+
+// OpenBackground returns the store dsn names at once and opens (and
+// migrates) it as Open does in the background: serve answers initialize
+// without waiting for the database. Every call waiting for an open that
+// failed gets the error failed makes of it, and the next call opens again
+// (a locked or missing database can be fixed while the editor keeps the
+// agent running). Only a dsn Parse refuses is an error here.
+func OpenBackground(dsn string, failed func(error) error) (Store, error) {
+	kind, err := Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if kind == Postgres {
+		return postgres.OpenBackground(dsn, failed), nil
+	}
+	return sqlite.OpenBackground(dsn, failed), nil
 }
 
 // looksLikeKeywordDSN: "word=" at the start and a space-separated second

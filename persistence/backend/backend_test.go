@@ -56,7 +56,8 @@ func TestOpenPostgres(t *testing.T) {
 	opens[*postgres.Store](t, pgtest.URL(t))
 }
 
-// opens checks that Open(dsn) gives a working store of type S.
+// opens checks that Open(dsn) and OpenBackground(dsn) give a working store
+// of type S.
 func opens[S persistence.Recorder](t *testing.T, dsn string) {
 	t.Helper()
 	s, err := Open(t.Context(), dsn)
@@ -64,11 +65,18 @@ func opens[S persistence.Recorder](t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, ok := s.(S); !ok {
-		t.Errorf("Open(%s) = %T, want %T", Describe(dsn), s, *new(S))
+	bg, err := OpenBackground(dsn, func(err error) error { return err })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := s.CreateSession(t.Context(), &persistence.Session{ID: "a"}); err != nil {
-		t.Error(err)
+	defer bg.Close()
+	for i, s := range []Store{s, bg} {
+		if _, ok := s.(S); !ok {
+			t.Errorf("Open(%s) = %T, want %T", Describe(dsn), s, *new(S))
+		}
+		if err := s.CreateSession(t.Context(), &persistence.Session{ID: fmt.Sprint("a", i)}); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -14,6 +14,5 @@ import (
 // private to the current schema, so that processes starting together
 // against one database apply each migration once.
 func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir string) error {
-	d := dialect(pool)
-	return sqlcore.Migrate(ctx, &d, begin(pool), fsys, dir)
+	return sqlcore.Migrate(ctx, &dialect, begin(pool), fsys, dir)
 }

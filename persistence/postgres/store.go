@@ -34,10 +34,7 @@ var (
 )
 
 // Store is a persistence.Store backed by a PostgreSQL database.
-type Store struct {
-	*sqlcore.Store
-	pool *pgxpool.Pool
-}
+type Store struct{ *sqlcore.Store }
 
 // IsURL reports whether dsn names a PostgreSQL database: a postgres:// or
 // postgresql:// URL.
@@ -73,14 +70,38 @@ func Redact(dsn string) string {
 // schema is newer than this binary is refused. Errors name the server but
 // never the password.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	s, err := open(ctx, dsn)
+	pool, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{sqlcore.Opened(dialect, database(pool))}, nil
+}
+
+// OpenBackground returns the store of the database at dsn at once and
+// connects to it as Open does in the background (serve answers initialize
+// meanwhile). An open that failed is every waiting call's error, as failed
+// words it, and the next call opens again (sqlcore.Background).
+func OpenBackground(dsn string, failed func(error) error) *Store {
+	return &Store{sqlcore.Background(dialect, func(ctx context.Context) (*sqlcore.DB, error) {
+		pool, err := open(ctx, dsn)
+		if err != nil {
+			return nil, failed(err)
+		}
+		return database(pool), nil
+	})}
+}
+
+// open connects, checks and migrates; its errors name the server but
+// never the password.
+func open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, err := connect(ctx, dsn)
 	if err != nil {
 		return nil, errors.New(scrub(fmt.Sprintf("postgres: open %s: %v", Redact(dsn), err), dsn))
 	}
-	return s, nil
+	return pool, nil
 }
 
-func open(ctx context.Context, dsn string) (*Store, error) {
+func connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	if !IsDSN(dsn) {
 		return nil, errors.New("not a postgres:// or postgresql:// URL or a libpq keyword/value string")
 	}
@@ -117,7 +138,19 @@ func open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{Store: sqlcore.New(dialect(pool)), pool: pool}, nil
+	return pool, nil
+}
+
+// database is pool as the store uses it.
+func database(pool *pgxpool.Pool) *sqlcore.DB {
+	return &sqlcore.DB{
+		Begin: begin(pool),
+		Read:  pgConn{pool},
+		Close: func() error {
+			pool.Close() // safe to call more than once
+			return nil
+		},
+	}
 }
 
 // parseReason is the reason of a pgx parse error without the connection
@@ -165,50 +198,42 @@ var userinfoPassword = regexp.MustCompile(`://[^:/@]*:([^@]+)@`)
 // bytes that are not UTF-8) is replaced as persistence.ValidText does, and
 // writers of one session queue on its row lock. Transactions are read
 // committed.
-func dialect(pool *pgxpool.Pool) sqlcore.Dialect {
-	return sqlcore.Dialect{
-		Name: "postgres",
-		Fragments: sqlcore.Fragments{
-			Later:     `GREATEST(updated_at + interval '1 microsecond', ?)`,
-			Active:    `is_active`,
-			InIDs:     `id = ANY(?)`,
-			Greatest:  `GREATEST`,
-			ForUpdate: ` FOR UPDATE`,
-			ForNoKey:  ` FOR NO KEY UPDATE`,
-			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+var dialect = sqlcore.Dialect{
+	Name: "postgres",
+	Fragments: sqlcore.Fragments{
+		Later:     `GREATEST(updated_at + interval '1 microsecond', ?)`,
+		Active:    `is_active`,
+		InIDs:     `id = ANY(?)`,
+		Greatest:  `GREATEST`,
+		ForUpdate: ` FOR UPDATE`,
+		ForNoKey:  ` FOR NO KEY UPDATE`,
+		MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    integer     NOT NULL PRIMARY KEY,
 				applied_at timestamptz NOT NULL DEFAULT now()
 			)`,
-			// Private to the current schema, so that tests in other
-			// schemas do not wait.
-			MigrateLock: `SELECT pg_advisory_xact_lock(hashtext('crow-acp migrate ' || current_schema()))`,
-			AppliedAt:   `CAST(? AS timestamptz)`,
-			HasColumn: `SELECT COUNT(*) FROM information_schema.columns
+		// Private to the current schema, so that tests in other
+		// schemas do not wait.
+		MigrateLock: `SELECT pg_advisory_xact_lock(hashtext('crow-acp migrate ' || current_schema()))`,
+		AppliedAt:   `CAST(? AS timestamptz)`,
+		HasColumn: `SELECT COUNT(*) FROM information_schema.columns
 				WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`,
-		},
-		Numbered:      true,
-		RowLocks:      true,
-		Stored:        stored,
-		Time:          func(t time.Time) (any, error) { return stored(t), nil },
-		ScanTime:      func(t *time.Time) any { return t },
-		CursorKey:     func(t time.Time) int64 { return t.UnixMicro() },
-		FromCursorKey: func(k int64) time.Time { return time.UnixMicro(k).UTC() },
-		Text:          persistence.ValidText,
-		IDs:           func(ids []int64) any { return ids },
-		IDArray:       func(_ string, ids []int64) (any, error) { return ids, nil },
-		ScanIDs:       func(ids *[]int64) any { return ids },
-		IsNoRows:      sqlcore.ErrNoRowsIs(pgx.ErrNoRows),
-		Classify:      classify,
-		Begin:         begin(pool),
-		Read:          pgConn{pool},
-		Close: func() error {
-			pool.Close() // safe to call more than once
-			return nil
-		},
-		InsertMessages: insertMessages,
-		InsertEvents:   insertEvents,
-		SetTokenCounts: setTokenCounts,
-	}
+	},
+	Numbered:       true,
+	RowLocks:       true,
+	Stored:         stored,
+	Time:           func(t time.Time) (any, error) { return stored(t), nil },
+	ScanTime:       func(t *time.Time) any { return t },
+	CursorKey:      func(t time.Time) int64 { return t.UnixMicro() },
+	FromCursorKey:  func(k int64) time.Time { return time.UnixMicro(k).UTC() },
+	Text:           persistence.ValidText,
+	IDs:            func(ids []int64) any { return ids },
+	IDArray:        func(_ string, ids []int64) (any, error) { return ids, nil },
+	ScanIDs:        func(ids *[]int64) any { return ids },
+	IsNoRows:       sqlcore.ErrNoRowsIs(pgx.ErrNoRows),
+	Classify:       classify,
+	InsertMessages: insertMessages,
+	InsertEvents:   insertEvents,
+	SetTokenCounts: setTokenCounts,
 }
 
 // stored is t as PostgreSQL will keep it: UTC, to the microsecond.
@@ -230,7 +255,8 @@ func classify(err error) error {
 	return err
 }
 
-// pgConn adapts a pool or a transaction to sqlcore.Conn.
+// pgConn adapts a pool or a transaction to sqlcore.Conn; its methods only
+// pass the call on, converting the results to the shape sqlcore reads.
 type pgConn struct {
 	q interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -57,10 +57,20 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func mustOpen(tb testing.TB, dsn string) *Store {
+// openStore is a store as Open makes it, with its pool for the tests that
+// look at it.
+type openStore struct {
+	*Store
+	pool *pgxpool.Pool
+}
+
+func mustOpen(tb testing.TB, dsn string) *openStore {
 	tb.Helper()
-	s, err := Open(context.Background(), dsn)
-	return persistencetest.Opened(tb, s, err)
+	pool, err := open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return persistencetest.Opened(tb, &openStore{&Store{sqlcore.Opened(dialect, database(pool))}, pool}, nil)
 }
 
 func TestOpenErrorsHidePassword(t *testing.T) {
@@ -159,7 +169,7 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.Background(), `RESET enable_seqscan; RESET enable_bitmapscan`)
-	d := dialect(s.pool)
+	d := dialect
 	for _, c := range []struct {
 		query string
 		index string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/internal/sqlcore"
 )
 
 // BenchmarkAcknowledgedMessages measures acknowledged messages per second:
@@ -19,10 +20,11 @@ func BenchmarkAcknowledgedMessages(b *testing.B) {
 	for _, sync := range []string{"NORMAL", "FULL"} {
 		b.Run(sync, func(b *testing.B) {
 			dsn := strings.Replace(pragmas, "_synchronous=NORMAL", "_synchronous="+sync, 1)
-			s, err := open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), dsn)
+			p, err := open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), dsn)
 			if err != nil {
 				b.Fatal(err)
 			}
+			s := &Store{sqlcore.Opened(dialect, p.database())}
 			defer s.Close()
 			ctx := context.Background()
 			if err := s.CreateSession(ctx, &persistence.Session{ID: "bench"}); err != nil {

@@ -100,7 +100,7 @@ func TestAppendEventsChunks(t *testing.T) {
 
 // checkStored compares evs, as AppendEvents filled them, with the stored
 // rows: ids increase by one in batch order, seqs by one per stream.
-func checkStored(t *testing.T, s *Store, what string, evs []*persistence.Event) {
+func checkStored(t *testing.T, s *openStore, what string, evs []*persistence.Event) {
 	t.Helper()
 	stored := make(map[int64]persistence.Event)
 	streams := make(map[string]bool)

@@ -12,6 +12,5 @@ import (
 // each in its own immediate transaction (sqlcore.Migrate), so a concurrent
 // Open of the same file cannot apply one twice.
 func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir string) error {
-	d := dialect(db, db)
-	return sqlcore.Migrate(ctx, &d, sqlcore.BeginSQL(db), fsys, dir)
+	return sqlcore.Migrate(ctx, &dialect, sqlcore.BeginSQL(db), fsys, dir)
 }

@@ -53,23 +53,52 @@ const pragmas = "_journal_mode=WAL" +
 	"&_stmt_cache_size=64"
 
 // Store is a persistence.Store backed by one SQLite database file.
-type Store struct {
-	*sqlcore.Store
-	db  *sql.DB // writes: one connection, BEGIN IMMEDIATE
-	rdb *sql.DB // reads: query-only pool
-}
+type Store struct{ *sqlcore.Store }
 
 // Open opens (creating if needed) the database at path, a filesystem path,
 // and applies pending migrations. The parent directory is created with mode
 // 0700 and a new database file with mode 0600. A database whose schema is
 // newer than this binary is refused.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, pragmas)
+	p, err := open(ctx, path, pragmas)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{sqlcore.Opened(dialect, p.database())}, nil
 }
 
-// open is Open with the given DSN parameters (benchmarks compare
-// synchronous settings).
-func open(ctx context.Context, path, pragmas string) (*Store, error) {
+// OpenBackground returns the store of the database at path at once and
+// opens it as Open does in the background (serve answers initialize
+// meanwhile). An open that failed is every waiting call's error, as failed
+// words it, and the next call opens again (sqlcore.Background).
+func OpenBackground(path string, failed func(error) error) *Store {
+	return &Store{sqlcore.Background(dialect, func(ctx context.Context) (*sqlcore.DB, error) {
+		p, err := open(ctx, path, pragmas)
+		if err != nil {
+			return nil, failed(err)
+		}
+		return p.database(), nil
+	})}
+}
+
+// pools are an open database's two connection pools.
+type pools struct {
+	db  *sql.DB // writes: one connection, BEGIN IMMEDIATE
+	rdb *sql.DB // reads: query-only pool
+}
+
+func (p *pools) database() *sqlcore.DB {
+	return &sqlcore.DB{
+		Begin: sqlcore.BeginSQL(p.db),
+		Read:  sqlcore.SQLDB{DB: p.rdb},
+		// Both connection pools; safe to call more than once.
+		Close: func() error { return errors.Join(p.rdb.Close(), p.db.Close()) },
+	}
+}
+
+// open opens the database at path with the given DSN parameters
+// (benchmarks compare synchronous settings).
+func open(ctx context.Context, path, pragmas string) (*pools, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
@@ -137,7 +166,7 @@ func open(ctx context.Context, path, pragmas string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	return &Store{Store: sqlcore.New(dialect(db, rdb)), db: db, rdb: rdb}, nil
+	return &pools{db: db, rdb: rdb}, nil
 }
 
 // readOnly reports why the database file or its directory cannot be
@@ -179,49 +208,43 @@ func createFile(path string) error {
 // dialect is SQLite's: times are unix nanoseconds, id lists JSON arrays
 // (read with json_each), text is kept as it is, and there are no row locks:
 // every write transaction is BEGIN IMMEDIATE on the one write connection.
-func dialect(db, rdb *sql.DB) sqlcore.Dialect {
-	return sqlcore.Dialect{
-		Name: "sqlite",
-		Fragments: sqlcore.Fragments{
-			Later:    `MAX(updated_at + 1, ?)`,
-			Active:   `is_active = 1`,
-			InIDs:    `id IN (SELECT value FROM json_each(?))`,
-			Greatest: `MAX`,
-			MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+var dialect = sqlcore.Dialect{
+	Name: "sqlite",
+	Fragments: sqlcore.Fragments{
+		Later:    `MAX(updated_at + 1, ?)`,
+		Active:   `is_active = 1`,
+		InIDs:    `id IN (SELECT value FROM json_each(?))`,
+		Greatest: `MAX`,
+		MigrateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    INTEGER NOT NULL PRIMARY KEY,
 				applied_at TEXT    NOT NULL
 			) STRICT`,
-			MigrateLock: `SELECT 1`, // BEGIN IMMEDIATE already excludes other writers
-			AppliedAt:   `?`,
-			HasColumn:   `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`,
-		},
-		Stored: func(t time.Time) time.Time { return t },
-		Time: func(t time.Time) (any, error) {
-			if err := checkTime(t); err != nil {
-				return nil, err
-			}
-			return t.UnixNano(), nil
-		},
-		CheckTime:     checkTime,
-		ScanTime:      func(t *time.Time) any { return (*nanoTime)(t) },
-		CursorKey:     func(t time.Time) int64 { return t.UnixNano() },
-		FromCursorKey: func(k int64) time.Time { return time.Unix(0, k).UTC() },
-		Text:          func(s string) string { return s },
-		IDs: func(ids []int64) any {
-			b, _ := json.Marshal(ids)
-			return string(b)
-		},
-		IDArray:  sqlcore.JSONSlice[int64],
-		ScanIDs:  func(ids *[]int64) any { return (*jsonIDs)(ids) },
-		IsNoRows: sqlcore.ErrNoRowsIs(sql.ErrNoRows),
-		Classify: classify,
-		Begin:    sqlcore.BeginSQL(db),
-		Read:     sqlcore.SQLDB{DB: rdb},
-		// Both connection pools; safe to call more than once.
-		Close:          func() error { return errors.Join(rdb.Close(), db.Close()) },
-		InsertMessages: insertMessages,
-		InsertEvents:   insertEvents,
-	}
+		MigrateLock: `SELECT 1`, // BEGIN IMMEDIATE already excludes other writers
+		AppliedAt:   `?`,
+		HasColumn:   `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`,
+	},
+	Stored: func(t time.Time) time.Time { return t },
+	Time: func(t time.Time) (any, error) {
+		if err := checkTime(t); err != nil {
+			return nil, err
+		}
+		return t.UnixNano(), nil
+	},
+	CheckTime:     checkTime,
+	ScanTime:      func(t *time.Time) any { return (*nanoTime)(t) },
+	CursorKey:     func(t time.Time) int64 { return t.UnixNano() },
+	FromCursorKey: func(k int64) time.Time { return time.Unix(0, k).UTC() },
+	Text:          func(s string) string { return s },
+	IDs: func(ids []int64) any {
+		b, _ := json.Marshal(ids)
+		return string(b)
+	},
+	IDArray:        sqlcore.JSONSlice[int64],
+	ScanIDs:        func(ids *[]int64) any { return (*jsonIDs)(ids) },
+	IsNoRows:       sqlcore.ErrNoRowsIs(sql.ErrNoRows),
+	Classify:       classify,
+	InsertMessages: insertMessages,
+	InsertEvents:   insertEvents,
 }
 
 var (

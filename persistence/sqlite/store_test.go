@@ -50,10 +50,20 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func mustOpen(tb testing.TB, path string) *Store {
+// openStore is a store as Open makes it, with its pools for the tests
+// that look at them.
+type openStore struct {
+	*Store
+	*pools
+}
+
+func mustOpen(tb testing.TB, path string) *openStore {
 	tb.Helper()
-	s, err := Open(context.Background(), path)
-	return persistencetest.Opened(tb, s, err)
+	p, err := open(context.Background(), path, pragmas)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return persistencetest.Opened(tb, &openStore{&Store{sqlcore.Opened(dialect, p.database())}, p}, nil)
 }
 
 func TestOpenCreatesPrivateFiles(t *testing.T) {
@@ -247,7 +257,7 @@ func crashChild(path string) {
 // TestQueryPlans checks that the hot reads use an index for their order.
 func TestQueryPlans(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "crow.db"))
-	d := dialect(s.db, s.rdb)
+	d := dialect
 	for _, c := range []struct {
 		query string
 		args  []any

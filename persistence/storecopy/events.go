@@ -29,7 +29,7 @@ func isHistory(k persistence.EventKind) bool {
 
 // history returns the history events of a session's stream, in seq
 // order, their bodies as stored (each reads back on its own).
-func history(ctx context.Context, s persistence.Store, stream string) ([]persistence.Event, error) {
+func history(ctx context.Context, s Source, stream string) ([]persistence.Event, error) {
 	var out []persistence.Event
 	f := persistence.EventFilter{Limit: historyPage}
 	for {
@@ -64,7 +64,7 @@ func sameEvent(a, b persistence.Event) bool {
 // not have yet (all of them after an import; the rest after an interrupted
 // run), then checks that the destination's history equals the source's. It
 // returns how many history events the session has.
-func copyEvents(ctx context.Context, dst, src persistence.Store, stream string) (int, error) {
+func copyEvents(ctx context.Context, dst Destination, src Source, stream string) (int, error) {
 	want, err := history(ctx, src, stream)
 	if err != nil {
 		return 0, fmt.Errorf("read source events: %w", err)

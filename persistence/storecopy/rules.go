@@ -14,7 +14,7 @@ import (
 // the destination already has with the same decision is kept as it is; one
 // with the other decision is a conflict and is not overwritten. It returns
 // how many rules the source has there, and the conflicts as "cwd: key".
-func copyRules(ctx context.Context, dst, src persistence.Store, cwds []string) (int, []string, error) {
+func copyRules(ctx context.Context, dst Destination, src Source, cwds []string) (int, []string, error) {
 	n := 0
 	var conflicts []string
 	for _, cwd := range cwds {

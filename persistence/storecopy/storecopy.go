@@ -39,6 +39,25 @@ type Report struct {
 	RuleConflicts []string
 }
 
+// Source is what Copy reads of the store it copies from: its sessions,
+// each one's history (persistence.Dump) and events, and the permission
+// rules of their projects.
+type Source interface {
+	persistence.DumpSource
+	ListSessions(ctx context.Context, opts persistence.ListSessionsOptions) ([]persistence.Session, string, error)
+	Events(ctx context.Context, stream string, f persistence.EventFilter) ([]persistence.Event, error)
+	PermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
+}
+
+// Destination is what Copy writes into the store it copies to; it reads
+// the copy back as a Source to verify it.
+type Destination interface {
+	Source
+	persistence.Importer
+	AppendEvents(ctx context.Context, evs ...*persistence.Event) error
+	SetPermissionRule(ctx context.Context, r *persistence.PermissionRule) error
+}
+
 // Progress is called after each session with what happened to it:
 // "copied", "identical", "conflict" or "deleted" (from the source, meanwhile).
 type Progress func(id, outcome string)
@@ -47,7 +66,7 @@ type Progress func(id, outcome string)
 // at the first error (a store failing, a copy that does not read back
 // identical) and returns the report so far; conflicts do not stop it but
 // make it return ErrConflicts at the end.
-func Copy(ctx context.Context, dst, src persistence.Store, progress Progress) (*Report, error) {
+func Copy(ctx context.Context, dst Destination, src Source, progress Progress) (*Report, error) {
 	ids, cwds, err := allSessions(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("list source sessions: %w", err)
@@ -109,7 +128,7 @@ var ErrConflicts = errors.New("already in the destination with different content
 // the sessions. Paging is keyset-based, so a session written meanwhile is
 // neither skipped nor listed twice (a session bumped to the top after its
 // page was read is still listed once).
-func allSessions(ctx context.Context, s persistence.Store) (ids, cwds []string, err error) {
+func allSessions(ctx context.Context, s Source) (ids, cwds []string, err error) {
 	seen := make(map[string]bool)
 	seenCwd := make(map[string]bool)
 	opts := persistence.ListSessionsOptions{Limit: persistence.MaxListLimit}
@@ -140,7 +159,7 @@ func allSessions(ctx context.Context, s persistence.Store) (ids, cwds []string, 
 
 // copySession copies one session and verifies it. It returns the outcome
 // and the dump that now stands for the session in both stores.
-func copySession(ctx context.Context, dst, src persistence.Store, id string) (string, *persistence.SessionDump, int, error) {
+func copySession(ctx context.Context, dst Destination, src Source, id string) (string, *persistence.SessionDump, int, error) {
 	d, err := persistence.Dump(ctx, src, id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		// Deleted since it was listed: nothing to copy.

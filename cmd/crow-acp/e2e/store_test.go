@@ -20,6 +20,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/persistence/backend"
 	"github.com/crow-acp/crow-acp/persistence/persistencetest"
 	"github.com/crow-acp/crow-acp/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/streaming/fakemodel"
@@ -191,7 +192,7 @@ func TestExitWhileStoreBlocks(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitError {
 		t.Errorf("exit %v, want status %d", err, exitError)
 	}
-	if !strings.Contains(p.logs(), "crow-acp: the session database did not open before the connection closed") {
+	if !strings.Contains(p.logs(), "crow-acp: "+backend.ErrAbandoned.Error()) {
 		t.Errorf("stderr does not say why:\n%s", p.logs())
 	}
 }

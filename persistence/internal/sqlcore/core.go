@@ -102,12 +102,6 @@ type Dialect struct {
 	// ErrStorageReadOnly.
 	Classify func(err error) error
 
-	// Begin runs fn in one write transaction, committing when it returns
-	// nil. Read is the pool for reads outside one.
-	Begin func(ctx context.Context, fn func(tx Conn) error) error
-	Read  Conn
-	// Close closes the database; it must be safe to call more than once.
-	Close func() error
 	// InsertMessages inserts rows (each with its Seq and Active) inside tx
 	// and returns their ids; an error names the failing row ("message 3: ...").
 	InsertMessages func(ctx context.Context, tx Conn, sessionID string, rows []MessageRow) ([]int64, error)
@@ -144,7 +138,8 @@ type Store struct {
 
 // shared is what every view of one store (WithOrigin) shares.
 type shared struct {
-	d     Dialect
+	d Dialect
+	*opening
 	texts sync.Map // constant query text -> dialect text
 	// connectionStreams are the event_streams numbers of the connections
 	// this store created (CreateConnection), known committed: events name
@@ -152,8 +147,23 @@ type shared struct {
 	connectionStreams sync.Map // connection id -> int64
 }
 
-// New returns the store of d.
-func New(d Dialect) *Store { return &Store{shared: &shared{d: d}} }
+// Opened returns the store of d over db, an open database.
+func Opened(d Dialect, db *DB) *Store {
+	o := newOpening(nil)
+	o.opened.Store(db)
+	return &Store{shared: &shared{d: d, opening: o}}
+}
+
+// Background returns the store of d at once, its database opened by open
+// in the background from now: a call waits for it, and the first call
+// after it failed opens again (see opening).
+func Background(d Dialect, open func(ctx context.Context) (*DB, error)) *Store {
+	o := newOpening(open)
+	o.mu.Lock()
+	o.startLocked()
+	o.mu.Unlock()
+	return &Store{shared: &shared{d: d, opening: o}}
+}
 
 // WithOrigin returns the store with every write recorded as made by o.
 func (s *Store) WithOrigin(o persistence.Origin) persistence.Store {
@@ -164,9 +174,6 @@ func (s *Store) WithOrigin(o persistence.Origin) persistence.Store {
 func (s *Store) WithFence(f persistence.Fence) persistence.Store {
 	return &Store{shared: s.shared, origin: s.origin, fence: &f}
 }
-
-// Close closes the database (Dialect.Close), for every view of it.
-func (s *Store) Close() error { return s.d.Close() }
 
 // sql is q in the dialect's form: fragments filled, placeholders numbered.
 // q is always a constant of this package.
@@ -204,31 +211,66 @@ func Rewrite(q string, f Fragments, numbered bool) string {
 	return b.String()
 }
 
-// conn rewrites the constant queries of this package for a dialect's Conn.
+// conn rewrites the constant queries of this package for a dialect's Conn:
+// a transaction's, or (c nil) the read pool once the database is open.
 type conn struct {
 	s *Store
 	c Conn
 }
 
+// on is the Conn a statement runs on.
+func (c conn) on(ctx context.Context) (Conn, error) {
+	if c.c != nil {
+		return c.c, nil
+	}
+	db, err := c.s.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db.Read, nil
+}
+
 func (c conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return c.c.Exec(ctx, c.s.sql(q), args...)
+	on, err := c.on(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return on.Exec(ctx, c.s.sql(q), args...)
 }
 
 func (c conn) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	return c.c.Query(ctx, c.s.sql(q), args...)
+	on, err := c.on(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return on.Query(ctx, c.s.sql(q), args...)
 }
 
 func (c conn) QueryRow(ctx context.Context, q string, args ...any) Row {
-	return c.c.QueryRow(ctx, c.s.sql(q), args...)
+	on, err := c.on(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return on.QueryRow(ctx, c.s.sql(q), args...)
 }
 
+// errRow is a row that could not be read.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // read is the read pool.
-func (s *Store) read() conn { return conn{s, s.d.Read} }
+func (s *Store) read() conn { return conn{s: s} }
 
 // errorf prefixes err with the backend and the operation; nil stays nil.
+// A database that did not open is reported as its open's error, whatever
+// the operation (notOpen).
 func (s *Store) errorf(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if no := (*notOpen)(nil); errors.As(err, &no) {
+		return no
 	}
 	return fmt.Errorf("%s: %s: %w", s.d.Name, op, err)
 }
@@ -250,7 +292,11 @@ func (s *Store) write(ctx context.Context, fn func(tx conn) error) error {
 
 // transact runs fn in one write transaction, unfenced.
 func (s *Store) transact(ctx context.Context, fn func(tx conn) error) error {
-	return s.d.Classify(s.d.Begin(ctx, func(tx Conn) error { return fn(conn{s, tx}) }))
+	db, err := s.db(ctx)
+	if err != nil {
+		return err
+	}
+	return s.d.Classify(db.Begin(ctx, func(tx Conn) error { return fn(conn{s, tx}) }))
 }
 
 // now is the store's clock: UTC, as the database keeps it, without a

@@ -26,7 +26,7 @@ func Migrate(ctx context.Context, d *Dialect, begin func(ctx context.Context, fn
 	if len(files) > 0 {
 		known = files[len(files)-1].Version
 	}
-	s := New(*d)
+	s := &Store{shared: &shared{d: *d}} // its statements run in begin's transactions only
 	run := func(fn func(tx conn) error) error {
 		return begin(ctx, func(tx Conn) error {
 			c := conn{s, tx}

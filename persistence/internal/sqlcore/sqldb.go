@@ -6,7 +6,9 @@ import (
 )
 
 // SQLTx adapts a database/sql transaction to Conn, SQLDB a pool. Each is
-// one pointer, so making a Conn of it allocates nothing.
+// one pointer, so making a Conn of it allocates nothing. Their methods only
+// pass the call on, converting names and results: Conn is the one shape
+// sqlcore reads for both drivers (pgx's is pgConn in package postgres).
 type (
 	SQLTx struct{ Tx *sql.Tx }
 	SQLDB struct{ DB *sql.DB }

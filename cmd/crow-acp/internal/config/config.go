@@ -135,13 +135,15 @@ type ModelSpec struct {
 // defaultPermissionMode is the mode new sessions start in.
 const defaultPermissionMode = "default"
 
-// Error is a mistake in the configuration (a flag, a variable, the file):
-// the command exits with its usage status.
+// Error is a mistake on the command line or in the configuration (a flag,
+// an argument, a variable, the file): the command exits with its usage
+// status.
 type Error struct{ msg string }
 
 func (e *Error) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
+// Usagef is an *Error.
+func Usagef(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
 
 // LoadStore resolves only what a command that reads the session store
 // needs (the configuration file, the database, and the mode new sessions
@@ -190,7 +192,7 @@ func loadFile(cf *Flags, getenv func(string) string) (*Settings, *loadedFile, fi
 			cfg.FileFound = true
 		case errors.Is(err, fs.ErrNotExist):
 			if cf.set("config") || getenv("CROW_CONFIG") != "" {
-				return nil, nil, fileConfig{}, nil, usagef("configuration file %s does not exist", cfg.File)
+				return nil, nil, fileConfig{}, nil, Usagef("configuration file %s does not exist", cfg.File)
 			}
 			lf = nil // the default path is optional
 		default:
@@ -198,7 +200,7 @@ func loadFile(cf *Flags, getenv func(string) string) (*Settings, *loadedFile, fi
 			if errors.As(err, &fe) {
 				return nil, nil, fileConfig{}, nil, &Error{"invalid configuration file " + err.Error()}
 			}
-			return nil, nil, fileConfig{}, nil, usagef("configuration file: %v", err)
+			return nil, nil, fileConfig{}, nil, Usagef("configuration file: %v", err)
 		}
 	}
 	var fc fileConfig
@@ -257,7 +259,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if spec := getenv("CROW_MODELS"); spec != "" {
 		list, err := agent.ParseModels(spec)
 		if err != nil {
-			return nil, usagef("invalid models list (env CROW_MODELS): %v", err)
+			return nil, Usagef("invalid models list (env CROW_MODELS): %v", err)
 		}
 		cfg.Models = nil
 		for _, m := range list {
@@ -293,7 +295,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		return nil, err
 	}
 	if w, o := cfg.ContextWindow.V, cfg.outputReserve.V; o < 0 || (w > 0 && o >= w) {
-		return nil, usagef("output reserve %d must be at least 0 and smaller than the context window %d (from %s)", o, w, cfg.outputReserve.From)
+		return nil, Usagef("output reserve %d must be at least 0 and smaller than the context window %d (from %s)", o, w, cfg.outputReserve.From)
 	}
 
 	// The provider: the selected model's, else the file's default, else the
@@ -374,22 +376,22 @@ func (c *Settings) modelIndex() int {
 // file's own values were checked with their line numbers already).
 func (c *Settings) validate() error {
 	if err := checkLogLevel(c.LogLevel.V); err != nil {
-		return usagef("%s (from %s)", err, c.LogLevel.From)
+		return Usagef("%s (from %s)", err, c.LogLevel.From)
 	}
 	if c.MaxLineBytes.V < 1024 {
-		return usagef("max-line-bytes %d is too small: at least 1024 (from %s)", c.MaxLineBytes.V, c.MaxLineBytes.From)
+		return Usagef("max-line-bytes %d is too small: at least 1024 (from %s)", c.MaxLineBytes.V, c.MaxLineBytes.From)
 	}
 	if err := c.validateToolsAndSessions(); err != nil {
 		return err
 	}
 	if c.maxModelCalls.V < 1 {
-		return usagef("max model calls %d: must be at least 1 (from %s)", c.maxModelCalls.V, c.maxModelCalls.From)
+		return Usagef("max model calls %d: must be at least 1 (from %s)", c.maxModelCalls.V, c.maxModelCalls.From)
 	}
 	if err := checkBaseURL(c.BaseURL.V); err != nil {
-		return usagef("%v (from %s)", err, c.BaseURL.From)
+		return Usagef("%v (from %s)", err, c.BaseURL.From)
 	}
 	if c.ContextWindow.V != 0 && c.ContextWindow.V < 1024 {
-		return usagef("context window %d is too small: at least 1024 tokens (from %s)", c.ContextWindow.V, c.ContextWindow.From)
+		return Usagef("context window %d is too small: at least 1024 tokens (from %s)", c.ContextWindow.V, c.ContextWindow.From)
 	}
 	if err := c.limits.validate(); err != nil {
 		return err
@@ -401,7 +403,7 @@ func (c *Settings) validate() error {
 		return err
 	}
 	if c.Model.V == "" {
-		return usagef("no model: set CROW_MODEL, --model or model in the configuration file")
+		return Usagef("no model: set CROW_MODEL, --model or model in the configuration file")
 	}
 	return nil
 }
@@ -413,10 +415,10 @@ func (c *Settings) resolveDB(r resolver, fc fileConfig) {
 
 func (c *Settings) validateDB() error {
 	if c.DB.V == "" {
-		return usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
+		return Usagef("no database path: set CROW_DB, --db or database.path (there is no home directory to default to)")
 	}
 	if _, err := backend.Parse(c.DB.V); err != nil {
-		return usagef("database: %v (from %s)", err, c.DB.From)
+		return Usagef("database: %v (from %s)", err, c.DB.From)
 	}
 	return nil
 }
@@ -470,7 +472,7 @@ func (r resolver) int(flagName, envName string, file *int, fileKey string, def i
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(s.V))
 	if err != nil {
-		return Value[int]{}, usagef("%s: %q is not a whole number", s.From, s.V)
+		return Value[int]{}, Usagef("%s: %q is not a whole number", s.From, s.V)
 	}
 	return Value[int]{V: n, From: s.From}, nil
 }
@@ -485,7 +487,7 @@ func (r resolver) float(flagName, envName string, file *float64, fileKey string,
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(s.V), 64)
 	if err != nil {
-		return Value[float64]{}, usagef("%s: %q is not a number", s.From, s.V)
+		return Value[float64]{}, Usagef("%s: %q is not a number", s.From, s.V)
 	}
 	return Value[float64]{V: f, From: s.From}, nil
 }

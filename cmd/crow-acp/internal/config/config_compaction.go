@@ -33,7 +33,7 @@ func (c *Settings) resolveCompaction(r resolver, f compactionFile) error {
 	if v := r.getenv("CROW_AUTO_COMPACT"); v != "" {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
-			return usagef("CROW_AUTO_COMPACT=%q: want true or false", v)
+			return Usagef("CROW_AUTO_COMPACT=%q: want true or false", v)
 		}
 		x.auto = Value[bool]{V: b, From: Source{Kind: "env", Detail: "CROW_AUTO_COMPACT"}}
 	}
@@ -61,7 +61,7 @@ func (c *Settings) resolveCompaction(r resolver, f compactionFile) error {
 			return err
 		}
 		if v.dst.V < 0 {
-			return usagef("%s = %d must not be negative (from %s)", v.key, v.dst.V, v.dst.From)
+			return Usagef("%s = %d must not be negative (from %s)", v.key, v.dst.V, v.dst.From)
 		}
 	}
 	x.protectedTools = Value[[]string]{V: d.ProtectedTools, From: fromDefault}
@@ -78,7 +78,7 @@ func (c *Settings) resolveCompaction(r resolver, f compactionFile) error {
 		x.protectedTools = Value[[]string]{V: names, From: Source{Kind: "env", Detail: "CROW_PRUNE_PROTECTED_TOOLS"}}
 	}
 	if err := c.compactionSettings().Validate(); err != nil {
-		return usagef("%v", err)
+		return Usagef("%v", err)
 	}
 	return nil
 }

@@ -95,39 +95,39 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 
 func (c limitsConfig) validate() error {
 	if c.promptBytes.V < 1024 {
-		return usagef("prompt size limit %d bytes is too small: at least 1024 (from %s)", c.promptBytes.V, c.promptBytes.From)
+		return Usagef("prompt size limit %d bytes is too small: at least 1024 (from %s)", c.promptBytes.V, c.promptBytes.From)
 	}
 	if c.activeSessions.V < 1 {
-		return usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.activeSessions.V, c.activeSessions.From)
+		return Usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.activeSessions.V, c.activeSessions.From)
 	}
 	if n := c.retries.V; n < 0 || n > 10 {
-		return usagef("model retries %d: use 0 to 10 (from %s)", n, c.retries.From)
+		return Usagef("model retries %d: use 0 to 10 (from %s)", n, c.retries.From)
 	}
 	if d := c.retryDelay.V; d < time.Millisecond || d > time.Minute {
-		return usagef("model retry delay %s: use 1ms to 1m (from %s)", d, c.retryDelay.From)
+		return Usagef("model retry delay %s: use 1ms to 1m (from %s)", d, c.retryDelay.From)
 	}
 	if d := c.idleTimeout.V; d < 100*time.Millisecond {
-		return usagef("model idle timeout %s is too short: at least 100ms (from %s)", d, c.idleTimeout.From)
+		return Usagef("model idle timeout %s is too short: at least 100ms (from %s)", d, c.idleTimeout.From)
 	}
 	if d := c.timeout.V; d < time.Second {
-		return usagef("model request timeout %s is too short: at least 1s (from %s)", d, c.timeout.From)
+		return Usagef("model request timeout %s is too short: at least 1s (from %s)", d, c.timeout.From)
 	}
 	for _, b := range []Value[int]{c.replyBytes, c.argumentBytes, c.eventBytes} {
 		if b.V < 1024 {
-			return usagef("model output limit %d bytes is too small: at least 1024 (from %s)", b.V, b.From)
+			return Usagef("model output limit %d bytes is too small: at least 1024 (from %s)", b.V, b.From)
 		}
 	}
 	if n := c.subagents.V; n < 0 || n > 64 {
-		return usagef("subagents limit %d: use 0 (no task tool) to 64 (from %s)", n, c.subagents.From)
+		return Usagef("subagents limit %d: use 0 (no task tool) to 64 (from %s)", n, c.subagents.From)
 	}
 	if n := c.subagentSteps.V; n < 1 {
-		return usagef("subagent steps limit %d: must be at least 1 (from %s)", n, c.subagentSteps.From)
+		return Usagef("subagent steps limit %d: must be at least 1 (from %s)", n, c.subagentSteps.From)
 	}
 	if n := c.subagentTokens.V; n < 1000 {
-		return usagef("subagent tokens limit %d is too small: at least 1000 (from %s)", n, c.subagentTokens.From)
+		return Usagef("subagent tokens limit %d is too small: at least 1000 (from %s)", n, c.subagentTokens.From)
 	}
 	if n := c.subagentsTurn.V; n < 1 || n > 64 {
-		return usagef("subagents per turn limit %d: use 1 to 64 (from %s)", n, c.subagentsTurn.From)
+		return Usagef("subagents per turn limit %d: use 1 to 64 (from %s)", n, c.subagentsTurn.From)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (r resolver) duration(envName string, file *string, fileKey string, def tim
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s.V))
 	if err != nil {
-		return Value[time.Duration]{}, usagef("%s: %q is not a duration (e.g. 500ms, 2m)", s.From, s.V)
+		return Value[time.Duration]{}, Usagef("%s: %q is not a duration (e.g. 500ms, 2m)", s.From, s.V)
 	}
 	return Value[time.Duration]{V: d, From: s.From}, nil
 }

@@ -104,13 +104,13 @@ func loadMCP(r resolver, m mcpFile) (mcpConfig, error) {
 
 func (c mcpConfig) validate() error {
 	if err := checkAtLeastASecond(c.idleTimeout.V); err != nil {
-		return usagef("mcp.idle_timeout: %v (from %s)", err, c.idleTimeout.From)
+		return Usagef("mcp.idle_timeout: %v (from %s)", err, c.idleTimeout.From)
 	}
 	if err := checkMCPMaxServers(c.maxServers.V); err != nil {
-		return usagef("mcp.max_servers: %v (from %s)", err, c.maxServers.From)
+		return Usagef("mcp.max_servers: %v (from %s)", err, c.maxServers.From)
 	}
 	if err := checkAtLeastASecond(c.callTimeout.V); err != nil {
-		return usagef("mcp.call_timeout: %v (from %s)", err, c.callTimeout.From)
+		return Usagef("mcp.call_timeout: %v (from %s)", err, c.callTimeout.From)
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ func (c *Settings) validateToolsAndSessions() error {
 	}
 	for _, k := range checks {
 		if k.err != nil {
-			return usagef("%s: %v (from %s)", k.key, k.err, k.from)
+			return Usagef("%s: %v (from %s)", k.key, k.err, k.from)
 		}
 	}
 	return nil

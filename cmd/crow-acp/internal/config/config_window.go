@@ -27,11 +27,7 @@ func (c *Settings) cachedWindow(ctx context.Context) (persistence.ModelWindow, b
 		return persistence.ModelWindow{}, false
 	}
 	defer store.Close()
-	wc, ok := store.(persistence.WindowCache)
-	if !ok {
-		return persistence.ModelWindow{}, false
-	}
-	w, err := wc.ModelWindow(ctx, c.BaseURL.V, c.Model.V)
+	w, err := store.ModelWindow(ctx, c.BaseURL.V, c.Model.V)
 	return w, err == nil && w.Tokens > 0
 }
 
@@ -118,25 +114,27 @@ func (c *Settings) ForgetWindows(ctx context.Context, all bool) (int, error) {
 		return 0, err
 	}
 	defer store.Close()
-	wc, ok := store.(persistence.WindowCache)
-	if !ok {
-		return 0, nil
-	}
 	endpoint, model := c.BaseURL.V, c.Model.V
 	if all {
 		endpoint, model = "", ""
 	}
-	return wc.DeleteModelWindows(ctx, endpoint, model)
+	return store.DeleteModelWindows(ctx, endpoint, model)
 }
 
 // OpenStore opens the session database the configuration names: a SQLite
 // file, or PostgreSQL for a postgres:// URL. Errors never show a password.
-func (c *Settings) OpenStore(ctx context.Context) (persistence.Recorder, error) {
+func (c *Settings) OpenStore(ctx context.Context) (backend.Store, error) {
 	store, err := backend.Open(ctx, c.DB.V)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the session database %s: %w", backend.Describe(c.DB.V), err)
+		return nil, c.OpenFailed(err)
 	}
 	return store, nil
+}
+
+// OpenFailed is why the session database could not be opened, as the
+// commands and the requests that need it say it.
+func (c *Settings) OpenFailed(err error) error {
+	return fmt.Errorf("cannot open the session database %s: %w", backend.Describe(c.DB.V), err)
 }
 
 // LocalDB reports whether the session database is a SQLite file.
