@@ -8,8 +8,8 @@ BIN := bin
 # Packages that run concurrent code, tested again under the race detector
 # by make test. compaction is left out: it starts no goroutines, and its
 # property tests take minutes under -race on two cores.
-RACE_PKGS := ./acp/... ./agent/... ./streaming/... ./journal/... \
-	./persistence/... ./internal/fixture/ ./internal/syncbuf/
+RACE_PKGS := ./acp/... ./internal/agent/... ./internal/provider/... ./internal/framelog/... \
+	./internal/persistence/... ./internal/fixture/ ./internal/syncbuf/
 
 # Fuzz targets as package:Target, one a line so that additions merge cleanly.
 # Budgets are execution counts, not durations: a -fuzztime duration can fail
@@ -24,39 +24,39 @@ FUZZ_TARGETS += ./acp:FuzzLineStream
 FUZZ_TARGETS += ./acp:FuzzDispatch
 FUZZ_TARGETS += ./acp:FuzzTextChunkOf
 FUZZ_TARGETS += ./acp:FuzzUpdateFrame:3000x
-FUZZ_TARGETS += ./streaming:FuzzParser
-FUZZ_TARGETS += ./streaming:FuzzStream
-FUZZ_TARGETS += ./agent:FuzzContextMessages
-FUZZ_TARGETS += ./agent:FuzzAgent:2000x
-FUZZ_TARGETS += ./agent/tool:FuzzResolve
-FUZZ_TARGETS += ./streaming:FuzzThinkSplit
-FUZZ_TARGETS += ./compaction:FuzzEstimator
-FUZZ_TARGETS += ./agent/tool:FuzzCommandRule
-FUZZ_TARGETS += ./persistence/postgres:FuzzKeywordDSN
-FUZZ_TARGETS += ./streaming:FuzzParseOverflow
-FUZZ_TARGETS += ./streaming:FuzzWindowResponses
-FUZZ_TARGETS += ./streaming:FuzzResponsesEvents
-FUZZ_TARGETS += ./agent:FuzzErrorDetail
-FUZZ_TARGETS += ./persistence:FuzzFrames
-FUZZ_TARGETS += ./journal:FuzzLoadRecord
-FUZZ_TARGETS += ./streaming:FuzzEventBound
+FUZZ_TARGETS += ./internal/provider:FuzzParser
+FUZZ_TARGETS += ./internal/provider:FuzzStream
+FUZZ_TARGETS += ./internal/agent:FuzzContextMessages
+FUZZ_TARGETS += ./internal/agent:FuzzAgent:2000x
+FUZZ_TARGETS += ./internal/agent/tool:FuzzResolve
+FUZZ_TARGETS += ./internal/provider:FuzzThinkSplit
+FUZZ_TARGETS += ./internal/compaction:FuzzEstimator
+FUZZ_TARGETS += ./internal/agent/tool:FuzzCommandRule
+FUZZ_TARGETS += ./internal/persistence/postgres:FuzzKeywordDSN
+FUZZ_TARGETS += ./internal/provider:FuzzParseOverflow
+FUZZ_TARGETS += ./internal/provider:FuzzWindowResponses
+FUZZ_TARGETS += ./internal/provider:FuzzResponsesEvents
+FUZZ_TARGETS += ./internal/agent:FuzzErrorDetail
+FUZZ_TARGETS += ./internal/persistence:FuzzFrames
+FUZZ_TARGETS += ./internal/framelog:FuzzLoadRecord
+FUZZ_TARGETS += ./internal/provider:FuzzEventBound
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
 FUZZ_TARGETS += ./internal/safegit:FuzzDisable
-FUZZ_TARGETS += ./agent:FuzzCompactOnLoad:500x
-FUZZ_TARGETS += ./agent/prompt:FuzzInstructionRead
-FUZZ_TARGETS += ./agent:FuzzRepairArgs:3000x
-FUZZ_TARGETS += ./agent/tool:FuzzParseElicitSchema
-FUZZ_TARGETS += ./streaming/fakemodel:FuzzRecordedReply
+FUZZ_TARGETS += ./internal/agent:FuzzCompactOnLoad:500x
+FUZZ_TARGETS += ./internal/agent/prompt:FuzzInstructionRead
+FUZZ_TARGETS += ./internal/agent:FuzzRepairArgs:3000x
+FUZZ_TARGETS += ./internal/agent/tool:FuzzParseElicitSchema
+FUZZ_TARGETS += ./internal/provider/fakemodel:FuzzRecordedReply
 FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./internal/secret:FuzzMaskMCPServers
-FUZZ_TARGETS += ./agent/tool:FuzzParsePatch
-FUZZ_TARGETS += ./agent/tool:FuzzQuoteArgv
-FUZZ_TARGETS += ./agent/tool:FuzzEditLadder
-FUZZ_TARGETS += ./agent/tool:FuzzPlaceholder
-FUZZ_TARGETS += ./agent/tool:FuzzGitignore:2000x
-FUZZ_TARGETS += ./agent:FuzzTaskArgs
+FUZZ_TARGETS += ./internal/agent/tool:FuzzParsePatch
+FUZZ_TARGETS += ./internal/agent/tool:FuzzQuoteArgv
+FUZZ_TARGETS += ./internal/agent/tool:FuzzEditLadder
+FUZZ_TARGETS += ./internal/agent/tool:FuzzPlaceholder
+FUZZ_TARGETS += ./internal/agent/tool:FuzzGitignore:2000x
+FUZZ_TARGETS += ./internal/agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON
-FUZZ_TARGETS += ./agent:FuzzAsImported
+FUZZ_TARGETS += ./internal/agent:FuzzAsImported
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/crow-acp/crow-acp/acp/acptest"
+	"github.com/crow-acp/crow-acp/internal/acptest"
 )
 
 // Zed shows error.message to the user, so a params error names the JSON

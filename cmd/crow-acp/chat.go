@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/chat"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
 const chatUsage = `Usage: crow-acp chat [flags]

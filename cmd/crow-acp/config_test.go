@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
 )
 
 // config show and forget-window in process, and the window cache they

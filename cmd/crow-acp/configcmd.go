@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/agent"
 )
 
 const configUsage = `Usage: crow-acp config show [--json] [flags]

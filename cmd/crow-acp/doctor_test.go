@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestDoctorRejectedKey: an endpoint answering 401 fails the endpoint

@@ -17,8 +17,8 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
 
 const execUsage = `Usage: crow-acp exec [flags] PROMPT

@@ -9,8 +9,8 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // exec in process: a session continued, settings it does not need, the

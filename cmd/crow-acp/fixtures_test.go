@@ -9,7 +9,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // fixtureDir holds the protocol fixtures (testdata/fixtures/README.md);

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // runCmd runs crow-acp in process with args, a home of its own, and no

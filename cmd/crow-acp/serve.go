@@ -13,12 +13,12 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/agent/tool"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/framelog"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/secret"
-	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 const serveUsage = `Usage: crow-acp [serve] [flags]
@@ -106,11 +106,11 @@ func connectAgent(ctx context.Context, cfg *config.Settings, store backend.Store
 	agentCfg.ConnectionID = agent.NewConnectionID()
 	agentCfg.Windows = store // windows the endpoints told, kept across processes
 	// A database that cannot record the connection (read-only, full) turns
-	// the journal off by itself; the connection is served without it.
-	jr := journal.Open(ctx, store, journal.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: agentCfg.MaxPromptBytes})
+	// the frame log off by itself; the connection is served without it.
+	jr := framelog.Open(ctx, store, framelog.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: agentCfg.MaxPromptBytes})
 	connOpts := acp.Options{MaxLineBytes: cfg.MaxLineBytes.V, Logger: log, OnFrame: jr.OnFrame}
 	agentStore := jr.Store(store)
-	agentCfg.Journal = jr
+	agentCfg.FrameLog = jr
 	conn := acp.NewConn(in, out, connOpts)
 	tool.SetMCPLimits(cfg.MCPLimits())
 	ag := agent.New(conn, agentStore, cfg.ModelClient(), agentCfg, log)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // The ACP server in process, with settings of its own: limits, timeouts,

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
+	"github.com/crow-acp/crow-acp/internal/agent"
 )
 
 // sessions rename and archive/unarchive: the same marks as the ACP methods

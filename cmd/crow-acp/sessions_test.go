@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
 )
 
 // The sessions command lines in process; testdata/cli pins their output

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // longTurns is the length of the session built through the binary: every

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
 
 // benchDB returns the CROW_DB the measured processes use: a fresh SQLite

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 func main() {

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 	"github.com/crow-acp/crow-acp/internal/syncbuf"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
 )
 
 func main() {

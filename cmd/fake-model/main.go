@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 func TestRunServesScriptUntilStdinEOF(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Issue 37 item 10: frames that hid an MCP server's secret from the mask
-// the journal applies. Each is one the agent reads (or once read) as
+// the frame log applies. Each is one the agent reads (or once read) as
 // naming the server's credentials; the last ones it refuses, but the frame
 // log still records them.
 var maskBypasses = map[string]string{
@@ -97,7 +97,7 @@ func decodedServers(frame []byte) ([]acp.McpServer, bool) {
 }
 
 // FuzzMaskMCPServers: whatever the frame, an env or header value the
-// agent's decoder would read from it is masked in what the journal keeps,
+// agent's decoder would read from it is masked in what the frame log keeps,
 // and the masked frame still decodes to the same servers.
 func FuzzMaskMCPServers(f *testing.F) {
 	for _, frame := range maskBypasses {

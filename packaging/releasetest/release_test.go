@@ -22,8 +22,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/crow-acp/crow-acp/acp/acptest"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/acptest"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 const version = "9.8.7"

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/acp/acptest"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/acptest"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestLoginSignsInARunningServer is the editor's sign-in flow over real

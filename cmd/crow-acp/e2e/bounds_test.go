@@ -15,8 +15,8 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // testEndlessModel: under a model that streams text forever, one tool call

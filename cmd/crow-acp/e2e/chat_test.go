@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestChatTerminal drives `crow-acp chat` in a real pseudo-terminal

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/projection"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/framelog"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/projection"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // crashTurns is how many prompt turns TestCrashRecovery plays (CI: 200;
@@ -51,7 +51,7 @@ type promptOutcome struct {
 // answered prompt is fully stored; every prompt whose first update reached
 // the client has its user message; a cut reply is kept (and is marked
 // interrupted once the session is reopened); the messages table equals its
-// rebuild from the event log; the frame log reads back (journal.Frames),
+// rebuild from the event log; the frame log reads back (framelog.Frames),
 // every frame whole. The next process must load the session, and
 // at the end every model request the fake model received must be valid: no
 // tool call without its result.
@@ -102,7 +102,7 @@ func TestCrashRecovery(t *testing.T) {
 		} else {
 			if rng.IntN(4) == 0 {
 				// A kill during a load: in its replay, or after its
-				// response, before the journal recorded the load.
+				// response, before the frame log recorded the load.
 				p.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":` + strconv.Quote(cwd) + `,"mcpServers":[]}}`)
 				for n, stop := 0, rng.IntN(12); n < stop; n++ {
 					if f := p.recv(10 * time.Second); bytes.HasPrefix(f, []byte(`{"jsonrpc":"2.0","id":1,`)) {
@@ -287,7 +287,7 @@ func checkAfterKill(t *testing.T, db, sid string, all []promptOutcome) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := journal.Frames(evs)
+	frames, err := framelog.Frames(evs)
 	if err != nil {
 		t.Fatalf("frames after kill: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestExecTerminal runs exec on a pseudo-terminal: the progress line is

@@ -5,7 +5,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
 )
 
 // fixtureDir holds the protocol fixtures (testdata/fixtures/README.md).

@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/persistencetest"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
-	"github.com/crow-acp/crow-acp/persistence/projection"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/framelog"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/persistencetest"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/internal/persistence/projection"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestFrameLogFidelity sends frames with unknown fields, _meta, and string,
@@ -189,7 +189,7 @@ func TestFrameLogMasksMCPSecrets(t *testing.T) {
 // and _crow/compaction/expand, collapse and delete, and reads the frame log
 // back: every projection event a request caused carries the connection and
 // comes after that request's frame (issue 17: the compaction undo methods
-// used to write past the journal, with no connection and before their
+// used to write past the frame log, with no connection and before their
 // request).
 func TestFrameLogOrdersEveryWrite(t *testing.T) {
 	model, db, env, cwd := procSetup(t)
@@ -315,7 +315,7 @@ func testReloads(t *testing.T, dsn string) {
 	c.p.close()
 
 	evs = crowtest.Events(t, db, sid)
-	all, err := journal.Frames(evs)
+	all, err := framelog.Frames(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func testReloads(t *testing.T, dsn string) {
 	pg := pgtest.URL(t)
 	cli(db, "migrate", "--from", db, "--to", pg)
 	cli(pg, "sessions", "verify", sid)
-	back, err := journal.Frames(crowtest.Events(t, pg, sid))
+	back, err := framelog.Frames(crowtest.Events(t, pg, sid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func testPacedReplyFrameLog(t *testing.T, dsn string) {
 	p.close()
 
 	evs := crowtest.Events(t, db, sid)
-	logged, err := journal.Frames(evs)
+	logged, err := framelog.Frames(evs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // storedLines lists a session's messages as role:content[status].

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // sdkScenario is one script of testdata/sdkclient run by the official

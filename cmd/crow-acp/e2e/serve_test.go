@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	sysprompt "github.com/crow-acp/crow-acp/agent/prompt"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // TestBinary drives the built binary: what a process writes to disk and how

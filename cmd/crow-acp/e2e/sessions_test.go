@@ -18,12 +18,12 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/crowtest"
 	"github.com/crow-acp/crow-acp/internal/deflate/deflatetest"
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/journal"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/framelog"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // hostileExport is a session export whose metadata claims what a file
@@ -409,7 +409,7 @@ func TestOldReleaseDatabase(t *testing.T) {
 	// its packed bytes) and returns how many there are.
 	framesRead := func(dsn string) int {
 		t.Helper()
-		fs, err := journal.Frames(crowtest.Events(t, dsn, sid))
+		fs, err := framelog.Frames(crowtest.Events(t, dsn, sid))
 		if err != nil {
 			t.Fatalf("frames of the old session: %v", err)
 		}

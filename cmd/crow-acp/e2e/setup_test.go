@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/persistence/postgres/pgtest"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // procSetup is the start of the tests that drive crow-acp processes: the

@@ -17,8 +17,8 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/terminal"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
 )
 
 // Conn is the chat's side of the ACP connection to the agent

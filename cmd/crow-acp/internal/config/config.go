@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // Defaults that belong to the command. Defaults of the agent, the model
@@ -316,7 +316,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if cfg.Provider.V != "" {
 		prov = fc.Providers[cfg.Provider.V]
 	}
-	cfg.BaseURL = r.str("base-url", "OPENAI_BASE_URL", prov.BaseURL, pkey+".base_url", streaming.DefaultBaseURL)
+	cfg.BaseURL = r.str("base-url", "OPENAI_BASE_URL", prov.BaseURL, pkey+".base_url", provider.DefaultBaseURL)
 	cfg.APIKeyEnv = r.str("", "", prov.APIKeyEnv, pkey+".api_key_env", defaultAPIKeyEnv)
 	cfg.Credentials = credentialsPath(getenv)
 	if cfg.APIKey, err = resolveKey(getenv, cfg.APIKeyEnv.V, cfg.Credentials); err != nil {
@@ -532,9 +532,9 @@ func (c *Settings) Agent(version string) agent.Config {
 			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
 			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}
 		// Validated when read (configfile.go, agent.ParseModels).
-		am.ReasoningHistory, _ = streaming.ParseReasoningHistory(m.ReasoningHistory)
-		am.ToolCallIDs, _ = streaming.ParseToolCallIDStyle(m.ToolCallIDs)
-		am.InlineThink, _ = streaming.ParseInlineThink(m.InlineThink)
+		am.ReasoningHistory, _ = provider.ParseReasoningHistory(m.ReasoningHistory)
+		am.ToolCallIDs, _ = provider.ParseToolCallIDStyle(m.ToolCallIDs)
+		am.InlineThink, _ = provider.ParseInlineThink(m.InlineThink)
 		am.EditTool = m.EditTool
 		if m.Name == c.Model.V {
 			// CROW_CONTEXT_WINDOW and the resolved reserve apply to the

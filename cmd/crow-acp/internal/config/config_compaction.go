@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/compaction"
+	"github.com/crow-acp/crow-acp/internal/compaction"
 )
 
 // compactionConfig is the [compaction] table of the file, resolved with the

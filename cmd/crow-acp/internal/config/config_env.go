@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/crow-acp/crow-acp/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/persistence/postgres"
 	"github.com/crow-acp/crow-acp/internal/secret"
-	"github.com/crow-acp/crow-acp/persistence/postgres"
 )
 
 // envPolicyFile is [shell_environment_policy]: the environment of commands

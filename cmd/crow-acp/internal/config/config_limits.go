@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // limitsFile is the [limits] table: caps that keep one client or one model
@@ -65,10 +65,10 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 	if c.retryDelay, err = r.duration("CROW_MODEL_RETRY_DELAY", q.RetryDelay, "requests.retry_delay", agent.DefaultRetryPolicy.BaseDelay); err != nil {
 		return c, err
 	}
-	if c.idleTimeout, err = r.duration("CROW_MODEL_IDLE_TIMEOUT", q.IdleTimeout, "requests.idle_timeout", streaming.DefaultIdleTimeout); err != nil {
+	if c.idleTimeout, err = r.duration("CROW_MODEL_IDLE_TIMEOUT", q.IdleTimeout, "requests.idle_timeout", provider.DefaultIdleTimeout); err != nil {
 		return c, err
 	}
-	if c.timeout, err = r.duration("CROW_MODEL_TIMEOUT", q.Timeout, "requests.timeout", streaming.DefaultTimeout); err != nil {
+	if c.timeout, err = r.duration("CROW_MODEL_TIMEOUT", q.Timeout, "requests.timeout", provider.DefaultTimeout); err != nil {
 		return c, err
 	}
 	for _, b := range []struct {
@@ -78,9 +78,9 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 		key  string
 		def  int
 	}{
-		{&c.replyBytes, "CROW_MAX_REPLY_BYTES", l.ReplyBytes, "limits.reply_bytes", streaming.DefaultMaxReplyBytes},
-		{&c.argumentBytes, "CROW_MAX_ARGUMENTS_BYTES", l.ArgumentBytes, "limits.arguments_bytes", streaming.DefaultMaxArgumentBytes},
-		{&c.eventBytes, "CROW_MAX_EVENT_BYTES", l.EventBytes, "limits.event_bytes", streaming.DefaultMaxEventBytes},
+		{&c.replyBytes, "CROW_MAX_REPLY_BYTES", l.ReplyBytes, "limits.reply_bytes", provider.DefaultMaxReplyBytes},
+		{&c.argumentBytes, "CROW_MAX_ARGUMENTS_BYTES", l.ArgumentBytes, "limits.arguments_bytes", provider.DefaultMaxArgumentBytes},
+		{&c.eventBytes, "CROW_MAX_EVENT_BYTES", l.EventBytes, "limits.event_bytes", provider.DefaultMaxEventBytes},
 		{&c.subagents, "CROW_MAX_SUBAGENTS", l.Subagents, "limits.subagents", agent.DefaultMaxSubagents},
 		{&c.subagentSteps, "CROW_SUBAGENT_STEPS", l.SubagentSteps, "limits.subagent_steps", agent.DefaultSubagentSteps},
 		{&c.subagentTokens, "CROW_SUBAGENT_TOKENS", l.SubagentTokens, "limits.subagent_tokens", agent.DefaultSubagentTokens},
@@ -198,7 +198,7 @@ func (c limitsConfig) rows() []Row {
 
 // applyModel copies the bounds of one model request into the client's
 // configuration.
-func (c limitsConfig) applyModel(oc *streaming.OpenAIConfig) {
+func (c limitsConfig) applyModel(oc *provider.OpenAIConfig) {
 	oc.IdleTimeout, oc.Timeout = c.idleTimeout.V, c.timeout.V
 	oc.MaxReplyBytes, oc.MaxArgumentBytes, oc.MaxEventBytes = c.replyBytes.V, c.argumentBytes.V, c.eventBytes.V
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
 )
 
 // mcpFile is the [mcp] table.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
 )
 
 // TestMCPKeys: [mcp] idle_timeout and max_servers have defaults, come from

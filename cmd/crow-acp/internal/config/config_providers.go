@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // providerSpec is one [providers.NAME] table of the file, resolved. The
@@ -26,7 +26,7 @@ type providerSpec struct {
 func (c *Settings) resolveProviders(fc fileConfig, getenv func(string) string) error {
 	c.providers = make(map[string]providerSpec, len(fc.Providers))
 	for name, p := range fc.Providers {
-		spec := providerSpec{API: deref(p.API, apiChat), BaseURL: deref(p.BaseURL, streaming.DefaultBaseURL),
+		spec := providerSpec{API: deref(p.API, apiChat), BaseURL: deref(p.BaseURL, provider.DefaultBaseURL),
 			APIKeyEnv: deref(p.APIKeyEnv, defaultAPIKeyEnv), Headers: p.Headers}
 		var err error
 		if spec.key, err = resolveKey(getenv, spec.APIKeyEnv, c.Credentials); err != nil {
@@ -47,11 +47,11 @@ func (c *Settings) isDefault(name string) bool {
 // ClientConfig is the client configuration of the provider named name,
 // with the key found when the configuration was loaded; the default
 // provider (and an unknown name) gets the resolved top-level settings.
-func (c *Settings) ClientConfig(name string) streaming.OpenAIConfig {
-	oc := streaming.OpenAIConfig{BaseURL: c.BaseURL.V, APIKey: c.APIKey.V, Headers: c.Headers.V}
+func (c *Settings) ClientConfig(name string) provider.OpenAIConfig {
+	oc := provider.OpenAIConfig{BaseURL: c.BaseURL.V, APIKey: c.APIKey.V, Headers: c.Headers.V}
 	if !c.isDefault(name) {
 		p := c.providers[name]
-		oc = streaming.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.key.V, Headers: p.Headers}
+		oc = provider.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.key.V, Headers: p.Headers}
 	}
 	c.limits.applyModel(&oc)
 	return oc
@@ -59,18 +59,18 @@ func (c *Settings) ClientConfig(name string) streaming.OpenAIConfig {
 
 // ModelClient is the default provider's model client. Its key is looked
 // up at each request (see liveKeyClient).
-func (c *Settings) ModelClient() streaming.Client { return c.client(c.Provider.V) }
+func (c *Settings) ModelClient() provider.Client { return c.client(c.Provider.V) }
 
 // client is the model client of the provider named name, with the key
 // its keySource finds at each request.
-func (c *Settings) client(name string) streaming.Client {
-	return &liveKeyClient{keys: c.keySource(name), build: func(key string) streaming.Client {
+func (c *Settings) client(name string) provider.Client {
+	return &liveKeyClient{keys: c.keySource(name), build: func(key string) provider.Client {
 		oc := c.ClientConfig(name)
 		oc.APIKey = key
 		if p, ok := c.providers[name]; ok && p.API == apiResponses {
-			return streaming.NewResponses(oc)
+			return provider.NewResponses(oc)
 		}
-		return streaming.NewOpenAI(oc)
+		return provider.NewOpenAI(oc)
 	}}
 }
 
@@ -120,11 +120,11 @@ func isOllama(provider, baseURL string) bool {
 
 // discoverer asks the endpoint of provider name for a model's context
 // window, with the key found at that moment.
-func (c *Settings) discoverer(name string) func(context.Context, string) (streaming.DiscoveredWindow, error) {
+func (c *Settings) discoverer(name string) func(context.Context, string) (provider.DiscoveredWindow, error) {
 	keys := c.keySource(name)
-	return func(ctx context.Context, model string) (streaming.DiscoveredWindow, error) {
+	return func(ctx context.Context, model string) (provider.DiscoveredWindow, error) {
 		oc := c.ClientConfig(name)
 		oc.APIKey = keys.key()
-		return streaming.DiscoverWindow(ctx, oc, model)
+		return provider.DiscoverWindow(ctx, oc, model)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
 // The tool and session settings are top-level keys of the file, each also

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/internal/agent"
 )
 
 // TestToolAndSessionKeys checks each top-level tool and session key: the

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
 
 // cachedWindow is the selected model's window as its endpoint told it

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // The credentials file holds the API keys `crow-acp login` saved, as
@@ -212,21 +212,21 @@ func (k keySource) key() string {
 // request: rebuilt when the key changed (after a login), else reused.
 type liveKeyClient struct {
 	keys  keySource
-	build func(key string) streaming.Client
+	build func(key string) provider.Client
 
 	mu     sync.Mutex
 	key    string
-	client streaming.Client
+	client provider.Client
 }
 
-var _ streaming.Client = (*liveKeyClient)(nil)
+var _ provider.Client = (*liveKeyClient)(nil)
 
-// Stream implements streaming.Client.
-func (c *liveKeyClient) Stream(ctx context.Context, req streaming.Request, onEvent func(streaming.Event) error) (*streaming.Result, error) {
+// Stream implements provider.Client.
+func (c *liveKeyClient) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, error) {
 	return c.current().Stream(ctx, req, onEvent)
 }
 
-func (c *liveKeyClient) current() streaming.Client {
+func (c *liveKeyClient) current() provider.Client {
 	key := c.keys.key()
 	c.mu.Lock()
 	defer c.mu.Unlock()

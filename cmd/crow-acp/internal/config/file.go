@@ -15,11 +15,11 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/crow-acp/crow-acp/agent/tool"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/crow-acp/crow-acp/compaction"
+	"github.com/crow-acp/crow-acp/internal/compaction"
 )
 
 // fileConfig is the schema of config.toml. Every field is a pointer or a
@@ -377,7 +377,7 @@ func (f *loadedFile) validate() error {
 			}
 		}
 		if m.ReasoningHistory != nil {
-			if _, ok := streaming.ParseReasoningHistory(*m.ReasoningHistory); !ok {
+			if _, ok := provider.ParseReasoningHistory(*m.ReasoningHistory); !ok {
 				return f.errorAt(key+".reasoning_history", "unknown value %q: use auto, strip, echo or require", *m.ReasoningHistory)
 			}
 		}
@@ -385,12 +385,12 @@ func (f *loadedFile) validate() error {
 			return f.errorAt(key+".edit_tool", "unknown value %q: use edit_file or apply_patch", *m.EditTool)
 		}
 		if m.InlineThink != nil {
-			if _, ok := streaming.ParseInlineThink(*m.InlineThink); !ok {
+			if _, ok := provider.ParseInlineThink(*m.InlineThink); !ok {
 				return f.errorAt(key+".inline_think", "unknown value %q: use auto, tag or open", *m.InlineThink)
 			}
 		}
 		if m.ToolCallIDs != nil {
-			if _, ok := streaming.ParseToolCallIDStyle(*m.ToolCallIDs); !ok {
+			if _, ok := provider.ParseToolCallIDStyle(*m.ToolCallIDs); !ok {
 				return f.errorAt(key+".tool_call_ids", "unknown value %q: use auto, as-is or mistral", *m.ToolCallIDs)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // The models list reaches the agent: from the config file's [[models]], or
@@ -49,8 +49,8 @@ edit_tool = "apply_patch"
 	if ac.Model != "file-a" || len(ac.Models) != 2 || ac.Models[0].ContextWindow != 16384 || !ac.Models[0].Images || ac.Models[0].InputPrice != 1.5 {
 		t.Fatalf("file models: got default %q, %+v", ac.Model, ac.Models)
 	}
-	if ac.Models[1].ReasoningHistory != streaming.ReasoningRequire || ac.Models[1].ToolCallIDs != streaming.ToolCallIDsMistral ||
-		ac.Models[1].InlineThink != streaming.InlineThinkOpen || ac.Models[0].InlineThink != streaming.InlineThinkAuto {
+	if ac.Models[1].ReasoningHistory != provider.ReasoningRequire || ac.Models[1].ToolCallIDs != provider.ToolCallIDsMistral ||
+		ac.Models[1].InlineThink != provider.InlineThinkOpen || ac.Models[0].InlineThink != provider.InlineThinkAuto {
 		t.Errorf("file-b history settings: %+v", ac.Models[1])
 	}
 	if ac.Models[1].EditTool != "apply_patch" || ac.Models[0].EditTool != "" {

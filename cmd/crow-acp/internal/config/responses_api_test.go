@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/agent"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // thoughtSink records the thoughts and the text streamed to the client.

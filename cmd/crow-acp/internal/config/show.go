@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
 
 // FileStatus is the configuration file for `config show`: its path and

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/internal/fixture"
-	"github.com/crow-acp/crow-acp/streaming/fakemodel"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // FixtureModel starts a fake model server loaded with the fixture's

@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/persistence/projection"
-	"github.com/crow-acp/crow-acp/persistence/sqlite"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/persistence/projection"
+	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
 )
 
 // Messages opens the database db (a SQLite path or a PostgreSQL URL)

@@ -18,13 +18,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
-	"github.com/crow-acp/crow-acp/compaction"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
-	"github.com/crow-acp/crow-acp/streaming"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
+	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 var plural = transcript.Plural
@@ -114,7 +114,7 @@ func countSessions(ctx context.Context, store sessionLister) (int, error) {
 }
 
 // Endpoint asks GET {base}/models the way the model client would
-// (streaming.ListModels): it proves the endpoint is reachable, that the key
+// (provider.ListModels): it proves the endpoint is reachable, that the key
 // is accepted, and tells whether the model is served.
 func Endpoint(ctx context.Context, cfg *config.Settings, timeout time.Duration) []Check {
 	ep := Check{Name: "endpoint"}
@@ -125,8 +125,8 @@ func Endpoint(ctx context.Context, cfg *config.Settings, timeout time.Duration) 
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ids, err := streaming.ListModels(ctx, cfg.ClientConfig(cfg.Provider.V))
-	var status *streaming.StatusError
+	ids, err := provider.ListModels(ctx, cfg.ClientConfig(cfg.Provider.V))
+	var status *provider.StatusError
 	switch {
 	case errors.As(err, &status) && (status.Code == http.StatusUnauthorized || status.Code == http.StatusForbidden):
 		ep.Status = "FAIL"
@@ -143,7 +143,7 @@ func Endpoint(ctx context.Context, cfg *config.Settings, timeout time.Duration) 
 	case errors.As(err, &status):
 		ep.Status, ep.Detail, ep.Fix = "FAIL", fmt.Sprintf("%s answered GET /models with HTTP %d", base, status.Code), listFix
 		return []Check{ep, skip(model, cfg.Model.V)}
-	case errors.Is(err, streaming.ErrNotModelList):
+	case errors.Is(err, provider.ErrNotModelList):
 		ep.Status, ep.Detail, ep.Fix = "FAIL", fmt.Sprintf("%s/models did not answer with an OpenAI model list", base), listFix
 		return []Check{ep, skip(model, cfg.Model.V)}
 	case err != nil:
@@ -293,7 +293,7 @@ func writableDir(dir string) error {
 // comes from, by the rule a new agent process applies: the configuration,
 // the window the agent cached from the endpoint, crow-acp's table of known
 // models, or the endpoint itself (asked the way the agent asks it, see
-// streaming.DiscoverWindow). It then checks that the part every request
+// provider.DiscoverWindow). It then checks that the part every request
 // carries (system prompt and tool schemas, counted as the agent counts
 // them) leaves room for a conversation in that window.
 func checkWindow(ctx context.Context, cfg *config.Settings) Check {
@@ -313,7 +313,7 @@ func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 	case source == agent.WindowBuiltIn:
 		c.Detail = fmt.Sprintf("%d tokens for %s (built in: crow-acp knows this model)", window, model)
 	default:
-		w, err := streaming.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model)
+		w, err := provider.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model)
 		switch {
 		case err != nil:
 			c.Status = "warn"

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
 )
 
 // Import stores JSON exports in the database, each in one transaction.

@@ -12,12 +12,12 @@ import (
 	"os"
 	"slices"
 
-	"github.com/crow-acp/crow-acp/agent"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
-	"github.com/crow-acp/crow-acp/persistence/backend"
 )
 
 // IO is where a command writes: its result on Out, what it says about it

@@ -7,7 +7,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
 // MaxExportBytes bounds a JSON export ReadJSON reads: a file named on the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
 // sampleDump is a small session with a compaction.

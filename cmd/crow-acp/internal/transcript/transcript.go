@@ -24,9 +24,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/crow-acp/crow-acp/agent"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
-	"github.com/crow-acp/crow-acp/persistence"
 )
 
 // toolNames maps tool call ids to the tool's name, to label results.

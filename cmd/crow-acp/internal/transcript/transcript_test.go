@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crow-acp/crow-acp/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
 // TestWriters: the JSON export names its format and keeps compacted

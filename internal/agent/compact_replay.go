@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+)
+
+// compactedMeta marks a replayed chunk whose message was compacted: the
+// user sees the original conversation, the model a summary of it.
+type compactedMeta struct {
+	Crow struct {
+		Compacted    bool  `json:"compacted,omitempty"`
+		CompactionID int64 `json:"compactionId,omitempty"`
+		Summary      bool  `json:"compactionSummary,omitempty"`
+	} `json:"crow"`
+}
+
+func (m compactedMeta) raw() json.RawMessage {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// compactionReplay returns the function that adapts one message's replay
+// updates: compacted messages are marked in _meta, and a summary appears
+// where the compaction happened, as compaction_update for clients that
+// support it and as a short agent message otherwise.
+func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
+	needed := false
+	for i := range msgs {
+		if !msgs[i].IsActive || msgs[i].Role == persistence.RoleSummary {
+			needed = true
+			break
+		}
+	}
+	bySummary := map[int64]persistence.Compaction{}
+	if needed {
+		list, err := a.store.Compactions(ctx, sessionID)
+		if err != nil {
+			return nil, storeError("load session", err)
+		}
+		for _, c := range list {
+			for _, id := range c.AddedIDs {
+				bySummary[id] = c
+			}
+		}
+	}
+	caps := a.capabilities()
+	compactedRaw := map[int64]json.RawMessage{}
+	return func(m persistence.Message, ups []acp.SessionUpdate) []acp.SessionUpdate {
+		if compaction.IsPruneMarker(&m) {
+			return nil // the original tool output is replayed instead
+		}
+		if m.Role == persistence.RoleSummary {
+			c, ok := bySummary[m.ID]
+			var meta compactedMeta
+			meta.Crow.Summary, meta.Crow.CompactionID = true, c.ID
+			if caps.SupportsCompaction() {
+				return []acp.SessionUpdate{acp.CompactionUpdate{CompactionID: compactionRef(c, ok, m.ID),
+					Status: acp.CompactionCompleted, Summary: []acp.ContentBlock{acp.TextBlock(m.Content)},
+					Meta: meta.raw()}.Update()}
+			}
+			text := fmt.Sprintf("[Earlier messages were compacted (%s). Summary given to the model:]\n\n%s\n\n", policyOf(m), m.Content)
+			return []acp.SessionUpdate{{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text), MessageID: messageID(&m), Meta: meta.raw()}}}
+		}
+		if m.IsActive || m.CompactedIntoID == nil {
+			return ups
+		}
+		raw, ok := compactedRaw[*m.CompactedIntoID]
+		if !ok {
+			var meta compactedMeta
+			meta.Crow.Compacted, meta.Crow.CompactionID = true, *m.CompactedIntoID
+			raw = meta.raw()
+			compactedRaw[*m.CompactedIntoID] = raw // one per compaction, not per message
+		}
+		for i := range ups {
+			for _, ch := range []*acp.ContentChunk{ups[i].UserMessageChunk, ups[i].AgentMessageChunk, ups[i].AgentThoughtChunk} {
+				if ch != nil && len(ch.Meta) == 0 {
+					ch.Meta = raw
+				}
+			}
+		}
+		return ups
+	}, nil
+}
+
+// compactionRef is the compactionId a compaction was announced with.
+func compactionRef(c persistence.Compaction, ok bool, summaryID int64) string {
+	if ok {
+		var s struct {
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(c.Settings, &s) == nil && s.Ref != "" {
+			return s.Ref
+		}
+		return fmt.Sprintf("cmp_%d", c.ID)
+	}
+	return fmt.Sprintf("cmp_summary_%d", summaryID)
+}
+
+func policyOf(m persistence.Message) string {
+	var meta struct {
+		Crow struct {
+			Policy string `json:"policy"`
+		} `json:"crow"`
+	}
+	if json.Unmarshal(m.Meta, &meta) == nil && meta.Crow.Policy != "" {
+		return meta.Crow.Policy
+	}
+	return "summary"
+}
+
+// compactCommand is /compact [focus]: summarise all but the most recent
+// messages now, optionally focused on what the user names.
+var compactCommand = slashCommand{
+	name:        "compact",
+	description: "Summarise the older part of the conversation to free context (the originals are kept and can be expanded again)",
+	hint:        "optional focus for the summary",
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
+		m := a.meterFor(s)
+		view, err := a.activeView(ctx, sess, m.counter)
+		if err != nil {
+			return "", storeError("compact", err)
+		}
+		fixed := a.fixedTokens(sess, s, m.counter)
+		_, ratio := sess.measure(contextMessages(m.counter, a.systemPrompt(sess, s), view), fixed)
+		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
+		switch {
+		case ctx.Err() != nil:
+			return acp.StopCancelled, nil
+		case err == nil:
+			sess.mu.Lock()
+			sess.budget.failures = 0 // a successful manual compaction resets the breaker
+			sess.mu.Unlock()
+			return acp.StopEndTurn, nil
+		case errors.Is(err, compaction.ErrNothingToCompact), errors.Is(err, compaction.ErrStalled):
+			return acp.StopEndTurn, nil // the client was told why
+		default:
+			return "", err
+		}
+	},
+}

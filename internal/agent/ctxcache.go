@@ -1,0 +1,339 @@
+package agent
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+// A long session without compaction sends its whole history with every
+// request. Reading every active message from the store and counting it
+// again for each request made a turn cost grow with the history (issue 19:
+// +31 ms per 1,000 turns). So the session's active view is kept between
+// requests and brought up to date by reading only the messages stored
+// after the newest it holds (their seq).
+//
+// Appends are all a seq shows. Where the agent changes stored messages in
+// place it tells the session's view right after the write (whether or not
+// the write failed: it may have been applied): an updated message is read
+// again from its seq on (changed); a compaction, an expand, collapse or
+// delete of one, or a repair drops the view (reset). Another
+// process writes a session only while it holds the session's lease, and
+// every acquisition raises the lease's generation: when this process takes
+// the lease and the generation is not the next after its own last one,
+// someone else held it in between and the view is dropped. Without the
+// lease (a context report outside a turn) the view is read afresh and the
+// kept one is left alone.
+
+// contextCache is one session's kept view (in session).
+type contextCache struct {
+	mu    sync.Mutex
+	valid bool
+	view  []persistence.Message // active messages in seq order, as last read
+	last  int64                 // the highest seq in view
+	dirty int64                 // the lowest seq changed in place since (0: none)
+	gen   int64                 // generation of the session's last lease this process knows (known: it does)
+	known bool
+	// epoch counts what may make a read taken earlier stale here: every
+	// lease this process takes and every change it makes in place (seed).
+	epoch uint64
+	// pending are counts a seed made in memory, not yet stored: the next
+	// sync hands them to activeView, which stores them.
+	pending    map[int64]int
+	pendingEnc string // the encoding of pending
+
+	// body keeps the encoded messages of the session's last model
+	// request (the history is encoded once, not for every request).
+	body provider.BodyCache
+
+	// entries are the request messages of the view's closed part
+	// (entries.go).
+	entries entriesMemo
+
+	// fixed is the last count of the fixed prefix (system prompt and tool
+	// schemas), kept while the counter, prompt and tools are the same.
+	fixed fixedCount
+}
+
+type fixedCount struct {
+	counter string
+	system  string
+	tools   []provider.Tool
+	tokens  int
+}
+
+// reset drops the kept view.
+func (cc *contextCache) reset() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.drop()
+	cc.entries = entriesMemo{}
+	cc.epoch++
+}
+
+// changed marks the message with id changed in place: the view is read
+// again from it on. A message the view does not hold needs nothing: it is
+// inactive, or newer than the view and read with the next update.
+func (cc *contextCache) changed(id int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.epoch++
+	for i := len(cc.view) - 1; i >= 0; i-- { // usually the newest message
+		if cc.view[i].ID == id {
+			if seq := cc.view[i].Seq; cc.dirty == 0 || seq < cc.dirty {
+				cc.dirty = seq
+			}
+			return
+		}
+	}
+}
+
+// leased notes that this process acquired the session's lease with
+// generation gen; a gap since its last one means another holder.
+func (cc *contextCache) leased(gen int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+
+	if !cc.known || (gen != cc.gen && gen != cc.gen+1) {
+		cc.drop()
+	}
+	cc.gen, cc.known = gen, true
+	cc.epoch++
+}
+
+// released notes the generation of the session's lease found released (0:
+// it was never leased) by a load that had nothing to repair and so took
+// no lease: whoever writes next takes the one after it, so a later lease
+// here finds any gap after it, as after a lease of its own. The view
+// stays only if that lease was this process's.
+func (cc *contextCache) released(gen int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+
+	if !cc.known || gen != cc.gen {
+		cc.drop()
+	}
+	cc.gen, cc.known = gen, true
+	cc.epoch++
+}
+
+// drop forgets the view (cc.mu held).
+func (cc *contextCache) drop() {
+	cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
+}
+
+// A session/load reads every message of the session outside any turn, and
+// the compaction check after it counts the active ones: the first turn
+// after a load starts from that read (seed) instead of reading and
+// counting the whole context again. The read is as good as a turn's if
+// nothing changed the session between it and the seed that the cache
+// would not see afterwards: appends are read by seq anyway; this process's
+// own leases and changes in place raise the epoch, so the seed is refused;
+// another process writes only under a lease of its own, taken after the
+// last one this process knows (the load's repair lease, or the released
+// one the load found when there was nothing to repair), so the next lease
+// here finds the gap in generations and drops the seed like any kept view.
+
+// seedTicket is taken before a load reads the messages; seed accepts the
+// read only if nothing it cannot follow happened since.
+type seedTicket struct {
+	cc    *contextCache
+	epoch uint64
+	ok    bool
+}
+
+// ticket opens a seed: only after a lease of this process or one found
+// released (a gap in generations can then be seen) and outside its turns (held: this
+// process's turn holds the session's lease and is writing).
+func (cc *contextCache) ticket(held bool) seedTicket {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return seedTicket{cc: cc, epoch: cc.epoch, ok: !held && cc.known}
+}
+
+// seed makes view (the active messages a load read, in seq order, counted
+// as they are) the kept view, with counts made in memory still to be
+// stored, unless something happened since the ticket. The view is shared
+// from then on: it is never written.
+func (t seedTicket) seed(view []persistence.Message, enc string, counted map[int64]int) {
+	if !t.ok {
+		return
+	}
+	cc := t.cc
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.epoch != t.epoch {
+		return
+	}
+	cc.view, cc.last, cc.dirty, cc.valid = slices.Clip(view), 0, 0, true
+	cc.pending, cc.pendingEnc = counted, enc
+	if n := len(view); n > 0 {
+		cc.last = view[n-1].Seq
+	}
+	cc.entries = entriesMemo{}
+}
+
+// sync brings the view up to date with the store, counted with c, and
+// returns it with the counts it made. The view is shared with earlier
+// callers, so what they were given is never written: a change copies it.
+func (cc *contextCache) sync(ctx context.Context, store Store, sessionID string, c compaction.Counter) ([]persistence.Message, map[int64]int, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.valid {
+		view, err := store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		counted, err := countView(ctx, c, view)
+		if err != nil {
+			return nil, nil, err
+		}
+		cc.view, cc.last, cc.dirty, cc.valid = view, 0, 0, true
+		if n := len(view); n > 0 {
+			cc.last = view[n-1].Seq
+		}
+		return slices.Clip(cc.view), counted, nil
+	}
+	view, after := cc.view, cc.last
+	if cc.dirty > 0 && cc.dirty <= after {
+		keep, _ := slices.BinarySearchFunc(view, cc.dirty, func(m persistence.Message, seq int64) int {
+			return int(m.Seq - seq)
+		})
+		view, after = slices.Clone(view[:keep]), cc.dirty-1
+	}
+	newer, err := store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true, AfterSeq: after})
+	if err != nil {
+		return nil, nil, err
+	}
+	if stale(view, c) {
+		view = slices.Clone(view)
+	}
+	view = append(view, newer...)
+	counted, err := countView(ctx, c, view)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc.view, cc.dirty = view, 0
+	if n := len(newer); n > 0 && newer[n-1].Seq > cc.last {
+		cc.last = newer[n-1].Seq
+	}
+	if len(cc.pending) > 0 && cc.pendingEnc == c.Name() {
+		// A seed's counts made with c: stored with this sync's.
+		if counted == nil {
+			counted = make(map[int64]int, len(cc.pending))
+		}
+		for id, n := range cc.pending {
+			counted[id] = n
+		}
+	}
+	cc.pending = nil
+	return slices.Clip(cc.view), counted, nil
+}
+
+// stale reports whether a message of view is not counted with c.
+func stale(view []persistence.Message, c compaction.Counter) bool {
+	enc := c.Name()
+	for i := range view {
+		if view[i].TokenEncoding != enc || view[i].TokenCount <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// countView counts with c the messages of view that are not, and returns
+// the counts it made by message id.
+func countView(ctx context.Context, c compaction.Counter, view []persistence.Message) (map[int64]int, error) {
+	enc := c.Name()
+	var counted map[int64]int
+	for i := range view {
+		m := &view[i]
+		if m.TokenEncoding == enc && m.TokenCount > 0 {
+			continue
+		}
+		n, err := compaction.MessageTokensContext(ctx, c, m)
+		if err != nil {
+			return nil, err
+		}
+		m.TokenCount, m.TokenEncoding = n, enc
+		if counted == nil {
+			counted = make(map[int64]int)
+		}
+		counted[m.ID] = n
+	}
+	return counted, nil
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas, once per counter, prompt and tool set.
+func (cc *contextCache) fixedTokens(c compaction.Counter, system string, tools []provider.Tool) int {
+	cc.mu.Lock()
+	f := cc.fixed
+	cc.mu.Unlock()
+	if f.counter == c.Name() && f.system == system && reflect.DeepEqual(f.tools, tools) {
+		return f.tokens
+	}
+	n := compaction.FixedTokens(c, system, tools)
+	cc.mu.Lock()
+	cc.fixed = fixedCount{counter: c.Name(), system: system, tools: tools, tokens: n}
+	cc.mu.Unlock()
+	return n
+}
+
+// activeView returns the model's current view (active messages only: the
+// rebuild never reads compacted history) with token counts made with c,
+// counting (and caching in the store) those that are missing or were made
+// with another tokenizer. Under the session's lease it is the kept view
+// brought up to date; otherwise it is read afresh. The result is shared:
+// callers must not change its messages.
+func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
+	sessionID := sess.id
+	var view []persistence.Message
+	var counted map[int64]int
+	var err error
+	if sess.holdsLease() {
+		view, counted, err = sess.cache.sync(ctx, a.store, sessionID, c)
+	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
+		counted, err = countView(ctx, c, view)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(counted) > 0 {
+		// A cache: a failed write costs a recount next time, nothing else.
+		if err := a.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+		}
+	}
+	return view, nil
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas (kept per session while they and the counter stay).
+func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.fixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
+}
+
+// updateMessage writes m over its stored row and tells the session's kept
+// view (whether or not the write failed: it may have been applied). Every
+// in-place change of a message goes through it.
+func (sess *session) updateMessage(ctx context.Context, store Store, m *persistence.Message) error {
+	err := store.UpdateMessage(ctx, m)
+	sess.cache.changed(m.ID)
+	return err
+}
+
+// rewrite runs write, which changes the session's stored messages in place
+// (a compaction, an expand, collapse or delete of one, a repair, a delete
+// of the session), and drops the kept view whether or not it failed.
+func (sess *session) rewrite(write func() error) error {
+	defer sess.cache.reset()
+	return write()
+}

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+// Zed shows an error as its message followed by the pretty-printed
+// error.data, so the message carries what the user must know in one
+// readable sentence (what failed, what to do) and data stays a few scalars
+// a program may act on.
+
+// maxDetailRunes bounds a detail quoted from elsewhere (a provider's error
+// text, a driver's error) inside an error message.
+const maxDetailRunes = 240
+
+// detail makes quoted text fit inside a sentence: the message of a JSON
+// error body rather than the body, one line, its own sentence breaks made
+// clause breaks, bounded, no trailing punctuation.
+func detail(s string) string {
+	if m := jsonMessage(s); m != "" {
+		s = m
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, ". ", "; ")
+	if utf8.RuneCountInString(s) > maxDetailRunes {
+		s = string([]rune(s)[:maxDetailRunes]) + "…"
+	}
+	return strings.TrimRight(s, ".;: ")
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	s = strings.TrimRight(s, " ")
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
+}
+
+// jsonMessage is the human text in a JSON error body ("message", "detail"
+// or a string "error", at any depth), "" when s is not such a body.
+func jsonMessage(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "{") {
+		return ""
+	}
+	var v any
+	if json.Unmarshal([]byte(t), &v) != nil {
+		return ""
+	}
+	var find func(v any) string
+	find = func(v any) string {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		for _, k := range []string{"message", "detail", "error"} {
+			if str, ok := obj[k].(string); ok && strings.TrimSpace(str) != "" {
+				return str
+			}
+		}
+		for _, k := range []string{"error", "errors"} {
+			if m := find(obj[k]); m != "" {
+				return m
+			}
+		}
+		return ""
+	}
+	if m := find(v); m != "" {
+		return m
+	}
+	return "an error body without a message"
+}
+
+// unknownSession is -32002 for a session id this agent cannot find.
+func unknownSession(id string) error {
+	return acp.ResourceNotFound("Unknown session %q: it was never created here or has been deleted; create one with session/new.", id)
+}
+
+// reServerParser matches llama.cpp's errors for model output its chat
+// parser cannot read (the tool-call markup its template expects): HTTP 500
+// "Failed to parse input at pos 13: <tool_call>…" on a plain request, an
+// error event with the same message inside a stream; older builds say
+// "Failed to parse tool call", the grammar sampler "Unexpected empty
+// grammar stack".
+//
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var reServerParser = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)failed to parse (?:input at pos(?:ition)? \d+|tool call)|empty grammar stack`)
+})
+
+// serverParserFailed reports whether a model request failed because the
+// server's own output parser did: the endpoint was reached and the request
+// was valid.
+func serverParserFailed(err error) bool {
+	text := err.Error()
+	var api *provider.APIError
+	if errors.As(err, &api) {
+		text = api.Message
+	}
+	if len(text) > 4<<10 {
+		text = text[:4<<10]
+	}
+	return reServerParser().MatchString(text)
+}
+
+// parserAdvice is what to do when the server's output parser failed.
+const parserAdvice = "the endpoint is reachable: the model server's own parser could not read the reply the model wrote (its tool-call markup), which is a fault of the server's chat template or parser for this model. " +
+	"Try again, update the server (llama.cpp), start llama-server with another --chat-template or --chat-template-file, " +
+	`or turn the tools off (CROW_TOOLS=off, or tools = "off" in the configuration file)`

@@ -1,0 +1,328 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+var _ acp.ExtMethodHandler = (*Agent)(nil)
+
+// extHandler serves one extension method (names start with "_").
+type extHandler func(ctx context.Context, a *Agent, params json.RawMessage) (any, error)
+
+// extMethods maps extension methods to their handlers. Adding one is a line
+// here.
+var extMethods = map[string]extHandler{
+	"_crow/compaction/list":     extCompactionList,
+	"_crow/compaction/get":      extCompactionGet,
+	"_crow/compaction/expand":   extCompactionExpand,
+	"_crow/compaction/collapse": extCompactionCollapse,
+	"_crow/compaction/delete":   extCompactionDelete,
+	"_crow/context/build":       extContextBuild,
+	"_crow/debug/stats":         extDebugStats,
+}
+
+// HandleExtMethod dispatches an extension request.
+func (a *Agent) HandleExtMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	h, ok := extMethods[method]
+	if !ok {
+		return nil, acp.MethodNotFound(method)
+	}
+	return h(ctx, a, params)
+}
+
+// decodeExt decodes params into P, strictly: a misspelt field is an error,
+// not a silent default.
+func decodeExt[P any](raw json.RawMessage) (*P, error) {
+	p := new(P)
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, acp.ParamsError(err)
+	}
+	return p, nil
+}
+
+type sessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type compactionParams struct {
+	SessionID    string `json:"sessionId"`
+	CompactionID int64  `json:"compactionId"`
+}
+
+// extSession loads the session named in params.
+func (a *Agent) extSession(ctx context.Context, id string) (*persistence.Session, error) {
+	if id == "" {
+		return nil, acp.MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	}
+	s, err := a.store.GetSession(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, unknownSession(id)
+	}
+	if err != nil {
+		return nil, storeError("session", err)
+	}
+	return s, nil
+}
+
+// compactionInfo is a compaction record on the wire.
+type compactionInfo struct {
+	ID               int64           `json:"compactionId"`
+	Policy           string          `json:"policy"`
+	CreatedAt        string          `json:"createdAt"`
+	Expanded         bool            `json:"expanded"`
+	CompactedIDs     []int64         `json:"compactedMessageIds"`
+	KeptIDs          []int64         `json:"keptMessageIds"`
+	AddedIDs         []int64         `json:"addedMessageIds"`
+	SummaryMessageID *int64          `json:"summaryMessageId"`
+	TokensBefore     int             `json:"tokensBefore"`
+	TokensAfter      int             `json:"tokensAfter"`
+	MessagesBefore   int             `json:"messagesBefore"`
+	MessagesAfter    int             `json:"messagesAfter"`
+	Settings         json.RawMessage `json:"settings,omitempty"`
+}
+
+func infoOf(c persistence.Compaction) compactionInfo {
+	nonNil := func(ids []int64) []int64 {
+		if ids == nil {
+			return []int64{}
+		}
+		return ids
+	}
+	return compactionInfo{ID: c.ID, Policy: c.Policy, CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano),
+		Expanded: c.Expanded, CompactedIDs: nonNil(c.CompactedIDs), KeptIDs: nonNil(c.KeptIDs),
+		AddedIDs: nonNil(c.AddedIDs), SummaryMessageID: c.SummaryMessageID,
+		TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+		MessagesBefore: c.MessagesBefore, MessagesAfter: c.MessagesAfter, Settings: c.Settings}
+}
+
+// _crow/compaction/list {sessionId} → {compactions: [...]}, oldest first.
+func extCompactionList(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[sessionParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.extSession(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	list, err := a.store.Compactions(ctx, p.SessionID)
+	if err != nil {
+		return nil, storeError("list compactions", err)
+	}
+	out := make([]compactionInfo, 0, len(list))
+	for _, c := range list {
+		out = append(out, infoOf(c))
+	}
+	return map[string]any{"compactions": out}, nil
+}
+
+// storedMessage is a stored message on the wire.
+type storedMessage struct {
+	ID         int64                  `json:"messageId"`
+	Seq        int64                  `json:"seq"`
+	Role       persistence.Role       `json:"role"`
+	Content    string                 `json:"content"`
+	ToolCalls  []persistence.ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string                 `json:"toolCallId,omitempty"`
+	Active     bool                   `json:"active"`
+	Tokens     int                    `json:"tokens,omitempty"`
+}
+
+// _crow/compaction/get {sessionId, compactionId} → {compaction, summary,
+// compacted: the original messages, added: what the compaction inserted}.
+func extCompactionGet(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, c, err := a.extCompaction(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	all, err := a.store.Messages(ctx, p.SessionID, persistence.MessageFilter{})
+	if err != nil {
+		return nil, storeError("get compaction", err)
+	}
+	want := func(ids []int64) map[int64]bool {
+		m := make(map[int64]bool, len(ids))
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	compacted, added := want(c.CompactedIDs), want(c.AddedIDs)
+	orig, ins := []storedMessage{}, []storedMessage{}
+	summary := ""
+	for _, m := range all {
+		sm := storedMessage{ID: m.ID, Seq: m.Seq, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls,
+			ToolCallID: m.ToolCallID, Active: m.IsActive, Tokens: m.TokenCount}
+		if compacted[m.ID] {
+			orig = append(orig, sm)
+		}
+		if added[m.ID] {
+			ins = append(ins, sm)
+			if c.SummaryMessageID != nil && *c.SummaryMessageID == m.ID {
+				summary = m.Content
+			}
+		}
+	}
+	return map[string]any{"compaction": infoOf(*c), "summary": summary, "compacted": orig, "added": ins}, nil
+}
+
+// extCompaction decodes compaction params and loads the record.
+func (a *Agent) extCompaction(ctx context.Context, raw json.RawMessage) (*compactionParams, *persistence.Compaction, error) {
+	p, err := decodeExt[compactionParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := a.extSession(ctx, p.SessionID); err != nil {
+		return nil, nil, err
+	}
+	if p.CompactionID <= 0 {
+		return nil, nil, acp.MissingParam("compactionId", "pass an id that _crow/compaction/list returned")
+	}
+	c, err := a.store.Compaction(ctx, p.SessionID, p.CompactionID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, nil, acp.ResourceNotFound("Session %s has no compaction %d; _crow/compaction/list shows the ones it has.", p.SessionID, p.CompactionID)
+	}
+	if err != nil {
+		return nil, nil, storeError("get compaction", err)
+	}
+	return p, c, nil
+}
+
+// changeCompaction runs one undo operation when no turn is running, in
+// this process or another: it takes the session's lease like a turn, so
+// its write is fenced and never lands in the middle of another process's
+// turn.
+func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID string, id int64) error) extHandler {
+	return func(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+		p, c, err := a.extCompaction(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case op == "expand" && c.Expanded:
+			return nil, acp.InvalidRequest("Cannot expand compaction %d: it is already expanded.", c.ID)
+		case op == "collapse" && !c.Expanded:
+			return nil, acp.InvalidRequest("Cannot collapse compaction %d: it is not expanded.", c.ID)
+		}
+		sess := a.session(p.SessionID)
+		if sess.runningTurn() != nil {
+			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
+		}
+		err = a.leases.hold(ctx, sess, nil)
+		if errors.Is(err, errHeldHere) {
+			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
+		}
+		var leased *leasedError
+		if errors.As(err, &leased) {
+			return nil, acp.InvalidRequest("Cannot %s compaction %d now. %s", op, p.CompactionID, leased.err.Message)
+		}
+		if err != nil {
+			return nil, storeError(op+" compaction", err)
+		}
+		defer a.leases.release(ctx, sess)
+		if err := sess.rewrite(func() error { return fn(a.writes(sess), ctx, p.SessionID, p.CompactionID) }); err != nil {
+			if errors.Is(err, persistence.ErrConflict) {
+				return nil, acp.InvalidRequest("Cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first.", op, p.CompactionID)
+			}
+			return nil, storeError(op+" compaction", err)
+		}
+		// The view changed: what the provider counted no longer applies.
+		sess.mu.Lock()
+		sess.budget.sent, sess.budget.reported = nil, 0
+		sess.mu.Unlock()
+		return a.contextSize(ctx, p.SessionID)
+	}
+}
+
+var (
+	extCompactionExpand   = changeCompaction("expand", Store.ExpandCompaction)
+	extCompactionCollapse = changeCompaction("collapse", Store.CollapseCompaction)
+	extCompactionDelete   = changeCompaction("delete", Store.DeleteCompaction)
+)
+
+// contextSize answers an undo operation with the new size of the context.
+func (a *Agent) contextSize(ctx context.Context, sessionID string) (any, error) {
+	b, err := a.contextReport(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"tokens": b.Tokens, "window": b.Window}, nil
+}
+
+// contextMessage is one message of the next request on the wire.
+type contextMessage struct {
+	Role       provider.Role       `json:"role"`
+	Content    string              `json:"content"`
+	ToolCalls  []provider.ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string              `json:"toolCallId,omitempty"`
+	Tokens     int                 `json:"tokens"`
+	MessageID  int64               `json:"messageId,omitempty"`
+}
+
+type contextReport struct {
+	Messages      []contextMessage `json:"messages"`
+	Tools         []string         `json:"tools"`
+	FixedTokens   int              `json:"fixedTokens"`
+	Tokens        int              `json:"tokens"`
+	Window        int              `json:"window"`
+	Budget        int              `json:"budget"`
+	CompactAt     int              `json:"compactAt"`
+	CompactionDue bool             `json:"compactionDue"`
+	Tokenizer     string           `json:"tokenizer"`
+	Model         string           `json:"model"`
+}
+
+// _crow/context/build {sessionId} → exactly the messages the next model
+// request would contain, with token counts. When compactionDue is true the
+// request would be compacted first.
+func extContextBuild(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[sessionParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	return a.contextReport(ctx, p.SessionID)
+}
+
+func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextReport, error) {
+	s, err := a.extSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	sess := a.session(s.ID)
+	m := a.meterFor(s)
+	view, err := a.activeView(ctx, sess, m.counter)
+	if err != nil {
+		return nil, storeError("build context", err)
+	}
+	fixed := a.fixedTokens(sess, s, m.counter)
+	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+	used, _ := sess.measure(entries, fixed)
+	st := m.st
+	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
+		Tokens: used, Window: st.Window, Budget: st.Budget(), CompactAt: st.Trigger(),
+		CompactionDue: st.Window > 0 && used > st.Trigger(), Tokenizer: m.counter.Name(), Model: m.model.Name}
+	for i, e := range entries {
+		tokens := e.tokens
+		if i == 0 {
+			tokens = fixed // the system prompt carries the fixed part (tool schemas included)
+		}
+		r.Messages = append(r.Messages, contextMessage{Role: e.msg.Role, Content: e.msg.Content, ToolCalls: e.msg.ToolCalls,
+			ToolCallID: e.msg.ToolCallID, Tokens: tokens, MessageID: e.messageID})
+	}
+	for _, t := range a.toolDefinitions(sess, s) {
+		r.Tools = append(r.Tools, t.Name)
+	}
+	return r, nil
+}

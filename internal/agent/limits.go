@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+)
+
+// Defaults of the limits in Config.
+const (
+	// DefaultMaxPromptBytes admits a prompt with a few large files embedded
+	// (1 MiB of text is about 250k tokens, beyond most context windows).
+	DefaultMaxPromptBytes = 1 << 20
+	// DefaultMaxConcurrentTurns bounds the sessions running a prompt at
+	// once on one connection.
+	DefaultMaxConcurrentTurns = 8
+	// DefaultCancelGrace keeps the answer to session/cancel well inside a
+	// second even when the turn is stuck in a call that ignores it.
+	DefaultCancelGrace = 300 * time.Millisecond
+)
+
+// checkPromptSize refuses a prompt larger than the configured cap, before
+// anything is stored or sent to the model.
+func (a *Agent) checkPromptSize(parts []persistence.Part) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p.Text) + len(p.Data) + len(p.URI) + len(p.Name)
+	}
+	if limit := a.cfg.MaxPromptBytes; n > limit {
+		e := acp.InvalidParams("The prompt is too large: %d bytes, the limit is %d (setting limits.prompt_bytes, env CROW_MAX_PROMPT_BYTES); nothing was stored.", n, limit)
+		e.Data = map[string]any{"limit": limit, "size": n}
+		return e
+	}
+	return nil
+}
+
+// runningTurnsLocked counts the turns still working (not those only waiting
+// to write their answer). a.mu must be held.
+func (a *Agent) runningTurnsLocked() int {
+	n := 0
+	for _, sess := range a.sessions {
+		sess.mu.Lock()
+		if t := sess.turn; t != nil && !t.answered {
+			n++
+		}
+		sess.mu.Unlock()
+	}
+	return n
+}
+
+// tooManyTurns is the error for a prompt over the concurrency cap.
+func (a *Agent) tooManyTurns() error {
+	limit := a.cfg.MaxConcurrentTurns
+	e := acp.InvalidRequest("Too many sessions are running a prompt: the limit is %d at once (setting limits.active_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it.", limit)
+	e.Data = map[string]any{"limit": limit}
+	return e
+}
+
+// Per-turn limits scale with the model's context window: today's values
+// were sized for small windows (an 8 KiB result is ~2,000 tokens, a quarter
+// of an 8k window), and at 200k they cut results a model could easily
+// hold and stop long tasks early. Small or unknown windows keep them.
+const (
+	scaledWindowMedium = 64 << 10  // tokens (64k)
+	scaledWindowLarge  = 128 << 10 // tokens (128k)
+)
+
+// scaledLimits returns the tool-result limit (bytes) and the model
+// requests per turn for a context window of window tokens (0: unknown).
+func scaledLimits(window int) (outputLimit, modelCalls int) {
+	switch {
+	case window >= scaledWindowLarge-(8<<10): // 120k and up: the "128k" models
+		return 32 << 10, 200
+	case window >= scaledWindowMedium-(4<<10): // 60k and up: the "64k" models
+		return 16 << 10, 100
+	}
+	return DefaultToolOutputLimit, DefaultMaxModelCalls
+}
+
+// windowForLimits is the session model's window, 0 when it is only assumed.
+func (a *Agent) windowForLimits(s *persistence.Session) int {
+	m := a.sessionModel(s)
+	if m.WindowAssumed {
+		return 0
+	}
+	return m.ContextWindow
+}
+
+// toolOutputLimit is how much of one tool result the model sees in session
+// s: the configured value, else scaled to the window.
+func (a *Agent) toolOutputLimit(s *persistence.Session) int {
+	if a.cfg.ToolOutputLimit > 0 {
+		return a.cfg.ToolOutputLimit
+	}
+	n, _ := scaledLimits(a.windowForLimits(s))
+	return n
+}
+
+// maxModelCalls caps the model requests of one turn in session s: the
+// configured value, else scaled to the window.
+func (a *Agent) maxModelCalls(s *persistence.Session) int {
+	if a.cfg.MaxModelCalls > 0 {
+		return a.cfg.MaxModelCalls
+	}
+	_, n := scaledLimits(a.windowForLimits(s))
+	return n
+}

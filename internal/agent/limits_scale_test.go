@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
+)
+
+func TestScaledLimits(t *testing.T) {
+	for _, tc := range []struct{ window, output, calls int }{
+		{0, 8 << 10, 50}, {8192, 8 << 10, 50}, {32768, 8 << 10, 50},
+		{65536, 16 << 10, 100}, {100000, 16 << 10, 100},
+		{128000, 32 << 10, 200}, {131072, 32 << 10, 200}, {200000, 32 << 10, 200},
+	} {
+		if o, c := scaledLimits(tc.window); o != tc.output || c != tc.calls {
+			t.Errorf("window %d: %d bytes, %d requests; want %d, %d", tc.window, o, c, tc.output, tc.calls)
+		}
+	}
+	a := &Agent{cfg: Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}}}
+	s := &persistence.Session{}
+	if a.toolOutputLimit(s) != 32<<10 || a.maxModelCalls(s) != 200 {
+		t.Errorf("200k window: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	}
+	a.cfg.ToolOutputLimit, a.cfg.MaxModelCalls = 4096, 7 // configured: kept as is
+	if a.toolOutputLimit(s) != 4096 || a.maxModelCalls(s) != 7 {
+		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	}
+	a = &Agent{cfg: Config{Model: "unknown", Models: []Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}}}
+	if a.toolOutputLimit(s) != DefaultToolOutputLimit || a.maxModelCalls(s) != DefaultMaxModelCalls {
+		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	}
+}
+
+// TestToolResultLimitFollowsTheWindow: a 20 KB file reaches a model with a
+// 200k window whole, and one with an 8k window cut to 8 KiB.
+func TestToolResultLimitFollowsTheWindow(t *testing.T) {
+	line := strings.Repeat("x", 199) + "\n"
+	for _, tc := range []struct {
+		window int
+		cut    bool
+	}{{200000, false}, {8192, true}} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat(line, 100)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		a, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: tc.window}}},
+			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"big.txt"}`}}},
+			fakemodel.Reply{Text: "ok"})
+		s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Prompt(ctx, &acp.PromptRequest{SessionID: s.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock("read big.txt")}}); err != nil {
+			t.Fatal(err)
+		}
+		reqs := m.Requests()
+		var body struct {
+			Messages []struct {
+				Role, Content string
+			}
+		}
+		if len(reqs) != 2 || json.Unmarshal(reqs[1], &body) != nil {
+			t.Fatalf("window %d: %d requests", tc.window, len(reqs))
+		}
+		result := body.Messages[len(body.Messages)-1].Content
+		if got := len(result) < 10<<10; got != tc.cut {
+			t.Errorf("window %d: the model got %d bytes of a 20,000-byte file (cut: %v, want %v)", tc.window, len(result), got, tc.cut)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+)
+
+// connectMCP (re)connects the session's MCP servers in the background,
+// closing any it had in this process.
+func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
+	var set *tool.MCPSet
+	if len(servers) > 0 {
+		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
+			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers,
+			URLElicitation: a.capabilities().ElicitsURL()})
+	}
+	sess.mu.Lock()
+	old := sess.mcp
+	sess.mcp = set
+	if old != nil {
+		sess.closing.Add(1) // under sess.mu: dropSession waits for it
+	}
+	sess.mu.Unlock()
+	if old != nil {
+		goSafe(a.log, "closing MCP servers", func() {
+			defer sess.closing.Done()
+			old.Close()
+		})
+	}
+}
+
+// mcpServers is the session's MCP set (nil: none).
+func (sess *session) mcpServers() *tool.MCPSet {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.mcp
+}

@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+// Model is one model the user can pick for a session. The list of models is
+// configured once (CROW_MODELS, the config file) and offered to clients as
+// the session's "model" config option; compaction and the context meter
+// read the window from here.
+type Model struct {
+	Name  string // sent to the endpoint
+	Title string // shown to the user; "" = Name
+	// ContextWindow is the model's context size in tokens.
+	ContextWindow int
+	// OutputReserve is kept free for the reply when the context is filled.
+	OutputReserve int
+	// Images: the model accepts image content parts (vision models).
+	Images bool
+	// Prices per million tokens; both 0 = unknown, no cost is reported.
+	// CachedInputPrice is for prompt tokens the provider served from its
+	// cache (0 = InputPrice). PricesSet: the configuration named prices
+	// (even 0), so the built-in ones (cost.go) do not apply.
+	InputPrice       float64
+	OutputPrice      float64
+	CachedInputPrice float64
+	PricesSet        bool
+	Currency         string // ISO 4217; "" = DefaultCurrency
+	// Provider names the endpoint that serves the model (a key of
+	// Config.Providers); "" or an unknown name: the agent's default client.
+	Provider string
+	// Tokenizer is the token encoding compaction counts with ("" = auto:
+	// the model's own encoding when known, else the estimator).
+	Tokenizer string
+	// ReasoningHistory and ToolCallIDs say how the history is written back
+	// to this model ("": by its name; see provider.ReasoningHistory and
+	// provider.ToolCallIDStyle).
+	ReasoningHistory provider.ReasoningHistory
+	ToolCallIDs      provider.ToolCallIDStyle
+	// InlineThink says whether the model's replies start inside a <think>
+	// block its chat template opened in the prompt ("": by its name; see
+	// provider.InlineThink).
+	InlineThink provider.InlineThink
+	// SystemPrompt replaces the agent's system prompt for this model and
+	// SystemPromptAppend is added to it ("": none; see sysprompt.go).
+	SystemPrompt       string
+	SystemPromptAppend string
+	// WindowAssumed is set when no window was configured and the model is
+	// not in compaction's table: ContextWindow is then DefaultContextWindow,
+	// good for a context meter but not for compaction, which stays off for
+	// the model (and says so) rather than guess.
+	WindowAssumed bool
+	// WindowSource says where ContextWindow comes from: WindowConfigured,
+	// WindowBuiltIn, WindowAssumedSource, or what the endpoint told
+	// ("discovered: …", "learned from …"). withDefaults fills it.
+	WindowSource string
+	// EditTool is the tool the model edits files with: tool.EditFileTool
+	// or tool.ApplyPatchTool; "" = by its name (tool.ForModel).
+	EditTool string
+}
+
+// Where a model's context window comes from (Model.WindowSource), besides
+// what the endpoint tells.
+const (
+	WindowConfigured    = "configured"
+	WindowBuiltIn       = "built in"
+	WindowAssumedSource = "assumed (not configured, not discovered)"
+)
+
+// Defaults for models configured without these attributes.
+const (
+	DefaultContextWindow = 128000
+	DefaultOutputReserve = 8192 // with the window/4 cap: a quarter of small windows, 8k of large ones
+	DefaultCurrency      = "USD"
+)
+
+// DisplayName is the name shown to the user.
+func (m Model) DisplayName() string {
+	if m.Title != "" {
+		return m.Title
+	}
+	return m.Name
+}
+
+// Priced reports whether a cost can be computed for this model.
+func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
+
+// withDefaults fills unset attributes.
+func (m Model) withDefaults() Model {
+	switch {
+	case m.ContextWindow > 0:
+		if m.WindowSource == "" {
+			m.WindowSource = WindowConfigured
+		}
+	case compaction.DefaultWindow(m.Name) > 0:
+		m.ContextWindow, m.WindowSource = compaction.DefaultWindow(m.Name), WindowBuiltIn
+	default:
+		m.ContextWindow, m.WindowAssumed, m.WindowSource = DefaultContextWindow, true, WindowAssumedSource
+	}
+	if m.OutputReserve <= 0 {
+		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)
+	}
+	if !m.PricesSet {
+		m = m.withBuiltinPrices()
+	}
+	if m.Currency == "" {
+		m.Currency = DefaultCurrency
+	}
+	return m
+}
+
+// normalizeModels returns the models list with defaults filled in and the
+// name of the default model: def if given (added to the list when missing),
+// else the first model. An empty list with no default yields no models.
+func normalizeModels(models []Model, def string) ([]Model, string) {
+	out := make([]Model, 0, len(models)+1)
+	found := false
+	for _, m := range models {
+		out = append(out, m.withDefaults())
+		found = found || m.Name == def
+	}
+	if def != "" && !found {
+		out = append([]Model{Model{Name: def}.withDefaults()}, out...)
+	}
+	if def == "" && len(out) > 0 {
+		def = out[0].Name
+	}
+	return out, def
+}
+
+// ParseModels reads a models list in the CROW_MODELS format: entries
+// separated by ",", each a model name followed by ";key=value" attributes:
+//
+//	gpt-4o-mini;window=128000;image;in=0.15;out=0.60, qwen3:8b;window=32768;title=Qwen 3 8B
+//
+// Attributes: window (tokens), reserve (output tokens kept free), image (the
+// model accepts images; also image=true/false), in, out and cached (prices
+// per million tokens: input, output, cached input), currency (ISO 4217, default USD), title (display name),
+// tokenizer (the encoding compaction counts with: auto, estimate,
+// o200k_base, cl100k_base), reasoning (what goes back of the model's
+// reasoning: auto, strip, echo, require), think (where an inline <think>
+// block starts: auto, tag, open), tool_ids (auto, as-is, mistral), edit
+// (the edit tool it gets: edit_file or apply_patch; default by name).
+func ParseModels(spec string) ([]Model, error) {
+	var models []Model
+	seen := make(map[string]bool)
+	for _, entry := range strings.Split(spec, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		fields := strings.Split(entry, ";")
+		m := Model{Name: strings.TrimSpace(fields[0])}
+		if m.Name == "" {
+			return nil, fmt.Errorf("model entry %q has no name", entry)
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("model %q is listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		for _, f := range fields[1:] {
+			if err := m.setAttr(strings.TrimSpace(f)); err != nil {
+				return nil, fmt.Errorf("model %q: %w", m.Name, err)
+			}
+		}
+		models = append(models, m)
+	}
+	return models, nil
+}
+
+func (m *Model) setAttr(attr string) error {
+	key, val, hasVal := strings.Cut(attr, "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	positiveInt := func() (int, error) {
+		n, err := strconv.Atoi(val)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%s=%q: want a positive number of tokens", key, val)
+		}
+		return n, nil
+	}
+	price := func() (float64, error) {
+		p, err := strconv.ParseFloat(val, 64)
+		if err != nil || !finiteAmount(p) {
+			return 0, fmt.Errorf("%s=%q: want a price per million tokens of 0 or more (not NaN or infinite), e.g. 0.15", key, val)
+		}
+		return p, nil
+	}
+	var err error
+	switch key {
+	case "":
+		return nil // tolerate "a;;b" and a trailing ";"
+	case "window":
+		m.ContextWindow, err = positiveInt()
+	case "reserve":
+		m.OutputReserve, err = positiveInt()
+	case "image", "images":
+		m.Images = true
+		if hasVal {
+			m.Images, err = strconv.ParseBool(val)
+			if err != nil {
+				err = fmt.Errorf("image=%q: want true or false", val)
+			}
+		}
+	case "in":
+		m.InputPrice, err = price()
+		m.PricesSet = true
+	case "out":
+		m.OutputPrice, err = price()
+		m.PricesSet = true
+	case "cached":
+		m.CachedInputPrice, err = price()
+		m.PricesSet = true
+	case "currency":
+		if len(val) != 3 {
+			return fmt.Errorf("currency=%q: want an ISO 4217 code such as USD", val)
+		}
+		m.Currency = strings.ToUpper(val)
+	case "title":
+		m.Title = val
+	case "tokenizer":
+		if _, err := compaction.NewCounter(m.Name, val); err != nil {
+			return err
+		}
+		m.Tokenizer = val
+	case "reasoning":
+		h, ok := provider.ParseReasoningHistory(val)
+		if !ok {
+			return fmt.Errorf("reasoning=%q: want auto, strip, echo or require", val)
+		}
+		m.ReasoningHistory = h
+	case "think":
+		v, ok := provider.ParseInlineThink(val)
+		if !ok {
+			return fmt.Errorf("think=%q: want auto, tag or open", val)
+		}
+		m.InlineThink = v
+	case "tool_ids":
+		st, ok := provider.ParseToolCallIDStyle(val)
+		if !ok {
+			return fmt.Errorf("tool_ids=%q: want auto, as-is or mistral", val)
+		}
+		m.ToolCallIDs = st
+	case "edit":
+		if val != tool.EditFileTool && val != tool.ApplyPatchTool {
+			return fmt.Errorf("edit=%q: want edit_file or apply_patch", val)
+		}
+		m.EditTool = val
+	default:
+		return fmt.Errorf("unknown attribute %q (known: window, reserve, image, in, out, cached, currency, title, tokenizer, reasoning, think, tool_ids, edit)", key)
+	}
+	if err != nil {
+		return err
+	}
+	if m.OutputReserve > 0 && m.ContextWindow > 0 && m.OutputReserve >= m.ContextWindow {
+		return fmt.Errorf("reserve %d must be smaller than window %d", m.OutputReserve, m.ContextWindow)
+	}
+	return nil
+}
+
+// model returns the configured model with that name; unknown names (a model
+// removed from the configuration since the session chose it) fall back to
+// the default model.
+func (a *Agent) modelNamed(name string) Model {
+	for _, m := range a.cfg.Models {
+		if m.Name == name {
+			return a.withLearnedWindow(m)
+		}
+	}
+	for _, m := range a.cfg.Models {
+		if m.Name == a.cfg.Model {
+			return a.withLearnedWindow(m)
+		}
+	}
+	return a.withLearnedWindow(Model{Name: name}.withDefaults())
+}
+
+// sessionModel is the model a session uses now.
+func (a *Agent) sessionModel(s *persistence.Session) Model {
+	return a.modelNamed(decodeMeta(s.Metadata).Model)
+}
+
+// anyModelTakesImages decides promptCapabilities.image: images are
+// advertised only when a configured model can read them.
+func (a *Agent) anyModelTakesImages() bool {
+	for _, m := range a.cfg.Models {
+		if m.Images {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"path"
+	"strings"
+	"unicode"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+// maxTitleRunes bounds a derived title; session lists show one line.
+const maxTitleRunes = 60
+
+// titleAfterPrompt gives an untitled session a title taken from the prompt
+// (locally: no model call, no cost, no delay), stores it, and tells the
+// client with session_info_update. session/list shows it from then on.
+// It reports whether it titled the session.
+func (a *Agent) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
+	if s.Title != "" {
+		return false
+	}
+	return a.setTitle(ctx, sess, s, "", deriveTitle(parts))
+}
+
+// setTitle replaces the session's title old with title (unless someone
+// changed it meanwhile), stores it and sends session_info_update.
+func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
+	if title == "" || title == old {
+		return false
+	}
+	sess.meta.Lock()
+	cur, err := a.store.GetSession(ctx, s.ID)
+	// A title the user chose is never replaced by a generated one.
+	changed := err == nil && cur.Title == old && !decodeMeta(cur.Metadata).TitleByUser
+	if changed {
+		cur.Title = title
+		err = a.writes(sess).UpdateSession(ctx, cur)
+	}
+	sess.meta.Unlock()
+	if err != nil {
+		a.log.Warn("cannot store the session title", zap.String("session", s.ID), zap.Error(err))
+		return false
+	}
+	if !changed {
+		return false // titled meanwhile
+	}
+	s.Title = title
+	updated := isoTime(cur.UpdatedAt)
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
+	return true
+}
+
+// titlePrompt asks the model for a title; the first prompt follows it.
+const titlePrompt = `Name this coding conversation from its first request. Answer with the title only: at most 6 words, no quotes, no trailing punctuation.`
+
+// titleFromModel asks the session's model for a better title after the
+// first turn and replaces the local one with it. Any failure keeps the
+// local title: a title is never worth failing a turn for. The request's
+// cost is added to the session's; it is not the session's context, so it
+// sends no usage_update.
+func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
+	model := a.sessionModel(s)
+	if r := []rune(request); len(r) > 2000 {
+		request = string(r[:2000])
+	}
+	req := provider.Request{
+		Model: model.Name,
+		Messages: []provider.Message{
+			{Role: provider.RoleSystem, Content: titlePrompt},
+			{Role: provider.RoleUser, Content: request},
+		},
+		MaxTokens:   32,
+		InlineThink: model.InlineThink,
+	}
+	res, _, err := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, nil)
+	if res != nil && res.Usage != nil && model.Priced() {
+		u := res.Usage
+		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
+			m.addCost(model.Currency, model.Cost(*u))
+		})
+	}
+	if err != nil {
+		a.log.Debug("no title from the model; keeping the local one", zap.String("session", s.ID), zap.Error(err))
+		return
+	}
+	a.setTitle(persistCtx, sess, s, s.Title, cleanModelTitle(res.Text))
+}
+
+// cleanModelTitle keeps the first line of a model's answer without quotes,
+// markdown, a "Title:" label or trailing punctuation.
+func cleanModelTitle(text string) string {
+	const decoration = "#*_`\"'“”‘’ \t"
+	for _, line := range strings.Split(text, "\n") {
+		for prev := ""; prev != line; {
+			prev = line
+			line = strings.Trim(line, decoration)
+			line = strings.TrimRight(line, ".!:;,")
+			if len(line) >= 6 && strings.EqualFold(line[:6], "title:") {
+				line = line[6:]
+			}
+		}
+		if line != "" {
+			return shorten(strings.Join(strings.Fields(line), " "), maxTitleRunes)
+		}
+	}
+	return ""
+}
+
+// deriveTitle is the first line of the prompt's text, whitespace collapsed
+// and cut at a word boundary; a prompt without text is named after the
+// first resource it references.
+func deriveTitle(parts []persistence.Part) string {
+	for _, p := range parts {
+		if p.Type != "text" {
+			continue
+		}
+		for _, line := range strings.Split(p.Text, "\n") {
+			if t := strings.Join(strings.Fields(line), " "); t != "" {
+				return shorten(t, maxTitleRunes)
+			}
+		}
+	}
+	for _, p := range parts {
+		name := p.Name
+		if name == "" && p.URI != "" {
+			name = path.Base(p.URI)
+		}
+		if name != "" && name != "." && name != "/" {
+			return shorten(name, maxTitleRunes)
+		}
+	}
+	return ""
+}
+
+// shorten cuts s to at most n runes, at the last space when there is one in
+// the second half, and marks the cut with "…".
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := r[:n-1]
+	if i := lastSpace(cut); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRightFunc(string(cut), func(c rune) bool { return unicode.IsSpace(c) || unicode.IsPunct(c) }) + "…"
+}
+
+func lastSpace(r []rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if unicode.IsSpace(r[i]) {
+			return i
+		}
+	}
+	return -1
+}

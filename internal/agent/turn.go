@@ -1,0 +1,726 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
+
+// turn is one running prompt turn.
+type turn struct {
+	cancel context.CancelFunc
+	// muted: the prompt was answered while its work still ran (see
+	// Prompt); that work sends no more updates.
+	muted bool
+	done  chan struct{} // closed once the prompt's answer is written
+	// answered: the prompt has its answer; only writing it is left.
+	answered bool
+	// usage is what the provider reported for the turn's model requests
+	// (cost.go), for the prompt response.
+	usage turnUsage
+	// subagents is what its task calls started (subagent.go).
+	subagents turnSubagents
+}
+
+// Prompt runs one turn: the user message is committed before the model is
+// called, every streamed delta is forwarded as it arrives, and the reply is
+// committed when the stream ends, partial or not.
+func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error) {
+	s, err := a.store.GetSession(ctx, req.SessionID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, unknownSession(req.SessionID)
+	}
+	if err != nil {
+		return nil, storeError("prompt", err)
+	}
+	parts, err := userParts(req.Prompt, a.sessionModel(s))
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkPromptSize(parts); err != nil {
+		return nil, err
+	}
+	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	type answer struct {
+		res *acp.PromptResponse
+		err error
+	}
+	ended := make(chan answer, 1)
+	go func() {
+		var ans answer
+		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
+			ans.res, err = a.runPrompt(ctx, turnCtx, sess, s, req, parts)
+			return err
+		})
+		ended <- ans
+	}()
+	// The turn counts as running until its answer is written and its work
+	// has ended, so that session/close, session/delete and the next prompt
+	// wait for it.
+	var ans answer
+	select {
+	case ans = <-ended:
+	case <-turnCtx.Done():
+		// Cancel is answered within CancelGrace whatever the turn is
+		// waiting for (a store lock, a tool, a client that does not
+		// answer); the work still running stops on its own, silenced.
+		select {
+		case ans = <-ended:
+		case <-time.After(a.cancelGrace()):
+			sess.muteTurn()
+			res, err := cancelledResponse(ctx)
+			sess.markAnswered()
+			acp.AfterResponse(ctx, func() {
+				goSafe(a.log, "ending a cancelled turn", func() {
+					<-ended
+					sess.endTurn()
+				})
+			})
+			return res, err
+		}
+	}
+	sess.markAnswered()
+	acp.AfterResponse(ctx, func() { sess.endTurn() })
+	return ans.res, ans.err
+}
+
+// runPrompt is the work of one turn, once it holds the session's turn slot.
+func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
+	// One writer per session: the turn holds its lease, and every write it
+	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
+	turnCtx, lose := context.WithCancelCause(turnCtx)
+	defer lose(nil)
+	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
+		return nil, storeError("prompt", err)
+	}
+	defer a.leases.release(ctx, sess)
+
+	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
+		stop, err := cmd.run(turnCtx, a, sess, s, input)
+		if turnCtx.Err() != nil {
+			return a.interruptedResponse(ctx, turnCtx, s.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &acp.PromptResponse{StopReason: stop}, nil
+	}
+
+	// Writes outlive a cancelled turn: what the user saw must be kept. They
+	// go through a.writes(sess), fenced by the turn's lease.
+	persistCtx := context.WithoutCancel(turnCtx)
+	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
+	counter := a.counterFor(a.sessionModel(s))
+	// A prompt cancelled while it is counted is stored uncounted (the
+	// next request counts it).
+	countTokensContext(turnCtx, counter, user)
+	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
+		return nil, storeError("save prompt", err)
+	}
+	if turnCtx.Err() != nil {
+		return a.interruptedResponse(ctx, turnCtx, s.ID)
+	}
+	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
+
+	var usage *turnUsage // the turn's, for the prompt response
+	if t := sess.runningTurn(); t != nil {
+		usage = &t.usage
+	}
+	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
+	if turnCtx.Err() != nil {
+		return a.interruptedResponse(ctx, turnCtx, s.ID)
+	}
+	if err != nil {
+		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
+		return nil, err
+	}
+	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
+		a.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
+	}
+	res := &acp.PromptResponse{StopReason: stop}
+	if a.cfg.PromptUsage {
+		res.Usage = usage.wire()
+	}
+	return res, nil
+}
+
+// interruptedResponse answers a turn whose context ended: cancelled, or
+// aborted because its lease was lost.
+func (a *Agent) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
+	if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
+		return nil, leaseLostError("go on with session " + sessionID)
+	}
+	return cancelledResponse(ctx)
+}
+
+// cancelledResponse answers a cancelled turn. Cancellation is never an
+// error (ACP: stopReason "cancelled"), except when the client cancelled the
+// prompt request itself with $/cancel_request, which is answered -32800.
+func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
+	if errors.Is(context.Cause(ctx), acp.ErrRequestCancelled) {
+		return nil, acp.ErrRequestCancelled
+	}
+	return &acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+}
+
+// replyOnce is one model request of a turn: a request the endpoint refuses
+// as too large for its window is retried once after compacting, once per
+// turn (*recovered), never in a loop.
+func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
+	res, err := a.streamReply(ctx, persistCtx, sess, s)
+	var refused *overflowRefusal
+	if errors.As(err, &refused) && !*recovered {
+		*recovered = true
+		if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
+			res, err = a.streamReply(ctx, persistCtx, sess, s)
+		}
+	}
+	if errors.As(err, &refused) {
+		err = refused.err
+	}
+	return res, err
+}
+
+// runTurn calls the model until it answers without tool calls or the cap on
+// model calls is reached.
+func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
+	a.awaitMCP(ctx, sess, s)
+	recovered := false // one overflow recovery per turn, never a loop
+	guard := newLoopGuard()
+	for call := 0; call < a.maxModelCalls(s); call++ {
+		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
+		if err != nil {
+			return "", err
+		}
+		if len(res.ToolCalls) == 0 {
+			return stopReason(res.FinishReason), nil
+		}
+		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+			if q, ok := err.(*askedInText); ok && ctx.Err() == nil {
+				return a.replyWithQuestion(persistCtx, sess, s, q)
+			}
+			return "", err
+		}
+		if ctx.Err() != nil {
+			return acp.StopCancelled, nil
+		}
+		if guard.stopped() {
+			a.sendUpdate(ctx, sess, loopStopUpdate(a.capabilities()))
+			return acp.StopEndTurn, nil
+		}
+	}
+	return acp.StopMaxTurnRequests, nil
+}
+
+// streamReply makes one model request from the stored context and forwards
+// the deltas. The reply is stored when its first delta arrives (status
+// streaming), saved again every PartialSaveInterval while it grows (sooner
+// when it grows fast: partialSaveBytes), and finalised when the stream ends
+// (complete, cancelled or failed), so a crash keeps what the user saw up
+// to the last save.
+func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
+	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
+	msgs, err := a.prepareContext(ctx, sess, s)
+	if err != nil {
+		return nil, err
+	}
+	model := a.sessionModel(s)
+	if !model.Images {
+		msgs = withoutImages(msgs)
+	}
+	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
+	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
+		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
+	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
+		switch ev.Kind {
+		case provider.EventText:
+			reply.text.WriteString(ev.Text)
+		case provider.EventReasoning:
+			reply.reasoning.WriteString(ev.Text)
+		default:
+			return nil
+		}
+		// Saved before it is shown: what the client sees is stored (and
+		// the stored row names the chunk's message).
+		if err := reply.save(time.Now()); err != nil {
+			return err
+		}
+		chunk := &acp.ContentChunk{Content: acp.TextBlock(ev.Text), MessageID: messageID(reply.msg)}
+		var u acp.SessionUpdate
+		if ev.Kind == provider.EventText {
+			u.AgentMessageChunk = chunk
+		} else {
+			u.AgentThoughtChunk = chunk
+		}
+		reply.sent(ev, a.deliver(ctx, sess, u))
+		return nil
+	})
+	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
+	if res == nil {
+		res = &provider.Result{}
+	}
+	redacted(res)
+	a.afterModelRequest(ctx, sess, s, req, res)
+	if !a.detectTruncation(ctx, sess, s, model, req, res) {
+		sess.observeUsage(res)
+	}
+	if streamErr == nil {
+		a.noteAccepted(model, res)
+	}
+	msg := reply.final(res)
+	switch {
+	case reply.err != nil:
+		msg.Status = persistence.StatusFailed
+	case ctx.Err() != nil:
+		msg.Status = persistence.StatusCancelled
+	case streamErr != nil:
+		msg.Status = persistence.StatusFailed
+	default:
+		for _, c := range res.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, persistence.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+	}
+	if err := reply.finish(msg); err != nil {
+		// The stored row still says "streaming": mark it failed once the
+		// store answers again.
+		a.finishLater(sess, msg, reply.asStored())
+		return nil, storeError("save reply", err)
+	}
+	if len(msg.ToolCalls) > 0 {
+		sess.keepReasoningItems(msg.ID, res.ReasoningItems)
+	}
+	if reply.err != nil {
+		return nil, storeError("save reply", reply.err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err := a.authError(streamErr); err != nil {
+		return nil, err
+	}
+	if streamErr != nil {
+		if ov := provider.OverflowOf(streamErr); ov != nil && !attempts.forwarded {
+			return nil, &overflowRefusal{overflow: ov, err: modelError(streamErr, attempts)}
+		}
+		return nil, modelError(streamErr, attempts)
+	}
+	return res, nil
+}
+
+// partialReply is an assistant reply being streamed into the store.
+type partialReply struct {
+	a               *Agent
+	ctx             context.Context
+	sess            *session
+	store           Store // the session's fenced writes (Agent.writes)
+	text, reasoning strings.Builder
+	counter         compaction.Counter   // counts the reply as it is written
+	msg             *persistence.Message // the stored row; nil until the first delta
+	saved           time.Time
+	savedBytes      int   // of text and reasoning at the last save
+	err             error // the save that failed; the stream was abandoned
+	// savedText and savedReasoning are what the row holds: the text of
+	// its last successful write.
+	savedText, savedReasoning string
+	// streamed is how much of text and reasoning, from the start, went
+	// out in chunk frames the frame log keeps (persistence.Streamed);
+	// a chunk not delivered ends it (later chunks no longer line up).
+	streamed persistence.Streamed
+	gap      bool // a chunk was not delivered or not journaled
+}
+
+// sent notes whether the chunk just written to text or reasoning reached
+// the client and the frame log as it is: a chunk that is not valid UTF-8
+// reaches the frame as U+FFFD (encoding/json), not as the stored bytes.
+func (r *partialReply) sent(ev provider.Event, delivered bool) {
+	if r.gap = r.gap || !delivered || !r.a.framesLogged() || !utf8.ValidString(ev.Text); r.gap {
+		r.streamed = persistence.Streamed{}
+		return
+	}
+	if ev.Kind == provider.EventText {
+		r.streamed.Content = r.text.Len()
+	} else {
+		r.streamed.Reasoning = r.reasoning.Len()
+	}
+}
+
+// streamedOf is what of m's text the frames hold: the part it shares with
+// what was streamed (a final text may differ from the deltas).
+func (r *partialReply) streamedOf(m *persistence.Message) persistence.Streamed {
+	if r.gap {
+		return persistence.Streamed{}
+	}
+	common := func(a string, b string) int {
+		if strings.HasPrefix(a, b) { // every save but a final text that differs
+			return len(b)
+		}
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	return persistence.Streamed{
+		Content:   common(m.Content, r.text.String()[:r.streamed.Content]),
+		Reasoning: common(m.Reasoning, r.reasoning.String()[:r.streamed.Reasoning]),
+	}
+}
+
+// A growing reply is saved once PartialSaveInterval has passed since its
+// last save, or sooner, but never within partialSaveGap of it, once
+// partialSaveBytes were added. Each save costs a message_updated event (a
+// ~260-byte record besides the text it adds) and commits the frames sent
+// since the last one, so a save every 100 ms cost a slow stream ten row
+// pairs a second for a few tokens each. 4 KB (about 1,000 tokens) keeps a
+// save's fixed cost under a tenth of the text it adds, and bounds what a
+// crash loses of a fast stream (any faster than 4 KB/s, i.e. 1,000
+// tokens/s) to 4 KB; slower streams save once a PartialSaveInterval.
+//
+// A save rewrites the stored text whole (it is plain in its row), so its
+// cost grows with the reply: the gap grows with it too, by partialSaveGap
+// per partialSaveGapStep already saved, up to PartialSaveInterval. A
+// 4 MB reply streamed fast is then saved about once a second (it was
+// ten times, each writing megabytes), and a crash still loses at most a
+// second of it.
+const (
+	partialSaveBytes   = 4 << 10
+	partialSaveGap     = 100 * time.Millisecond
+	partialSaveGapStep = 256 << 10
+)
+
+// due reports whether the reply, saved before, is saved again at now.
+func (r *partialReply) due(now time.Time) bool {
+	since := now.Sub(r.saved)
+	grown := r.text.Len() + r.reasoning.Len() - r.savedBytes
+	gap := min(partialSaveGap*time.Duration(1+r.savedBytes/partialSaveGapStep), r.a.cfg.PartialSaveInterval)
+	return since >= r.a.cfg.PartialSaveInterval || since >= gap && grown >= partialSaveBytes
+}
+
+// save stores the reply when it starts (at its first delta) and then when
+// it is due.
+func (r *partialReply) save(now time.Time) error {
+	if r.msg != nil && !r.due(now) {
+		return nil
+	}
+	var err error
+	if r.msg == nil {
+		m := &persistence.Message{Role: persistence.RoleAssistant, Content: r.text.String(),
+			Reasoning: r.reasoning.String(), Status: persistence.StatusStreaming}
+		countTokens(r.counter, m)
+		if err = r.store.AppendMessages(r.ctx, r.sess.id, m); err == nil {
+			r.msg = m
+		}
+	} else {
+		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
+		r.msg.Streamed = r.streamedOf(r.msg)
+		countTokens(r.counter, r.msg)
+		err = r.sess.updateMessage(r.ctx, r.store, r.msg)
+	}
+	if err != nil {
+		r.err = err
+		return err
+	}
+	r.saved, r.savedBytes = now, r.text.Len()+r.reasoning.Len()
+	r.savedText, r.savedReasoning = r.msg.Content, r.msg.Reasoning
+	return nil
+}
+
+// asStored is the reply's row as its last successful write left it, marked
+// failed (nil: never stored): what finishLater writes when the store takes
+// writes but refuses the final reply.
+func (r *partialReply) asStored() *persistence.Message {
+	if r.msg == nil {
+		return nil
+	}
+	m := &persistence.Message{ID: r.msg.ID, SessionID: r.msg.SessionID, Role: persistence.RoleAssistant,
+		Content: r.savedText, Reasoning: r.savedReasoning, Status: persistence.StatusFailed}
+	countTokens(r.counter, m)
+	return m
+}
+
+// final is the reply as it ended: the client's accumulated text, or what
+// was streamed when the client returned none.
+func (r *partialReply) final(res *provider.Result) *persistence.Message {
+	m := &persistence.Message{Role: persistence.RoleAssistant, Content: res.Text, Reasoning: res.Reasoning,
+		Status: persistence.StatusComplete}
+	if m.Content == "" {
+		m.Content = r.text.String()
+	}
+	if m.Reasoning == "" {
+		m.Reasoning = r.reasoning.String()
+	}
+	return m
+}
+
+// finish writes the final reply: an update of the stored row, or a new row
+// if nothing was stored yet and there is something to keep.
+func (r *partialReply) finish(m *persistence.Message) error {
+	countTokens(r.counter, m)
+	if r.msg != nil {
+		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
+		m.Streamed = r.streamedOf(m)
+		return r.sess.updateMessage(r.ctx, r.store, m)
+	}
+	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
+		return nil
+	}
+	return r.store.AppendMessages(r.ctx, r.sess.id, m)
+}
+
+// sendUpdate sends u to the client, unless the session's turn was muted
+// (its prompt is answered).
+func (a *Agent) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+	a.deliver(ctx, sess, u)
+}
+
+// deliver is sendUpdate, reporting whether the update was sent.
+func (a *Agent) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
+	if sess.turnMuted() {
+		return false
+	}
+	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
+		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
+		return false
+	}
+	return true
+}
+
+func stopReason(f provider.FinishReason) acp.StopReason {
+	switch f {
+	case provider.FinishLength:
+		return acp.StopMaxTokens
+	case provider.FinishContentFilter:
+		return acp.StopRefusal
+	default:
+		return acp.StopEndTurn
+	}
+}
+
+// modelError is what the client sees when the model endpoint fails: one
+// sentence saying what happened and what to do (the partial reply is
+// already stored), and in error.data what a client may act on: the HTTP
+// status, whether trying again later may help, whether part of the reply
+// was shown (and kept) before the failure.
+func modelError(err error, st retryState) error {
+	tries := ""
+	if st.attempts > 1 {
+		tries = fmt.Sprintf(" after %d attempts", st.attempts)
+	}
+	data := map[string]any{"retryable": retryable(err)}
+	var msg string
+	var api *provider.APIError
+	var timeout *provider.TimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		msg = timeoutText(timeout, tries)
+	case errors.As(err, &api):
+		data["httpStatus"] = api.StatusCode
+		msg = fmt.Sprintf("The model endpoint answered %d%s: %s", api.StatusCode, tries, detail(api.Message))
+	default:
+		msg = fmt.Sprintf("The model request failed%s: %s%s", tries, detail(err.Error()), limitHint(err))
+	}
+	advice := modelAdvice(api, retryable(err))
+	ov := provider.OverflowOf(err)
+	switch {
+	case ov != nil:
+		data["reason"] = "context_window_exceeded"
+		if ov.Window > 0 {
+			data["window"] = ov.Window
+		}
+		advice = "the request does not fit the model's context window: run /compact or start a new session, or give the model server a larger context"
+	case serverParserFailed(err):
+		data["reason"] = "server_parser_failed"
+		advice = parserAdvice
+	case timeout != nil:
+		advice = ""
+	}
+	if st.forwarded {
+		data["partial"] = true
+		msg += " (the partial reply is kept in the session)"
+	}
+	if advice != "" {
+		msg += "; " + advice
+	}
+	e := acp.InternalError("%s", sentence(msg))
+	e.Data = data
+	return e
+}
+
+// timeoutText says in plain words which of the client's timeouts stopped
+// a model request, its value and the setting that raises it.
+func timeoutText(t *provider.TimeoutError, tries string) string {
+	if t.Idle {
+		return fmt.Sprintf("The model endpoint sent nothing for %s%s, the idle timeout (setting requests.idle_timeout, env CROW_MODEL_IDLE_TIMEOUT): a local server may still be reading a long prompt; raise the setting, or try again", t.After, tries)
+	}
+	return fmt.Sprintf("The model's reply took longer than the request timeout of %s%s (setting requests.timeout, env CROW_MODEL_TIMEOUT): raise the setting for a slow or local model, or try again", t.After, tries)
+}
+
+// limitHint names the setting behind a limit a model request went past.
+func limitHint(err error) string {
+	var limit *provider.LimitError
+	switch {
+	case errors.As(err, &limit) && limit.What == provider.LimitReply:
+		return " (setting limits.reply_bytes, env CROW_MAX_REPLY_BYTES)"
+	case errors.As(err, &limit) && limit.What == provider.LimitArguments:
+		return " (setting limits.arguments_bytes, env CROW_MAX_ARGUMENTS_BYTES)"
+	case errors.As(err, &limit) && limit.What == provider.LimitToolCalls:
+		return " (a fixed bound: models make a few calls at a time; none of them was run)"
+	case errors.As(err, &limit):
+		return " (setting limits.event_bytes, env CROW_MAX_EVENT_BYTES)"
+	}
+	return ""
+}
+
+// modelAdvice is what the user can do about a failed model request.
+func modelAdvice(api *provider.APIError, retryable bool) string {
+	switch {
+	case api != nil && validRetryAfter(api.RetryAfter):
+		// Only a well-formed header is repeated: some endpoints echo
+		// credentials in it.
+		return "the endpoint asks to wait " + api.RetryAfter + " before trying again"
+	case api == nil:
+		return "check that the endpoint is reachable and try again"
+	case retryable:
+		return "try again later"
+	case api.StatusCode == 401 || api.StatusCode == 403:
+		return "check the API key (OPENAI_API_KEY)"
+	case api.StatusCode == 404:
+		return "check the endpoint URL and the model name"
+	default:
+		return "check the model and its settings, then try again"
+	}
+}
+
+// beginTurn registers a running turn; one turn per session at a time. A
+// turn that has answered but whose answer is still being written is waited
+// for: the client may already have sent the next prompt.
+//
+// It is where a prompt looks its session up: the session is returned with
+// the turn registered on it. a.mu is held while a turn registers, so the
+// cap on concurrent turns counts every session's.
+func (a *Agent) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
+	for {
+		a.mu.Lock()
+		sess := a.sessionLocked(sessionID)
+		sess.mu.Lock()
+		t := sess.turn
+		answered := t != nil && t.answered
+		sess.mu.Unlock()
+		if t == nil {
+			if a.runningTurnsLocked() >= a.cfg.MaxConcurrentTurns {
+				a.mu.Unlock()
+				return nil, nil, a.tooManyTurns()
+			}
+			turnCtx, cancel := context.WithCancel(ctx)
+			sess.mu.Lock()
+			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
+			sess.mu.Unlock()
+			a.mu.Unlock()
+			return sess, turnCtx, nil
+		}
+		a.mu.Unlock()
+		if !answered {
+			return nil, nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
+		}
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// markAnswered records that the turn has its answer; it ends (endTurn) once
+// the answer is written.
+func (sess *session) markAnswered() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
+		t.answered = true
+	}
+}
+
+// muteTurn silences the session's running turn: its prompt is answered.
+func (sess *session) muteTurn() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
+		t.muted = true
+	}
+}
+
+// turnMuted reports whether the session's running turn was muted.
+func (sess *session) turnMuted() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.turn != nil && sess.turn.muted
+}
+
+// cancelGrace is how long a cancelled turn may take to stop before its
+// prompt is answered anyway.
+func (a *Agent) cancelGrace() time.Duration {
+	if a.cfg.CancelGrace > 0 {
+		return a.cfg.CancelGrace
+	}
+	return DefaultCancelGrace
+}
+
+// endTurn ends the session's turn once its answer is written.
+func (sess *session) endTurn() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if t := sess.turn; t != nil {
+		t.cancel()
+		close(t.done)
+		sess.turn = nil
+	}
+	sess.items = nil // reasoning items live for their turn only
+}
+
+// Cancel stops the session's running turn, if any. The turn answers its
+// prompt with stopReason "cancelled".
+func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
+	if t := a.runningTurn(n.SessionID); t != nil {
+		t.cancel()
+	}
+	return nil
+}
+
+// countTokens stores the message's token count with it, so that the next
+// request's context needs no recount (and no write to cache one). The
+// stored row keeps the encoding it was first written with; a reply is
+// always counted with the one counter of its turn.
+func countTokens(c compaction.Counter, m *persistence.Message) {
+	if c != nil {
+		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), c.Name()
+	}
+}
+
+// countTokensContext is countTokens that gives up when ctx is done,
+// leaving the message uncounted.
+func countTokensContext(ctx context.Context, c compaction.Counter, m *persistence.Message) {
+	if c == nil {
+		return
+	}
+	if n, err := compaction.MessageTokensContext(ctx, c, m); err == nil {
+		m.TokenCount, m.TokenEncoding = n, c.Name()
+	}
+}
+
+func validRetryAfter(v string) bool {
+	_, ok := parseRetryAfter(v, time.Now())
+	return ok && v != ""
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package framelog
+
+const raceEnabled = false

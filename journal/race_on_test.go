@@ -1,7 +1,0 @@
-//go:build race
-
-package journal
-
-// raceEnabled: the race detector's shadow memory inflates what a read
-// allocates, so allocation bounds are not checked under it.
-const raceEnabled = true
