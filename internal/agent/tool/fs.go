@@ -77,6 +77,9 @@ func (e *Env) writeTextMode(ctx context.Context, p Path, content string, mode fs
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("not written: %w", err)
 	}
+	if err := e.beforeChange(ctx, p); err != nil {
+		return err
+	}
 	if e.clientServes(e.ClientWrite, p) {
 		if _, err := e.Client.WriteTextFile(ctx, &acp.WriteTextFileRequest{SessionID: e.SessionID, Path: p.Client, Content: content}); err != nil {
 			return fmt.Errorf("the editor could not write %s: %v", p.Display, err)

@@ -295,6 +295,9 @@ func (pe *patchEdit) apply(ctx context.Context, c fileChange) error {
 		return err
 	}
 	if c.deleted {
+		if err := pe.env.beforeChange(ctx, c.p); err != nil {
+			return err
+		}
 		return removeRegular(c.p)
 	}
 	return pe.env.writeTextMode(ctx, c.p, c.updated, c.mode)
