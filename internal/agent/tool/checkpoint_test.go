@@ -10,7 +10,9 @@ import (
 
 // beforeChangeLog records every BeforeChange call with what the file held
 // at that moment ("<absent>" if nothing).
-type beforeChangeLog struct{ calls []string }
+type beforeChangeLog struct{ calls, after []string }
+
+func (l *beforeChangeLog) afterHook(_ context.Context, p Path) { l.after = append(l.after, p.Rel) }
 
 func (l *beforeChangeLog) hook(_ context.Context, p Path) error {
 	b, err := os.ReadFile(p.Abs)
@@ -29,7 +31,7 @@ func (l *beforeChangeLog) hook(_ context.Context, p Path) error {
 func TestBeforeChangeSeesEveryFileBeforeItChanges(t *testing.T) {
 	env, _ := patchWorkspace(t, map[string]string{"w.txt": "old w\n", "e.txt": "one\n", "a.go": "x\n", "gone.md": "bye\n", "mv.txt": "m\n"})
 	var log beforeChangeLog
-	env.BeforeChange = log.hook
+	env.BeforeChange, env.AfterChange = log.hook, log.afterHook
 	if res := prepare(t, writeFile{}, env, map[string]any{"path": "w.txt", "content": "new w\n"}).Run(context.Background(), nil); res.Failed {
 		t.Fatal(res.Output)
 	}
@@ -45,6 +47,11 @@ func TestBeforeChangeSeesEveryFileBeforeItChanges(t *testing.T) {
 			t.Errorf("no BeforeChange call saw %q; calls: %q", want, log.calls)
 		}
 	}
+	for _, want := range []string{"w.txt", "e.txt", "a.go", "new.txt", "gone.md", "mv.txt", "moved.txt"} {
+		if !slices.Contains(log.after, want) {
+			t.Errorf("no AfterChange call for %s; calls: %q", want, log.after)
+		}
+	}
 }
 
 // A checkpoint that cannot be stored stops the change: no file changes
@@ -53,6 +60,7 @@ func TestBeforeChangeErrorLeavesFileUnchanged(t *testing.T) {
 	files := map[string]string{"a.txt": "one\n", "gone.md": "bye\n"}
 	env, root := patchWorkspace(t, files)
 	env.BeforeChange = func(context.Context, Path) error { return errors.New("disk full") }
+	env.AfterChange = func(_ context.Context, p Path) { t.Errorf("AfterChange(%s) for a change not made", p.Rel) }
 	if res := prepare(t, writeFile{}, env, map[string]any{"path": "a.txt", "content": "x\n"}).Run(context.Background(), nil); !res.Failed {
 		t.Errorf("write succeeded without its checkpoint: %s", res.Output)
 	}

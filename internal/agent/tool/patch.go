@@ -298,7 +298,11 @@ func (pe *patchEdit) apply(ctx context.Context, c fileChange) error {
 		if err := pe.env.beforeChange(ctx, c.p); err != nil {
 			return err
 		}
-		return removeRegular(c.p)
+		if err := removeRegular(c.p); err != nil {
+			return err
+		}
+		pe.env.afterChange(ctx, c.p)
+		return nil
 	}
 	return pe.env.writeTextMode(ctx, c.p, c.updated, c.mode)
 }

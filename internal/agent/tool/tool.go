@@ -82,6 +82,17 @@ type Env struct {
 	// absent): undo's checkpoint is stored first, so that no file changes
 	// without one. An error leaves the file unchanged and fails the call.
 	BeforeChange func(ctx context.Context, p Path) error
+	// AfterChange, when set, is called once the tool changed the file at p
+	// (undo compares it with what is there when asked to undo: a file
+	// changed since by someone else is a conflict, not overwritten).
+	AfterChange func(ctx context.Context, p Path)
+}
+
+// afterChange calls AfterChange if set.
+func (e *Env) afterChange(ctx context.Context, p Path) {
+	if e.AfterChange != nil {
+		e.AfterChange(ctx, p)
+	}
 }
 
 // beforeChange calls BeforeChange if set.
