@@ -12,7 +12,9 @@ import (
 // of the project directories cwds. Rules belong to a project, not to a
 // session; migrate finds projects through the sessions' directories. A rule
 // the destination already has with the same decision is kept as it is; one
-// with the other decision is a conflict and is not overwritten. It returns
+// with the other decision is a conflict and is not overwritten. A copied
+// rule keeps when and in which session it was granted; the destination
+// gives it its own ID. It returns
 // how many rules the source has there, and the conflicts as "cwd: key".
 func copyRules(ctx context.Context, dst Destination, src Source, cwds []string) (int, []string, error) {
 	n := 0

@@ -75,7 +75,7 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	// Permission rules of the sessions' projects; one the destination has
 	// decided the other way.
 	for _, r := range []*persistence.PermissionRule{
-		{Cwd: "/w/beta", Key: "edit", Allow: true},
+		{Cwd: "/w/beta", Key: "edit", Allow: true, SessionID: "beta", CreatedAt: time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)},
 		{Cwd: "/w/alpha", Key: "command:rm", Allow: false},
 	} {
 		must(t, src.SetPermissionRule(ctx, r))
@@ -100,7 +100,9 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	if report.Rules != 2 || !slices.Equal(report.RuleConflicts, []string{"/w/alpha: command:rm"}) {
 		t.Errorf("rules: %d copied or present, conflicts %v; want 2 and /w/alpha: command:rm", report.Rules, report.RuleConflicts)
 	}
-	if rules, err := dst.PermissionRules(ctx, "/w/beta"); err != nil || len(rules) != 1 || !rules[0].Allow || rules[0].Key != "edit" {
+	// The rule keeps when and in which session it was granted.
+	if rules, err := dst.PermissionRules(ctx, "/w/beta"); err != nil || len(rules) != 1 || !rules[0].Allow || rules[0].Key != "edit" ||
+		rules[0].SessionID != "beta" || !rules[0].CreatedAt.Equal(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)) {
 		t.Errorf("destination rules of /w/beta: %+v, %v", rules, err)
 	}
 	if rules, _ := dst.PermissionRules(ctx, "/w/alpha"); len(rules) != 1 || !rules[0].Allow {
