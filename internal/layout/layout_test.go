@@ -66,6 +66,8 @@ var rules = map[string][]string{
 		"internal/agent", "internal/compaction", "internal/persistence/...", "internal/provider"},
 	"cmd/crow-acp/internal/sessions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
 		"internal/agent", "internal/persistence/...", "internal/termsafe"},
+	"cmd/crow-acp/internal/permissions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/sessions",
+		"cmd/crow-acp/internal/transcript", "internal/persistence/...", "internal/termsafe"},
 	"cmd/crow-acp/internal/crowtest": {"acp", "internal/fixture", "internal/persistence/...", "internal/provider/fakemodel"},
 	"cmd/crow-acp/e2e":               nil, // tests only
 	"cmd/crow-bench/...": {"acp", "internal/persistence", "internal/persistence/backend",
