@@ -40,6 +40,7 @@ FUZZ_TARGETS += ./internal/agent:FuzzErrorDetail
 FUZZ_TARGETS += ./internal/persistence:FuzzFrames
 FUZZ_TARGETS += ./internal/framelog:FuzzLoadRecord
 FUZZ_TARGETS += ./internal/provider:FuzzEventBound
+FUZZ_TARGETS += ./internal/provider:FuzzImageResponses
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
 FUZZ_TARGETS += ./internal/safegit:FuzzDisable
 FUZZ_TARGETS += ./internal/agent:FuzzCompactOnLoad:500x
