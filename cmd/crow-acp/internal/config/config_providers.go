@@ -171,3 +171,21 @@ func (c *Settings) ImagesConfigured(model string) *bool {
 func (c *Settings) ResolveImages(model string, discovered *provider.DiscoveredImages) provider.ImageSupport {
 	return provider.ResolveImages(model, c.ImagesConfigured(model), discovered)
 }
+
+// ImagesShown is what `config show` says of m's images flag: "yes" or "no"
+// when configured; unset, "auto" and what the model's family says (the
+// endpoint, asked by a running agent, may say otherwise).
+func (m ModelSpec) ImagesShown() string {
+	switch {
+	case m.ImagesSet && m.Images:
+		return "yes"
+	case m.ImagesSet:
+		return "no"
+	}
+	if yes, known := provider.ReadsImages(m.Name); known && yes {
+		return "auto: yes"
+	} else if known {
+		return "auto: no"
+	}
+	return "auto"
+}

@@ -184,3 +184,22 @@ func TestImageLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestImagesShown: `config show` tells a configured flag from the family's
+// default.
+func TestImagesShown(t *testing.T) {
+	for _, c := range []struct {
+		m    ModelSpec
+		want string
+	}{
+		{ModelSpec{Name: "gpt-4o", Images: false, ImagesSet: true}, "no"},
+		{ModelSpec{Name: "deepseek-chat", Images: true, ImagesSet: true}, "yes"},
+		{ModelSpec{Name: "gpt-4o"}, "auto: yes"},
+		{ModelSpec{Name: "qwen2.5-coder:7b"}, "auto: no"},
+		{ModelSpec{Name: "my-finetune"}, "auto"},
+	} {
+		if got := c.m.ImagesShown(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
+		}
+	}
+}
