@@ -11,7 +11,6 @@ package imagecheck
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -147,11 +146,11 @@ func Check(index int, mimeType, data string, maxBytes int) (Image, error) {
 	var head headWriter
 	n, err := io.Copy(&head, dec)
 	if err != nil {
-		var bad base64.CorruptInputError
-		if errors.As(err, &bad) {
-			return fail(ProblemBase64, "the data is not valid base64 (at byte %d)", int64(bad))
+		// The stream's error counts from its last chunk: find the byte.
+		if i := strings.IndexFunc(data, notBase64); i >= 0 {
+			return fail(ProblemBase64, "the data is not valid base64 (%q at byte %d)", data[i:i+1], i)
 		}
-		return fail(ProblemBase64, "the data is not valid base64: %v", err)
+		return fail(ProblemBase64, "the data is not valid base64 (its length or padding: %d characters)", len(data))
 	}
 	got := Sniff(head.b)
 	if got == "" {
@@ -212,6 +211,11 @@ func Sniff(b []byte) string {
 // "\u0000"), and 1 MiB for the envelope (ids, types, URIs, _meta).
 func LineBytes(promptTextBytes, promptImageBytes int) int {
 	return base64.StdEncoding.EncodedLen(promptImageBytes) + 6*promptTextBytes + 1<<20
+}
+
+// notBase64 is a rune outside the standard alphabet and its padding.
+func notBase64(r rune) bool {
+	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+' || r == '/' || r == '=')
 }
 
 // padding counts the trailing '=' of data (at most two count).

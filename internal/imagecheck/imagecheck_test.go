@@ -112,7 +112,7 @@ func TestCheckRefuses(t *testing.T) {
 		{"CR", "image/png", good[:4] + "\r" + good[4:], 0, ProblemBase64, "line break at byte 4"},
 		{"URL alphabet", "image/png", strings.NewReplacer("+", "-", "/", "_").Replace(b64(append(png4, 0xfb, 0xff))), 0, ProblemBase64, "not valid base64"},
 		{"no padding", "image/png", strings.TrimRight(b64(append(png4, 1)), "="), 0, ProblemBase64, "not valid base64"},
-		{"space", "image/png", good[:12] + " " + good[12:], 0, ProblemBase64, "not valid base64 (at byte 12)"},
+		{"space", "image/png", good[:12] + " " + good[12:], 0, ProblemBase64, `not valid base64 (" " at byte 12)`},
 		{"too large", "image/png", good, len(png4) - 1, ProblemTooLarge, "limits.image_bytes"},
 	}
 	for _, c := range cases {
@@ -121,6 +121,12 @@ func TestCheckRefuses(t *testing.T) {
 		if !errors.As(err, &e) || e.Problem != c.problem || !strings.Contains(err.Error(), c.says) || !strings.HasPrefix(err.Error(), "Image 3") {
 			t.Errorf("%s: %v; want %s saying %q", c.name, err, c.problem, c.says)
 		}
+	}
+	// A bad byte far into a large image is found where it is (the
+	// stream's own error counts from its last chunk).
+	big := b64(encode(t, "png", 300, 300, true))
+	if _, err := Check(0, "image/png", big[:100000]+"*"+big[100001:], 0); err == nil || !strings.Contains(err.Error(), `"*" at byte 100000`) {
+		t.Errorf("a bad byte at 100000: %v", err)
 	}
 	// Exactly the limit passes.
 	if _, err := Check(0, "image/png", good, len(png4)); err != nil {
