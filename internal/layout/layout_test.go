@@ -30,6 +30,7 @@ var rules = map[string][]string{
 	"internal/migrations":   nil,
 	"internal/layout":       nil,
 	"internal/acptest":      nil,
+	"internal/imagecheck":   nil,
 	"acp":                   nil, // the wire; the one package meant for other modules
 
 	"internal/persistence":                  {"internal/deflate"},
@@ -43,13 +44,13 @@ var rules = map[string][]string{
 
 	"internal/provider":           {"internal/origin", "internal/secret"},
 	"internal/provider/fakemodel": nil,
-	"internal/compaction":         {"internal/persistence", "internal/provider"},
+	"internal/compaction":         {"internal/imagecheck", "internal/persistence", "internal/provider"},
 	"internal/framelog":           {"acp", "internal/persistence", "internal/deflate", "internal/secret"},
 	"internal/fixture":            {"internal/acptest", "internal/syncbuf"},
 
 	"internal/agent/prompt": {"internal/safegit", "internal/termsafe"},
 	"internal/agent/tool":   {"acp", "internal/origin", "internal/provider"},
-	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/persistence",
+	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 
 	// Commands sit on top and may import the layers below, never each
@@ -60,7 +61,7 @@ var rules = map[string][]string{
 	"cmd/crow-acp/internal/terminal":   {"acp", "cmd/crow-acp/internal/transcript", "internal/termsafe"},
 	"cmd/crow-acp/internal/chat": {"acp", "cmd/crow-acp/internal/terminal", "cmd/crow-acp/internal/transcript",
 		"internal/persistence", "internal/termsafe"},
-	"cmd/crow-acp/internal/config": {"acp", "internal/agent/...", "internal/compaction", "internal/persistence/...",
+	"cmd/crow-acp/internal/config": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence/...",
 		"internal/provider", "internal/secret"},
 	"cmd/crow-acp/internal/doctor": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
 		"internal/agent", "internal/compaction", "internal/persistence/...", "internal/provider"},
