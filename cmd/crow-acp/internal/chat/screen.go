@@ -1,0 +1,174 @@
+package chat
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/chzyer/readline"
+)
+
+// The line editor reads all the time on a terminal, during a turn too, so
+// that a prompt can be typed (and queued) while the agent works. What the
+// chat writes meanwhile goes through screen, which keeps the line being
+// typed below it: readline clears the prompt, the text is written, the
+// prompt is drawn again.
+
+// progressClear starts every frame of the progress line
+// (terminal.UI's spinner): on the screen the frame is shown in the prompt.
+const progressClear = "\r\x1b[2K"
+
+// screen is the terminal as the chat writes to it while the line editor
+// reads: whole lines go above the prompt; an unfinished line is held back
+// until it ends; progress frames become the prompt's start.
+type screen struct {
+	mu       sync.Mutex
+	rl       *readline.Instance
+	base     string // the prompt: "> ", busyPrompt, a question's
+	progress string // the progress frame, "" when none
+	partial  []byte
+}
+
+func newScreen(rl *readline.Instance, base string) *screen {
+	return &screen{rl: rl, base: base}
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(p)
+	str := string(p)
+	if strings.HasPrefix(str, progressClear) && !strings.Contains(str, "\n") {
+		s.progress = strings.TrimPrefix(str, progressClear)
+		s.refreshLocked()
+		return n, nil
+	}
+	data := append(s.partial, p...)
+	s.partial = nil
+	if !s.rl.Terminal.IsReading() {
+		_, err := s.rl.Config.Stdout.Write(data)
+		return n, err
+	}
+	i := strings.LastIndexByte(string(data), '\n')
+	if i < 0 {
+		s.partial = data
+		return n, nil
+	}
+	s.partial = append([]byte(nil), data[i+1:]...)
+	_, err := s.rl.Stdout().Write(data[:i+1])
+	return n, err
+}
+
+// flush writes a held-back unfinished line.
+func (s *screen) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.partial) > 0 {
+		data := append(s.partial, '\n')
+		s.partial = nil
+		_, _ = s.rl.Stdout().Write(data)
+	}
+}
+
+// setBase changes the prompt, redrawn at once if a line is being read.
+func (s *screen) setBase(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base = p
+	s.refreshLocked()
+}
+
+// prompt is the prompt to show now.
+func (s *screen) prompt() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.promptLocked()
+}
+
+func (s *screen) promptLocked() string {
+	if s.progress == "" {
+		return s.base
+	}
+	return s.progress + "  " + s.base
+}
+
+func (s *screen) refreshLocked() {
+	s.rl.SetPrompt(s.promptLocked())
+	if s.rl.Terminal.IsReading() {
+		s.rl.Refresh()
+	}
+}
+
+// inputLine is one line read, or why none was.
+type inputLine struct {
+	text string
+	err  error
+}
+
+// pump reads the line editor without a pause and hands each line on:
+// to a question waiting for its answer, else to the chat.
+type pump struct {
+	ed     *editor
+	screen *screen
+	mu     sync.Mutex
+	answer chan inputLine // a question waits for the next line
+	typed  chan inputLine
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newPump(ed *editor, sc *screen) *pump {
+	return &pump{ed: ed, screen: sc, typed: make(chan inputLine), done: make(chan struct{})}
+}
+
+func (p *pump) run() {
+	for !p.ed.closed.Load() {
+		line, err := p.ed.ReadLine(p.screen.prompt())
+		r := inputLine{line, err}
+		p.mu.Lock()
+		a := p.answer
+		p.answer = nil
+		p.mu.Unlock()
+		if a != nil {
+			a <- r
+			continue
+		}
+		select {
+		case p.typed <- r:
+		case <-p.done:
+			return
+		}
+		if err != nil && !errors.Is(err, errInterrupt) && !errors.Is(err, io.EOF) {
+			return
+		}
+	}
+	select {
+	case p.typed <- inputLine{err: io.EOF}:
+	case <-p.done:
+	}
+}
+
+// ask shows prompt and returns the next line read, for a question asked
+// while the chat does something else; quit ends the wait.
+func (p *pump) ask(prompt string, quit <-chan struct{}) (string, error) {
+	ch := make(chan inputLine, 1)
+	p.mu.Lock()
+	p.answer = ch
+	p.mu.Unlock()
+	p.screen.mu.Lock()
+	before := p.screen.base
+	p.screen.mu.Unlock()
+	p.screen.setBase(prompt)
+	defer p.screen.setBase(before)
+	select {
+	case r := <-ch:
+		return r.text, r.err
+	case <-quit:
+		return "", io.EOF
+	case <-p.done:
+		return "", io.EOF
+	}
+}
+
+func (p *pump) stop() { p.once.Do(func() { close(p.done) }) }
