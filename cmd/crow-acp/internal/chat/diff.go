@@ -197,12 +197,12 @@ func unified(a, b []string) []string {
 			case i < len(ma) && j < len(mb) && ma[i] == mb[j]:
 				ops = append(ops, op{' ', ma[i]})
 				i, j = i+1, j+1
-			case j < len(mb) && (i == len(ma) || lcs[i*w+j+1] >= lcs[(i+1)*w+j]):
+			case i < len(ma) && (j == len(mb) || lcs[(i+1)*w+j] >= lcs[i*w+j+1]):
+				ops = append(ops, op{'-', ma[i]}) // removals first, as diff(1) shows them
+				i++
+			default:
 				ops = append(ops, op{'+', mb[j]})
 				j++
-			default:
-				ops = append(ops, op{'-', ma[i]})
-				i++
 			}
 		}
 	} else {
