@@ -33,7 +33,7 @@ func TestLiveOutputAppends(t *testing.T) {
 	send(t, ui,
 		acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "c1", Title: "make test", Kind: acp.ToolKindExecute, Status: acp.ToolStatusInProgress}},
 		running("c1", "one\ntw"),               // an unfinished line waits
-		running("c1", "one\ntwo\nthree\n"),      // grows
+		running("c1", "one\ntwo\nthree\n"),     // grows
 		running("c1", "three\nfour \x1b[2J\n"), // slides
 		running("c1", "three\nfour \x1b[2J\n"), // repeats: nothing new
 		acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "c1", Status: acp.ToolStatusCompleted,
