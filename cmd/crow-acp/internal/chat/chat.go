@@ -99,7 +99,7 @@ func New(opt Options) (*Chat, error) {
 			return nil, err
 		}
 		c.lines = ed
-		c.screen = newScreen(ed.rl, "> ")
+		c.screen = newScreen(ed.rl, "> ", c.width)
 		c.pump = newPump(ed, c.screen)
 		c.out = c.screen
 	} else {
@@ -458,6 +458,10 @@ func (c *Chat) turn(conn Conn, blocks []acp.ContentBlock) (quit bool) {
 		fmt.Fprintln(c.out) // the turn ends; the status line follows
 	}
 	switch {
+	case refused(o.err):
+		// The agent refused the prompt itself (too large, an image the
+		// model cannot read): nothing was stored.
+		c.note("✗ %s", termsafe.Text(o.err.Error()))
 	case o.err != nil:
 		c.note("✗ %s (the prompt is stored; try again, or crow-acp doctor checks the set-up)", termsafe.Text(o.err.Error()))
 	case o.res.StopReason == acp.StopCancelled:
@@ -466,6 +470,13 @@ func (c *Chat) turn(conn Conn, blocks []acp.ContentBlock) (quit bool) {
 		c.note("%s", terminal.StopText(o.res.StopReason))
 	}
 	return false
+}
+
+// refused reports whether the agent refused a prompt as invalid, before
+// storing anything.
+func refused(err error) bool {
+	var e *acp.Error
+	return errors.As(err, &e) && e.Code == acp.CodeInvalidParams
 }
 
 // watchSignals turns SIGINT (which arrives only while no line is read: the

@@ -25,13 +25,14 @@ const progressClear = "\r\x1b[2K"
 type screen struct {
 	mu       sync.Mutex
 	rl       *readline.Instance
-	base     string // the prompt: "> ", busyPrompt, a question's
-	progress string // the progress frame, "" when none
+	width    func() int // the terminal's: a progress frame is cut to fit one line with the prompt
+	base     string     // the prompt: "> ", busyPrompt, a question's
+	progress string     // the progress frame, "" when none
 	partial  []byte
 }
 
-func newScreen(rl *readline.Instance, base string) *screen {
-	return &screen{rl: rl, base: base}
+func newScreen(rl *readline.Instance, base string, width func() int) *screen {
+	return &screen{rl: rl, base: base, width: width}
 }
 
 func (s *screen) Write(p []byte) (int, error) {
@@ -90,7 +91,11 @@ func (s *screen) promptLocked() string {
 	if s.progress == "" {
 		return s.base
 	}
-	return s.progress + "  " + s.base
+	p := []rune(s.progress)
+	if room := s.width() - len([]rune(s.base)) - 12; len(p) > room {
+		p = append(p[:max(0, room-1)], '…')
+	}
+	return string(p) + "  " + s.base
 }
 
 func (s *screen) refreshLocked() {
