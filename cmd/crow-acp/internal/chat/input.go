@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chzyer/readline"
 )
@@ -35,7 +36,11 @@ type editor struct {
 	rl     *readline.Instance
 	stdin  io.Closer // readline's Close does not close it: a read in progress would never end
 	out    io.Writer
-	closed atomic.Bool // Close runs at SIGTERM and again at exit: once, never waiting
+	closed atomic.Bool // Close runs at SIGTERM and again at exit: once
+	// idle holds a token while no line is read: Close takes it (bounded)
+	// before closing readline, whose raw-mode state a read in progress
+	// would race with.
+	idle chan struct{}
 }
 
 func newEditor(in io.Reader, out io.Writer, historyFile string, complete completer) (*editor, error) {
@@ -67,11 +72,24 @@ func newEditor(in io.Reader, out io.Writer, historyFile string, complete complet
 		return nil, fmt.Errorf("line editor: %w", err)
 	}
 	fmt.Fprint(out, pasteOn)
-	return &editor{rl: rl, out: out, stdin: stdin}, nil
+	e := &editor{rl: rl, out: out, stdin: stdin, idle: make(chan struct{}, 1)}
+	e.idle <- struct{}{}
+	return e, nil
 }
 
 func (e *editor) ReadLine(prompt string) (string, error) {
 	e.rl.SetPrompt(prompt)
+	return e.readShown()
+}
+
+// readShown reads one line with the prompt the editor has: the chat's
+// screen sets it, and may change it while the line is read.
+func (e *editor) readShown() (string, error) {
+	<-e.idle
+	defer func() { e.idle <- struct{}{} }()
+	if e.closed.Load() {
+		return "", io.EOF
+	}
 	line, err := e.rl.Readline()
 	return unpaste(line), err
 }
@@ -86,7 +104,11 @@ func (e *editor) Close() error {
 		return nil
 	}
 	fmt.Fprint(e.out, pasteOff)
-	_ = e.stdin.Close()
+	_ = e.stdin.Close() // ends a read in progress
+	select {
+	case <-e.idle:
+	case <-time.After(2 * time.Second):
+	}
 	return e.rl.Close()
 }
 

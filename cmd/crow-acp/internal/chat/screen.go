@@ -32,6 +32,7 @@ type screen struct {
 }
 
 func newScreen(rl *readline.Instance, base string, width func() int) *screen {
+	rl.SetPrompt(base)
 	return &screen{rl: rl, base: base, width: width}
 }
 
@@ -80,13 +81,6 @@ func (s *screen) setBase(p string) {
 	s.refreshLocked()
 }
 
-// prompt is the prompt to show now.
-func (s *screen) prompt() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.promptLocked()
-}
-
 func (s *screen) promptLocked() string {
 	if s.progress == "" {
 		return s.base
@@ -129,7 +123,9 @@ func newPump(ed *editor, sc *screen) *pump {
 
 func (p *pump) run() {
 	for !p.ed.closed.Load() {
-		line, err := p.ed.ReadLine(p.screen.prompt())
+		// The prompt is the screen's, set whenever it changes: one taken
+		// here could be stale by the time the read starts.
+		line, err := p.ed.readShown()
 		r := inputLine{line, err}
 		p.mu.Lock()
 		a := p.answer
