@@ -18,9 +18,8 @@ func (c *Chat) shell(command string) (quit bool) {
 	c.drainInterrupts()
 	c.ui.Finish()
 	fmt.Fprintf(c.out, "%s\n", c.dimmed("$ "+termsafe.Line(command)))
-	if c.screen != nil {
-		c.screen.setBase(busyPrompt)
-	}
+	c.setBusy(true)
+	defer c.setBusy(false)
 	stop := make(chan struct{})
 	done := make(chan shellRun, 1)
 	go func() { done <- runShell(c.opt.Cwd, command, c.out, stop) }()

@@ -293,6 +293,7 @@ func (c *Chat) readLine(prompt string) (string, error) {
 		return c.lines.ReadLine(prompt)
 	}
 	c.screen.setBase(prompt)
+	c.pump.request()
 	select {
 	case r := <-c.pump.typed:
 		return r.text, r.err
@@ -308,6 +309,18 @@ func (c *Chat) typed() <-chan inputLine {
 		return nil
 	}
 	return c.pump.typed
+}
+
+// setBusy shows the busy prompt and has the line editor read all the
+// time (on), or only when a line is asked for (off).
+func (c *Chat) setBusy(on bool) {
+	if c.pump == nil {
+		return
+	}
+	if on {
+		c.screen.setBase(busyPrompt)
+	}
+	c.pump.busy(on)
 }
 
 // maxQueued bounds the prompts waiting for a turn to end.
@@ -392,9 +405,8 @@ func (c *Chat) readPrompt() (string, error) {
 // Ctrl-C (or SIGTERM) quits.
 func (c *Chat) turn(conn Conn, blocks []acp.ContentBlock) (quit bool) {
 	c.drainInterrupts()
-	if c.screen != nil {
-		c.screen.setBase(busyPrompt)
-	}
+	c.setBusy(true)
+	defer c.setBusy(false)
 	type outcome struct {
 		res *acp.PromptResponse
 		err error

@@ -105,31 +105,50 @@ type inputLine struct {
 	err  error
 }
 
-// pump reads the line editor without a pause and hands each line on:
-// to a question waiting for its answer, else to the chat.
+// pump reads the line editor when a line is wanted, and hands each line
+// on: to a question waiting for its answer, else to the chat. While the
+// chat is busy (a turn, a !command) it reads without a pause, so that
+// prompts can be typed and queued; at the prompt it reads one line at a
+// time, when the chat asks, so that what a command printed is all written
+// before the prompt is drawn again.
 type pump struct {
-	ed     *editor
-	screen *screen
-	mu     sync.Mutex
-	answer chan inputLine // a question waits for the next line
-	typed  chan inputLine
-	done   chan struct{}
-	once   sync.Once
+	ed         *editor
+	screen     *screen
+	mu         sync.Mutex
+	answer     chan inputLine // a question waits for the next line
+	wantOne    bool           // the chat waits for a line
+	continuous bool           // the chat is busy: read all the time
+	wake       chan struct{}
+	typed      chan inputLine
+	done       chan struct{}
+	once       sync.Once
 }
 
 func newPump(ed *editor, sc *screen) *pump {
-	return &pump{ed: ed, screen: sc, typed: make(chan inputLine), done: make(chan struct{})}
+	return &pump{ed: ed, screen: sc, typed: make(chan inputLine), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
 func (p *pump) run() {
 	for !p.ed.closed.Load() {
-		// The prompt is the screen's, set whenever it changes: one taken
-		// here could be stale by the time the read starts.
+		p.mu.Lock()
+		wanted := p.wantOne || p.continuous || p.answer != nil
+		p.mu.Unlock()
+		if !wanted {
+			select {
+			case <-p.wake:
+				continue
+			case <-p.done:
+				return
+			}
+		}
 		line, err := p.ed.readShown()
 		r := inputLine{line, err}
 		p.mu.Lock()
 		a := p.answer
 		p.answer = nil
+		if a == nil {
+			p.wantOne = false
+		}
 		p.mu.Unlock()
 		if a != nil {
 			a <- r
@@ -150,6 +169,29 @@ func (p *pump) run() {
 	}
 }
 
+func (p *pump) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// request asks for the next line (it arrives on typed).
+func (p *pump) request() {
+	p.mu.Lock()
+	p.wantOne = true
+	p.mu.Unlock()
+	p.poke()
+}
+
+// busy makes the pump read all the time (on) or only when asked (off).
+func (p *pump) busy(on bool) {
+	p.mu.Lock()
+	p.continuous = on
+	p.mu.Unlock()
+	p.poke()
+}
+
 // ask shows prompt and returns the next line read, for a question asked
 // while the chat does something else; quit ends the wait.
 func (p *pump) ask(prompt string, quit <-chan struct{}) (string, error) {
@@ -161,6 +203,7 @@ func (p *pump) ask(prompt string, quit <-chan struct{}) (string, error) {
 	before := p.screen.base
 	p.screen.mu.Unlock()
 	p.screen.setBase(prompt)
+	p.poke()
 	defer p.screen.setBase(before)
 	select {
 	case r := <-ch:
