@@ -99,7 +99,7 @@ func New(opt Options) (*Chat, error) {
 			return nil, err
 		}
 		c.lines = ed
-		c.screen = newScreen(ed.rl, "> ", c.width)
+		c.screen = newScreen(ed, "> ", c.width)
 		c.pump = newPump(ed, c.screen)
 		c.out = c.screen
 	} else {

@@ -41,6 +41,9 @@ type editor struct {
 	// before closing readline, whose raw-mode state a read in progress
 	// would race with.
 	idle chan struct{}
+	// inRead is set while Readline runs: readline itself says it reads
+	// only once its input loop waits for a key, after it drew the prompt.
+	inRead atomic.Bool
 }
 
 func newEditor(in io.Reader, out io.Writer, historyFile string, complete completer) (*editor, error) {
@@ -90,7 +93,9 @@ func (e *editor) readShown() (string, error) {
 	if e.closed.Load() {
 		return "", io.EOF
 	}
+	e.inRead.Store(true)
 	line, err := e.rl.Readline()
+	e.inRead.Store(false)
 	return unpaste(line), err
 }
 

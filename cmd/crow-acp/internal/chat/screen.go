@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chzyer/readline"
 )
@@ -25,15 +26,27 @@ const progressClear = "\r\x1b[2K"
 type screen struct {
 	mu       sync.Mutex
 	rl       *readline.Instance
+	ed       *editor
 	width    func() int // the terminal's: a progress frame is cut to fit one line with the prompt
 	base     string     // the prompt: "> ", busyPrompt, a question's
 	progress string     // the progress frame, "" when none
 	partial  []byte
 }
 
-func newScreen(rl *readline.Instance, base string, width func() int) *screen {
-	rl.SetPrompt(base)
-	return &screen{rl: rl, base: base, width: width}
+func newScreen(ed *editor, base string, width func() int) *screen {
+	ed.rl.SetPrompt(base)
+	return &screen{rl: ed.rl, ed: ed, base: base, width: width}
+}
+
+// reading reports whether readline shows the prompt and reads keys. A
+// read just started draws the prompt before readline says it reads: that
+// moment is waited out (briefly), or a write would land after the prompt
+// and a new prompt would not be drawn.
+func (s *screen) reading() bool {
+	for i := 0; i < 100 && s.ed.inRead.Load() && !s.rl.Terminal.IsReading(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	return s.rl.Terminal.IsReading()
 }
 
 func (s *screen) Write(p []byte) (int, error) {
@@ -48,7 +61,7 @@ func (s *screen) Write(p []byte) (int, error) {
 	}
 	data := append(s.partial, p...)
 	s.partial = nil
-	if !s.rl.Terminal.IsReading() {
+	if !s.reading() {
 		_, err := s.rl.Config.Stdout.Write(data)
 		return n, err
 	}
@@ -94,7 +107,7 @@ func (s *screen) promptLocked() string {
 
 func (s *screen) refreshLocked() {
 	s.rl.SetPrompt(s.promptLocked())
-	if s.rl.Terminal.IsReading() {
+	if s.reading() {
 		s.rl.Refresh()
 	}
 }
