@@ -23,6 +23,7 @@ const (
 	liveLines    = 5
 	liveKeep     = 200      // lines remembered to tell new ones from shown ones
 	liveMaxBytes = 64 << 10 // of an update's text looked at (its end)
+	liveContext  = 20       // lines compared to find where the shown ones end
 )
 
 type liveView struct {
@@ -142,25 +143,30 @@ func (ui *UI) endLiveLocked(id string) []string {
 	return live.shown
 }
 
-// newLines is what cur adds to prev: cur after the longest run of prev's
-// last lines it starts with (a growing output, or a window sliding over
-// it); all of cur when they share nothing.
+// newLines is what cur adds to prev (the lines shown): what follows, in
+// cur, the last place where prev's last line stands with the lines before
+// it agreeing (up to liveContext of them, as far as both go). That finds
+// new lines whether cur grew, slid as a window over the output, starts
+// with a note ("[... earlier bytes not shown ...]"), or is the whole
+// output at the end; all of cur when prev's last line is not in it.
 func newLines(prev, cur []string) []string {
-	for k := min(len(prev), len(cur)); k > 0; k-- {
-		if equalLines(prev[len(prev)-k:], cur[:k]) {
-			return cur[k:]
+	if len(prev) == 0 {
+		return cur
+	}
+	last := len(prev) - 1
+	for j := len(cur) - 1; j >= 0; j-- {
+		ok := true
+		for i := 0; i <= liveContext && i <= last && i <= j; i++ {
+			if cur[j-i] != prev[last-i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return cur[j+1:]
 		}
 	}
 	return cur
-}
-
-func equalLines(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func keepLast(lines []string, n int) []string {

@@ -99,6 +99,9 @@ func TestNewLines(t *testing.T) {
 		{"a b c", "b c d", "d"},
 		{"a b", "x y", "x y"},
 		{"a b", "a b", ""},
+		{"x ok ok", "x ok ok ok", "ok"},
+		{"c d", "[...cut...] c d e", "e"},
+		{"d e", "a b c d e f", "f"}, // the whole output at the end
 	} {
 		got := strings.Join(newLines(strings.Fields(tc.prev), strings.Fields(tc.cur)), " ")
 		if got != tc.want {
