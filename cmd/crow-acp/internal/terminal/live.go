@@ -126,21 +126,42 @@ func (ui *UI) redrawLiveLocked(lines []string) {
 	}
 }
 
-// endLiveLocked finishes the live view of a command that ended: its lines
-// are cleared where the final output will be shown (the chat), and the
-// lines shown are returned so that the final output skips them.
-func (ui *UI) endLiveLocked(id string) []string {
+// endLiveLocked finishes the live view of a command that ended with
+// content. Where the final output will be shown (the chat) the live lines
+// are cleared on a terminal, and otherwise the lines shown are returned so
+// that the final output skips them. Where it will not (exec) the live
+// view shows the output's end: redrawn on a terminal, its lines not shown
+// yet written elsewhere.
+func (ui *UI) endLiveLocked(id string, content []acp.ToolCallContent) []string {
 	if ui.live.id != id {
 		return nil
 	}
 	live := ui.live
-	ui.live = liveView{}
-	if live.drawn > 0 && ui.opt.ShowOutput {
-		ui.stopSpinLocked()
-		fmt.Fprintf(ui.errw, "\x1b[%dA\r\x1b[J", live.drawn)
-		return nil // cleared: the final output shows its end again
+	if ui.opt.ShowOutput {
+		ui.live = liveView{}
+		if live.drawn > 0 {
+			ui.stopSpinLocked()
+			fmt.Fprintf(ui.errw, "\x1b[%dA\r\x1b[J", live.drawn)
+			return nil // cleared: the final output shows its end again
+		}
+		return live.shown
 	}
-	return live.shown
+	var final []string
+	for _, c := range content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			final = append(final, splitLines(c.Content.Content.Text.Text)...)
+		}
+	}
+	final = unfence(final)
+	if live.drawn > 0 {
+		ui.redrawLiveLocked(final)
+	} else {
+		for _, l := range newLines(live.shown, final) {
+			fmt.Fprintf(ui.errw, "  %s %s\n", ui.dim("│"), cut(termsafe.Text(l), maxOutputLineRune))
+		}
+	}
+	ui.live = liveView{}
+	return nil
 }
 
 // newLines is what cur adds to prev (the lines shown): what follows, in

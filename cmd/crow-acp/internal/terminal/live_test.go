@@ -109,3 +109,29 @@ func TestNewLines(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveOutputEndsInExec: exec shows no final output, so the live view
+// shows the output's end when the command ends: the lines not shown yet
+// in a pipe, the last lines redrawn on a terminal.
+func TestLiveOutputEndsInExec(t *testing.T) {
+	final := acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "c1", Status: acp.ToolStatusCompleted,
+		Content: []acp.ToolCallContent{acp.ToolText("```\ntick 1\ntick 2\ntick 3\n```\nexit code 0")}}}
+	start := acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "c1", Title: "ticks", Kind: acp.ToolKindExecute, Status: acp.ToolStatusInProgress}}
+
+	var pipe syncbuf.Buffer
+	ui := New(strings.NewReader(""), &pipe, &pipe, Options{})
+	send(t, ui, start, running("c1", "```\ntick 1\ntick 2\n```"), final)
+	ui.Finish()
+	want := "⚙ ticks [execute]\n  │ tick 1\n  │ tick 2\n  │ tick 3\n  │ exit code 0\n✓ ticks\n"
+	if got := pipe.String(); got != want {
+		t.Errorf("pipe:\n%q\nwant:\n%q", got, want)
+	}
+
+	var tty syncbuf.Buffer
+	ui = New(strings.NewReader(""), &tty, &tty, Options{Terminal: true, NoColor: true})
+	send(t, ui, start, running("c1", "tick 1\ntick 2\n"), final)
+	ui.Finish()
+	if got := tty.String(); !strings.Contains(got, "\x1b[2A\r\x1b[J  ┆ tick 1\n  ┆ tick 2\n  ┆ tick 3\n  ┆ exit code 0\n") || !strings.HasSuffix(got, "✓ ticks\n") {
+		t.Errorf("terminal:\n%q", got)
+	}
+}

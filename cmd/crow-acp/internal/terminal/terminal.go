@@ -209,14 +209,14 @@ func (ui *UI) render(u acp.SessionUpdate) {
 		case acp.ToolStatusInProgress:
 			ui.startSpinLocked("running " + title)
 		case acp.ToolStatusCompleted:
-			shown := ui.endLiveLocked(tu.ToolCallID)
+			shown := ui.endLiveLocked(tu.ToolCallID, tu.Content)
 			ui.noteLocked("✓ %s", title)
 			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
 				ui.writeOutputLocked(tu.Content, shown)
 			}
 			ui.startSpinLocked("waiting for the model")
 		case acp.ToolStatusFailed:
-			shown := ui.endLiveLocked(tu.ToolCallID)
+			shown := ui.endLiveLocked(tu.ToolCallID, tu.Content)
 			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
 				ui.noteLocked("✗ %s", title)
 				ui.writeOutputLocked(tu.Content, shown) // its end says why
