@@ -28,14 +28,20 @@ session can be continued here. --session ID resumes a stored session,
 
 Answers are rendered as Markdown on a terminal (plain text in a pipe, with
 NO_COLOR or TERM=dumb). A permission question shows an edit's diff and a
-command line in full; a command's output is shown when it ends.
+command line in full; a command's output is shown as the agent streams it
+and when it ends.
+
+@PATH attaches a file of the project (Tab completes it; images too);
+!COMMAND runs a command in the project and offers its output to the model
+with the next prompt. A prompt typed while a turn runs is queued and sent
+when it ends (/unqueue drops the queue).
 
 Keys: Enter sends; a line ending with \ continues on the next; a line of
 """ starts and ends a block. Ctrl-C cancels the running turn; Ctrl-C twice
 or Ctrl-D at an empty prompt quits. Up/Down walk the history (kept in
 $XDG_STATE_HOME/crow-acp/chat_history); Tab completes slash commands.
-/help lists the commands: the chat's (/sessions, /resume ID, /new, /quit)
-and the agent's (/compact).
+/help lists the commands: the chat's (/sessions, /resume ID, /new, /diff,
+/init, /quit) and the agent's (/compact).
 `
 
 func runChat(ctx context.Context, e *env, args []string) int {

@@ -28,6 +28,7 @@ Runs one prompt turn in the terminal with the same agent editors use, and
 stores it as a session like any other. The answer streams to stdout; tool
 calls, permission questions, progress and the session id go to stderr, so
 "crow-acp exec 'summarise README.md' > summary.md" keeps only the answer.
+A running command's output is shown on stderr as the agent streams it.
 
 When a tool needs permission, exec asks on the terminal; --yes allows every
 request (once each); without a terminal and without --yes it is refused.

@@ -112,9 +112,10 @@ func TestChatTerminal(t *testing.T) {
 	p.expect("> ")
 	p.send("/mode plan\r")
 	p.expect("mode: plan")
-	if status := p.expect("> "); !strings.Contains(status, "· plan") {
-		t.Errorf("the status line does not show the new mode:\n%q", status)
-	}
+	// The status line (drawn above the prompt, which the line editor
+	// keeps on screen) shows the new mode.
+	p.expect("· plan")
+	p.expect("> ")
 	p.send("/mode default\r")
 	p.expect("mode: default")
 	p.expect("> ")
@@ -342,5 +343,94 @@ func TestChatPaste(t *testing.T) {
 	}
 	if !strings.Contains(p.shown(), "\x1b[?2004l") {
 		t.Error("bracketed paste was left on at exit")
+	}
+}
+
+// TestChatKeepsUp drives what terminal-agent users expect of the chat
+// (issue 41) on a real pseudo-terminal: @ with Tab completes a path (the
+// .gitignore'd directory is not offered) and the file's text reaches the
+// model; !echo hi shows hi and its output goes with the next prompt; a
+// prompt typed while a turn runs is queued and runs after it; a Markdown
+// table is rendered as aligned columns.
+func TestChatKeepsUp(t *testing.T) {
+	m := fakemodel.Start()
+	defer m.Close()
+	env := fixture.NewEnv(t)
+	for name, text := range map[string]string{
+		"src/app.go":   "package app\n\n// MARKER-embedded-42\n",
+		".gitignore":   "build/\n",
+		"build/out.go": "package out\n",
+	} {
+		p := filepath.Join(env.Dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Enqueue(
+		fakemodel.Reply{Text: "Seen the file."},
+		fakemodel.Reply{Text: "| Name | Size |\n|:--|--:|\n| app.go | 12 |\n| main.go | 3 |\n", DelayMS: 150},
+		fakemodel.Reply{Text: "Second done."},
+	)
+	p := startPty(t, chatCommand(t, m, env, "chat"))
+	p.expect("> ")
+
+	// @ completion: "s" has one candidate (build/ is ignored, .gitignore
+	// hidden), then the file in it.
+	p.send("explain @s\t")
+	p.expect("src/")
+	p.send("\t")
+	p.expect("app.go")
+	p.send("\r")
+	p.expect("Seen the file.")
+	reqs := m.Requests()
+	if last := reqs[len(reqs)-1]; !bytes.Contains(last, []byte("MARKER-embedded-42")) {
+		t.Errorf("the attached file did not reach the model: %s", last)
+	}
+	p.expect("> ")
+
+	p.send("!echo hi\r")
+	if out := p.expect("exit status 0"); !regexp.MustCompile(`│ hi\r\n`).MatchString(out) {
+		t.Errorf("!echo hi does not show hi:\n%q", out)
+	}
+	p.expect("> ")
+
+	// A prompt typed while the (slow) turn streams is queued.
+	before := len(m.Requests())
+	p.send("show a table\r")
+	for deadline := time.Now().Add(20 * time.Second); len(m.Requests()) == before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the prompt never reached the model")
+		}
+	}
+	p.send("second prompt\r")
+	p.expect("queued (1)")
+	table := p.expect("main.go")
+	p.expect("Second done.")
+	plain := regexp.MustCompile(`\x1b\[[0-9;]*m`).ReplaceAllString(p.shown(), "")
+	for _, want := range []string{"Name    │ Size", "app.go  │   12", "main.go │    3"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("the table is not aligned (no %q):\n%q", want, plain)
+		}
+	}
+	if strings.Contains(table, "|:--") {
+		t.Errorf("the table is shown raw:\n%q", table)
+	}
+	reqs = m.Requests()
+	if len(reqs) != before+2 {
+		t.Fatalf("%d model requests after the queued prompt, want %d", len(reqs), before+2)
+	}
+	if r := reqs[before]; !bytes.Contains(r, []byte("I ran this command myself")) || !bytes.Contains(r, []byte("echo hi")) {
+		t.Errorf("the !command's output was not offered with the next prompt: %s", r)
+	}
+	if r := reqs[before+1]; !bytes.Contains(r, []byte("second prompt")) {
+		t.Errorf("the queued prompt was not sent after the turn: %s", r)
+	}
+	p.expect("> ")
+	p.send("\x04")
+	if code := p.wait(); code != exitOK {
+		t.Fatalf("exit code %d after Ctrl-D:\n%q", code, p.shown())
 	}
 }

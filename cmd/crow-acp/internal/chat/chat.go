@@ -66,6 +66,16 @@ type Chat struct {
 	options  []acp.SessionConfigOption // the session's (model, mode)
 
 	session string
+
+	// Set on a terminal with the line editor (nil otherwise): the editor
+	// reads all the time, so that prompts typed during a turn are queued.
+	screen *screen
+	pump   *pump
+	out    io.Writer // the conversation: screen, or Options.Out
+
+	queue   []string   // prompts typed during a turn or command, sent after it
+	pending []shellRun // !commands run since the last prompt, offered to the model
+	changes changes    // what the session's edits changed (/diff); guarded by mu
 }
 
 // New prepares a chat; Client is what the agent's connection calls.
@@ -84,23 +94,28 @@ func New(opt Options) (*Chat, error) {
 		status:    Status{Model: opt.Model},
 	}
 	if c.tty && !dumb {
-		ed, err := newEditor(opt.In, opt.Out, opt.HistoryFile, c.complete)
+		ed, err := newEditor(opt.In, opt.Out, opt.HistoryFile, completer{commands: c.complete, paths: c.completePath})
 		if err != nil {
 			return nil, err
 		}
 		c.lines = ed
+		c.screen = newScreen(ed, "> ", c.width)
+		c.pump = newPump(ed, c.screen)
+		c.out = c.screen
 	} else {
 		c.lines = newPlainReader(opt.In, opt.Out, c.tty)
+		c.out = opt.Out
 	}
 	uiOpt := terminal.Options{
 		Thoughts: opt.Thoughts, FoldThoughts: true, ShowOutput: true, ShowUser: true,
 		Observe: c.observe, ReadLine: c.readAnswer, NoColor: !c.color, NoProgress: dumb,
+		Terminal: c.screen != nil, Width: c.width,
 	}
 	if c.color {
-		uiOpt.Answer = NewMarkdownStream(opt.Out, c.width)
+		uiOpt.Answer = NewMarkdownStream(c.out, c.width)
 	}
 	// One stream: the conversation and the work around it, in order.
-	c.ui = terminal.New(opt.In, opt.Out, opt.Out, uiOpt)
+	c.ui = terminal.New(opt.In, c.out, c.out, uiOpt)
 	return c, nil
 }
 
@@ -110,6 +125,9 @@ func (c *Chat) Client() acp.Client { return c.ui }
 // Close releases the terminal.
 func (c *Chat) Close() error {
 	c.ui.Close()
+	if c.pump != nil {
+		c.pump.stop()
+	}
 	return c.lines.Close()
 }
 
@@ -129,6 +147,7 @@ func (c *Chat) observe(u acp.SessionUpdate) {
 	if u.ConfigOptionUpdate != nil {
 		c.options = u.ConfigOptionUpdate.ConfigOptions
 	}
+	c.changes.observe(u)
 	if u.AvailableCommandsUpdate != nil {
 		c.commands = append([]acp.AvailableCommand(nil), u.AvailableCommandsUpdate.AvailableCommands...)
 	}
@@ -137,7 +156,13 @@ func (c *Chat) observe(u acp.SessionUpdate) {
 // readAnswer reads a permission answer; Ctrl-C there also cancels the
 // turn.
 func (c *Chat) readAnswer(prompt string) (string, error) {
-	line, err := c.lines.ReadLine(prompt)
+	var line string
+	var err error
+	if c.pump != nil {
+		line, err = c.pump.ask(prompt, c.quitting)
+	} else {
+		line, err = c.lines.ReadLine(prompt)
+	}
 	if errors.Is(err, errInterrupt) {
 		select {
 		case c.cancelReq <- struct{}{}:
@@ -152,6 +177,9 @@ func (c *Chat) readAnswer(prompt string) (string, error) {
 // Options.Signals, not from a context.
 func (c *Chat) Run(conn Conn, resume string) error {
 	go c.watchSignals()
+	if c.pump != nil {
+		go c.pump.run()
+	}
 	if resume != "" {
 		if err := c.load(conn, resume); err != nil {
 			return err
@@ -162,6 +190,15 @@ func (c *Chat) Run(conn Conn, resume string) error {
 	c.note("session %s in %s · /help for commands · Ctrl-D quits", c.session, c.opt.Cwd)
 	interrupted := false
 	for {
+		if len(c.queue) > 0 {
+			text := c.queue[0]
+			c.queue = c.queue[1:]
+			c.note("▸ the queued prompt: %s", termsafe.Line(transcript.OneLine(text, max(20, c.width()-24))))
+			if quit := c.handle(conn, text); quit {
+				return nil
+			}
+			continue
+		}
 		c.showStatus()
 		text, err := c.readPrompt()
 		if c.terminated() {
@@ -179,7 +216,7 @@ func (c *Chat) Run(conn Conn, resume string) error {
 			continue
 		case errors.Is(err, io.EOF):
 			if c.tty {
-				fmt.Fprintln(c.opt.Out)
+				fmt.Fprintln(c.out)
 			}
 			return nil
 		case err != nil:
@@ -191,24 +228,147 @@ func (c *Chat) Run(conn Conn, resume string) error {
 			continue
 		}
 		c.lines.Remember(text)
-		if strings.HasPrefix(text, "/") {
-			// A background context: the process's own ends at the first
-			// Ctrl-C, which here only cancels a turn.
-			quit, handled, err := c.command(context.Background(), conn, text)
-			if err != nil {
-				c.note("✗ %v", err)
-			}
-			if quit {
-				return nil
-			}
-			if handled {
-				continue
-			}
-		}
-		if quit := c.turn(conn, text); quit {
+		if quit := c.handle(conn, text); quit {
 			return nil
 		}
 	}
+}
+
+// handle acts on one prompt as typed: a !command, a slash command, or a
+// prompt for the agent with its @files attached.
+func (c *Chat) handle(conn Conn, text string) (quit bool) {
+	if strings.HasPrefix(text, "!") {
+		command := strings.TrimSpace(text[1:])
+		if command == "" {
+			c.note("!COMMAND runs COMMAND in %s and offers its output to the model", c.opt.Cwd)
+			return false
+		}
+		return c.shell(command)
+	}
+	if strings.HasPrefix(text, "/") {
+		// A background context: the process's own ends at the first
+		// Ctrl-C, which here only cancels a turn.
+		quit, handled, err := c.command(context.Background(), conn, text)
+		if err != nil {
+			c.note("✗ %v", err)
+		}
+		if quit || handled {
+			return quit
+		}
+	}
+	blocks, err := c.promptBlocks(text)
+	if err != nil {
+		c.note("✗ %v: nothing was sent (Up recalls the prompt)", err)
+		return false
+	}
+	return c.turn(conn, blocks)
+}
+
+// promptBlocks is what a prompt sends: the output of the !commands run
+// since the last one, the text, and the files its @paths name.
+func (c *Chat) promptBlocks(text string) ([]acp.ContentBlock, error) {
+	files, notes, err := attachments(c.opt.Cwd, text)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		c.note("%s", n)
+	}
+	var blocks []acp.ContentBlock
+	for _, r := range c.pending {
+		blocks = append(blocks, r.block())
+	}
+	c.pending = nil
+	blocks = append(blocks, acp.TextBlock(text))
+	return append(blocks, files...), nil
+}
+
+// completePath completes an @path beneath the session's directory.
+func (c *Chat) completePath(typed string) []string { return completePaths(c.opt.Cwd, typed) }
+
+// readLine reads one line: from the pump on a terminal (the editor reads
+// all the time), else from the reader.
+func (c *Chat) readLine(prompt string) (string, error) {
+	if c.pump == nil {
+		return c.lines.ReadLine(prompt)
+	}
+	c.screen.setBase(prompt)
+	c.pump.request()
+	select {
+	case r := <-c.pump.typed:
+		return r.text, r.err
+	case <-c.quitting:
+		return "", io.EOF
+	}
+}
+
+// typed is where lines typed while the chat is busy arrive; nil without
+// the line editor (then nothing can be typed meanwhile).
+func (c *Chat) typed() <-chan inputLine {
+	if c.pump == nil {
+		return nil
+	}
+	return c.pump.typed
+}
+
+// setBusy shows the busy prompt and has the line editor read all the
+// time (on), or only when a line is asked for (off).
+func (c *Chat) setBusy(on bool) {
+	if c.pump == nil {
+		return
+	}
+	if on {
+		c.screen.setBase(busyPrompt)
+	}
+	c.pump.busy(on)
+}
+
+// maxQueued bounds the prompts waiting for a turn to end.
+const maxQueued = 20
+
+// busyPrompt is the prompt shown while a turn or a command runs.
+const busyPrompt = "queue » "
+
+// onTyped acts on a line typed during a turn or a !command: a prompt is
+// queued, /unqueue drops the queue; interrupt is Ctrl-C on an empty
+// line (stop what runs).
+func (c *Chat) onTyped(r inputLine) (interrupt bool) {
+	if errors.Is(r.err, errInterrupt) {
+		return strings.TrimSpace(r.text) == ""
+	}
+	text := strings.TrimSpace(r.text)
+	if r.err != nil || text == "" {
+		return false
+	}
+	c.lines.Remember(text)
+	switch {
+	case text == "/unqueue":
+		c.dropQueue("")
+	case len(c.queue) >= maxQueued:
+		c.note("✗ %d prompts are queued already: this one is not (Up recalls it)", maxQueued)
+	default:
+		c.queue = append(c.queue, text)
+		c.note("⏸ queued (%d): %s · sent when this turn ends; /unqueue drops the queue",
+			len(c.queue), termsafe.Line(transcript.OneLine(text, max(20, c.width()-70))))
+	}
+	return false
+}
+
+// dropQueue forgets the queued prompts (they stay in the history).
+func (c *Chat) dropQueue(why string) {
+	if len(c.queue) == 0 {
+		if why == "" {
+			c.note("nothing is queued")
+		}
+		return
+	}
+	n := len(c.queue)
+	c.queue = nil
+	msg := "dropped " + transcript.Plural(n, "queued prompt") + " (Up recalls them)"
+	if why != "" {
+		msg += ": " + why
+	}
+	c.note("%s", msg)
 }
 
 // readPrompt reads one prompt: a line ending with a backslash continues on
@@ -218,7 +378,7 @@ func (c *Chat) readPrompt() (string, error) {
 	block := false
 	prompt := "> "
 	for {
-		line, err := c.lines.ReadLine(prompt)
+		line, err := c.readLine(prompt)
 		if err != nil {
 			if errors.Is(err, io.EOF) && len(parts) > 0 {
 				return strings.Join(parts, "\n"), nil
@@ -243,8 +403,10 @@ func (c *Chat) readPrompt() (string, error) {
 
 // turn sends one prompt and renders the turn; Ctrl-C cancels it, a second
 // Ctrl-C (or SIGTERM) quits.
-func (c *Chat) turn(conn Conn, text string) (quit bool) {
+func (c *Chat) turn(conn Conn, blocks []acp.ContentBlock) (quit bool) {
 	c.drainInterrupts()
+	c.setBusy(true)
+	defer c.setBusy(false)
 	type outcome struct {
 		res *acp.PromptResponse
 		err error
@@ -253,7 +415,7 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 	c.ui.Waiting("waiting for the model")
 	go func() {
 		var o outcome
-		o.res, o.err = conn.Prompt(context.Background(), &acp.PromptRequest{SessionID: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+		o.res, o.err = conn.Prompt(context.Background(), &acp.PromptRequest{SessionID: c.session, Prompt: blocks})
 		done <- o
 	}()
 	cancelling := false
@@ -261,6 +423,7 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 		cancelling = true
 		c.ui.StopProgress()
 		c.ui.Status("cancelling… (Ctrl-C again quits)")
+		c.dropQueue("the turn was cancelled")
 		_ = conn.Cancel(context.Background(), &acp.CancelNotification{SessionID: c.session})
 	}
 	var o outcome
@@ -270,6 +433,15 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 		case <-c.cancelReq:
 			if cancelling {
 				quit = true // a second Ctrl-C while cancelling
+			} else {
+				cancel()
+			}
+		case r := <-c.typed():
+			if !c.onTyped(r) {
+				continue
+			}
+			if cancelling {
+				quit = true
 			} else {
 				cancel()
 			}
@@ -295,9 +467,13 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 	}
 	c.ui.Finish()
 	if c.tty {
-		fmt.Fprintln(c.opt.Out) // the turn ends; the status line follows
+		fmt.Fprintln(c.out) // the turn ends; the status line follows
 	}
 	switch {
+	case refused(o.err):
+		// The agent refused the prompt itself (too large, an image the
+		// model cannot read): nothing was stored.
+		c.note("✗ %s", termsafe.Text(o.err.Error()))
 	case o.err != nil:
 		c.note("✗ %s (the prompt is stored; try again, or crow-acp doctor checks the set-up)", termsafe.Text(o.err.Error()))
 	case o.res.StopReason == acp.StopCancelled:
@@ -306,6 +482,13 @@ func (c *Chat) turn(conn Conn, text string) (quit bool) {
 		c.note("%s", terminal.StopText(o.res.StopReason))
 	}
 	return false
+}
+
+// refused reports whether the agent refused a prompt as invalid, before
+// storing anything.
+func refused(err error) bool {
+	var e *acp.Error
+	return errors.As(err, &e) && e.Code == acp.CodeInvalidParams
 }
 
 // watchSignals turns SIGINT (which arrives only while no line is read: the
@@ -354,14 +537,20 @@ func (c *Chat) newSession(conn Conn) error {
 	c.status.fromOptions(res.ConfigOptions)
 	c.status.fromModes(res.Modes)
 	c.options = res.ConfigOptions
+	c.changes = changes{}
 	c.mu.Unlock()
 	c.session = res.SessionID
+	c.pending = nil
 	return nil
 }
 
 // load resumes a stored session and shows its history (the agent replays
 // it before it answers).
 func (c *Chat) load(conn Conn, id string) error {
+	c.mu.Lock()
+	c.changes = changes{} // the replay brings the session's own
+	c.mu.Unlock()
+	c.pending = nil
 	res, err := conn.LoadSession(context.Background(), &acp.LoadSessionRequest{SessionID: id, Cwd: c.opt.Cwd, McpServers: []acp.McpServer{}})
 	c.ui.Finish()
 	var acpErr *acp.Error
@@ -398,7 +587,7 @@ func (c *Chat) showStatus() {
 	if c.color {
 		line = sgrDim + line + sgrReset
 	}
-	fmt.Fprintln(c.opt.Out, line)
+	fmt.Fprintln(c.out, line)
 }
 
 // --- slash commands ---
@@ -412,6 +601,9 @@ var ownCommands = []struct{ name, args, help string }{
 	{"/new", "", "start a new session"},
 	{"/model", "[NAME]", "list the models, or switch this session to one"},
 	{"/mode", "[NAME]", "list the permission modes, or switch to one"},
+	{"/diff", "", "show what this session's edits changed, as unified diffs"},
+	{"/init", "", "have the model write a starter AGENTS.md for this project"},
+	{"/unqueue", "", "drop the prompts typed during a turn (also while it runs)"},
 	{"/quit", "", "leave the chat (Ctrl-D does too)"},
 }
 
@@ -438,6 +630,16 @@ func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handl
 		return true, true, nil
 	case "/help":
 		c.help()
+	case "/diff":
+		c.showDiff()
+	case "/init":
+		if c.agentHas(name) {
+			return false, false, nil // the agent's own command wins
+		}
+		quit, err := c.initProject(conn)
+		return quit, true, err
+	case "/unqueue":
+		c.dropQueue("")
 	case "/new":
 		if err := c.newSession(conn); err != nil {
 			return false, true, err
@@ -456,7 +658,7 @@ func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handl
 			return false, true, nil
 		}
 		c.ui.Finish()
-		if err := transcript.WriteList(c.opt.Out, ss, false); err != nil {
+		if err := transcript.WriteList(c.out, ss, false); err != nil {
 			return false, true, err
 		}
 		c.note("/resume ID continues one")
@@ -500,9 +702,11 @@ func (c *Chat) help() {
 		}
 	}
 	b.WriteString("Input: end a line with \\ to continue it; a line of \"\"\" starts and ends a block (for pastes).\n")
+	b.WriteString("@PATH attaches a file of the project (Tab completes it); !COMMAND runs a command and offers its output to the model.\n")
+	b.WriteString("A prompt typed while a turn runs is queued and sent when it ends; /unqueue drops the queue.\n")
 	b.WriteString("Ctrl-C cancels the running turn; Ctrl-C twice or Ctrl-D at an empty prompt quits. Tab completes commands.\n")
 	c.ui.Finish()
-	fmt.Fprint(c.opt.Out, b.String())
+	fmt.Fprint(c.out, b.String())
 }
 
 // agentHas reports whether the agent advertises the command name.
@@ -549,7 +753,7 @@ func (c *Chat) setOption(ctx context.Context, conn Conn, category, value string)
 			b.WriteString(termsafe.Line(transcript.OneLine(line, max(20, c.width()-1))) + "\n")
 		}
 		c.ui.Finish()
-		fmt.Fprint(c.opt.Out, b.String())
+		fmt.Fprint(c.out, b.String())
 		c.note("/%s NAME switches", category)
 		return nil
 	}

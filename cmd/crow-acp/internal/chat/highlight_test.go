@@ -34,11 +34,3 @@ func TestHighlight(t *testing.T) {
 		t.Errorf("an unclosed string ran past its line: %q", out)
 	}
 }
-
-// stripSGR removes the highlighter's and renderer's colour codes.
-func stripSGR(s string) string {
-	for _, c := range []string{sgrReset, sgrKeyword, sgrString, sgrComment, sgrNumber} {
-		s = strings.ReplaceAll(s, c, "")
-	}
-	return s
-}

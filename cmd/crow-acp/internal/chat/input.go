@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chzyer/readline"
 )
@@ -32,11 +34,19 @@ type lineReader interface {
 // history in a file and completion of slash commands.
 type editor struct {
 	rl     *readline.Instance
+	stdin  io.Closer // readline's Close does not close it: a read in progress would never end
 	out    io.Writer
-	closed atomic.Bool // Close runs at SIGTERM and again at exit: once, never waiting
+	closed atomic.Bool // Close runs at SIGTERM and again at exit: once
+	// idle holds a token while no line is read: Close takes it (bounded)
+	// before closing readline, whose raw-mode state a read in progress
+	// would race with.
+	idle chan struct{}
+	// inRead is set while Readline runs: readline itself says it reads
+	// only once its input loop waits for a key, after it drew the prompt.
+	inRead atomic.Bool
 }
 
-func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(prefix string) []string) (*editor, error) {
+func newEditor(in io.Reader, out io.Writer, historyFile string, complete completer) (*editor, error) {
 	if historyFile != "" {
 		// The prompts may be private: the file is the person's alone.
 		_ = os.MkdirAll(filepath.Dir(historyFile), 0o700)
@@ -49,7 +59,7 @@ func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(pr
 		HistoryFile:            historyFile,
 		HistoryLimit:           1000,
 		DisableAutoSaveHistory: true, // permission answers are not history
-		AutoComplete:           completer(complete),
+		AutoComplete:           complete,
 		Stdout:                 out,
 		Stderr:                 out,
 	}
@@ -58,18 +68,34 @@ func newEditor(in io.Reader, out io.Writer, historyFile string, complete func(pr
 	if in == io.Reader(os.Stdin) {
 		in = readline.Stdin
 	}
-	cfg.Stdin = readline.NewCancelableStdin(&pasteFilter{r: in})
+	stdin := readline.NewCancelableStdin(&pasteFilter{r: in})
+	cfg.Stdin = stdin
 	rl, err := readline.NewEx(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("line editor: %w", err)
 	}
 	fmt.Fprint(out, pasteOn)
-	return &editor{rl: rl, out: out}, nil
+	e := &editor{rl: rl, out: out, stdin: stdin, idle: make(chan struct{}, 1)}
+	e.idle <- struct{}{}
+	return e, nil
 }
 
 func (e *editor) ReadLine(prompt string) (string, error) {
 	e.rl.SetPrompt(prompt)
+	return e.readShown()
+}
+
+// readShown reads one line with the prompt the editor has: the chat's
+// screen sets it, and may change it while the line is read.
+func (e *editor) readShown() (string, error) {
+	<-e.idle
+	defer func() { e.idle <- struct{}{} }()
+	if e.closed.Load() {
+		return "", io.EOF
+	}
+	e.inRead.Store(true)
 	line, err := e.rl.Readline()
+	e.inRead.Store(false)
 	return unpaste(line), err
 }
 
@@ -83,20 +109,42 @@ func (e *editor) Close() error {
 		return nil
 	}
 	fmt.Fprint(e.out, pasteOff)
+	_ = e.stdin.Close() // ends a read in progress
+	select {
+	case <-e.idle:
+	case <-time.After(2 * time.Second):
+	}
 	return e.rl.Close()
 }
 
-// completer completes the slash command being typed at the start of
-// the line.
-type completer func(prefix string) []string
+// completer completes the slash command being typed at the start of the
+// line, and the path after an "@" anywhere in it.
+type completer struct {
+	commands func(prefix string) []string
+	paths    func(typed string) []string // slash paths beneath the project
+}
 
 func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	typed := string(line[:pos])
-	if !strings.HasPrefix(typed, "/") || strings.ContainsAny(typed, " \n") {
+	word := typed[strings.LastIndexAny(typed, " \t\n")+1:]
+	if strings.HasPrefix(word, "@") && c.paths != nil {
+		typedPath := word[1:]
+		_, base := path.Split(typedPath)
+		var out [][]rune
+		for _, p := range c.paths(typedPath) {
+			suffix := strings.TrimPrefix(p, typedPath)
+			if !strings.HasSuffix(p, "/") {
+				suffix += " " // a file ends the word; a directory goes on
+			}
+			out = append(out, []rune(suffix))
+		}
+		return out, len([]rune(base))
+	}
+	if !strings.HasPrefix(typed, "/") || strings.ContainsAny(typed, " \n") || c.commands == nil {
 		return nil, 0
 	}
 	var out [][]rune
-	for _, name := range c(typed) {
+	for _, name := range c.commands(typed) {
 		out = append(out, []rune(strings.TrimPrefix(name, typed)+" "))
 	}
 	return out, len([]rune(typed))

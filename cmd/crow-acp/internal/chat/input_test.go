@@ -60,7 +60,7 @@ func TestReadPrompt(t *testing.T) {
 // the start of the line only.
 func TestComplete(t *testing.T) {
 	c := &Chat{commands: []acp.AvailableCommand{{Name: "compact"}}}
-	comp := completer(c.complete)
+	comp := completer{commands: c.complete}
 	cands, n := comp.Do([]rune("/c"), 2)
 	var got []string
 	for _, r := range cands {

@@ -129,6 +129,20 @@ func RenderMarkdown(src string, width int) string {
 		r.code("", termsafe.Text(lang), termsafe.Text(code))
 		return keepSGR(r.out.String())
 	}
+	if segs := splitTables(src); segs != nil {
+		// Tables are laid out here; the text around them renders as usual
+		// (it holds no table, so this recurses once).
+		var parts []string
+		for _, sg := range segs {
+			switch {
+			case sg.table != nil:
+				parts = append(parts, strings.TrimRight(keepSGR(renderTable(sg.table, width)), "\n"))
+			case strings.TrimSpace(sg.text) != "":
+				parts = append(parts, strings.TrimRight(RenderMarkdown(sg.text, width), "\n"))
+			}
+		}
+		return strings.Join(parts, "\n\n") + "\n"
+	}
 	if len(src) > maxMarkdownBytes || tooDeep(src) {
 		// goldmark's parse time grows with the square of the nesting: a
 		// block that could make it slow is shown as it was written.

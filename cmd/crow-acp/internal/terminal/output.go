@@ -18,14 +18,14 @@ const (
 
 // writeOutputLocked shows the output a command's tool call ended with
 // (the agent sends it fenced, with the exit status after the fence).
-func (ui *UI) writeOutputLocked(content []acp.ToolCallContent) {
+func (ui *UI) writeOutputLocked(content []acp.ToolCallContent, shown []string) {
 	var lines []string
 	for _, c := range content {
 		if c.Content != nil && c.Content.Content.Text != nil {
 			lines = append(lines, splitLines(c.Content.Content.Text.Text)...)
 		}
 	}
-	lines = unfence(lines)
+	lines = newLines(shown, unfence(lines)) // the live view showed the rest
 	if len(lines) == 0 {
 		return
 	}

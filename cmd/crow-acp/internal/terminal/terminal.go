@@ -50,6 +50,7 @@ type UI struct {
 	folded    int // words of reasoning not shown (FoldThoughts)
 	spin      *spinner
 	lines     *bufio.Reader // stdin, for permission answers
+	live      liveView      // a running command's output, shown as it comes
 }
 
 // Options are exec's flags that change what the client shows or answers.
@@ -77,6 +78,11 @@ type Options struct {
 	// Observe sees every update before it is rendered (usage, commands,
 	// mode: what a status line needs). It runs on the read loop.
 	Observe func(acp.SessionUpdate)
+	// Terminal says out and errw are a terminal though they are not an
+	// *os.File (the chat's screen, which keeps the line editor's prompt).
+	Terminal bool
+	// Width is the terminal's width; nil asks errw's terminal.
+	Width func() int
 }
 
 // AnswerWriter renders the answer as it streams.
@@ -91,7 +97,7 @@ type AnswerWriter interface {
 func New(in io.Reader, out, errw io.Writer, opt Options) *UI {
 	ui := &UI{
 		out: out, errw: errw, in: in, opt: opt,
-		outTTY: IsTerminal(out), errTTY: IsTerminal(errw), inTTY: IsTerminal(in),
+		outTTY: opt.Terminal || IsTerminal(out), errTTY: opt.Terminal || IsTerminal(errw), inTTY: IsTerminal(in),
 		titles: make(map[string]string), kinds: make(map[string]acp.ToolKind),
 	}
 	// Progress is drawn only where a person watches: a terminal on stderr.
@@ -137,6 +143,9 @@ func (ui *UI) render(u acp.SessionUpdate) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
 	if ui.replaying {
+		return
+	}
+	if ui.liveUpdate(u) {
 		return
 	}
 	switch {
@@ -200,15 +209,17 @@ func (ui *UI) render(u acp.SessionUpdate) {
 		case acp.ToolStatusInProgress:
 			ui.startSpinLocked("running " + title)
 		case acp.ToolStatusCompleted:
+			shown := ui.endLiveLocked(tu.ToolCallID, tu.Content)
 			ui.noteLocked("✓ %s", title)
 			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
-				ui.writeOutputLocked(tu.Content)
+				ui.writeOutputLocked(tu.Content, shown)
 			}
 			ui.startSpinLocked("waiting for the model")
 		case acp.ToolStatusFailed:
+			shown := ui.endLiveLocked(tu.ToolCallID, tu.Content)
 			if ui.opt.ShowOutput && ui.kinds[tu.ToolCallID] == acp.ToolKindExecute {
 				ui.noteLocked("✗ %s", title)
-				ui.writeOutputLocked(tu.Content) // its end says why
+				ui.writeOutputLocked(tu.Content, shown) // its end says why
 			} else {
 				ui.noteLocked("✗ %s%s", title, failureText(tu.Content))
 			}
@@ -304,6 +315,7 @@ func oneLine(s string, n int) string {
 
 // noteLocked writes one line about the work to stderr.
 func (ui *UI) noteLocked(format string, args ...any) {
+	ui.live.drawn = 0 // what follows is written below the live lines: they stay
 	ui.stopSpinLocked()
 	ui.flushAnswerLocked()
 	ui.endThoughtLocked()
@@ -358,6 +370,7 @@ func (ui *UI) dim(s string) string {
 func (ui *UI) Finish() {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
+	ui.live = liveView{}
 	ui.stopSpinLocked()
 	ui.endThoughtLocked()
 	if ui.opt.Answer != nil {
