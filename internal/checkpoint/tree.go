@@ -64,7 +64,7 @@ func RemoveTrees(trees, sessionID string) error {
 // bytes are kept exactly as they are (no end-of-line conversion), modes
 // and symbolic links as they are.
 var snapshotArgs = []string{"-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.filemode=true",
-	"-c", "core.symlinks=true", "-c", "core.ignorecase=false", "-c", "core.quotepath=false", "-c", "core.bigFileThreshold=1g"}
+	"-c", "core.symlinks=true", "-c", "core.ignorecase=false", "-c", "core.quotepath=false", "-c", "core.bigFileThreshold=1g", "-c", "diff.ignoreSubmodules=all"}
 
 // infoAttributes overrides every attribute the work tree's .gitattributes
 // sets that could change the bytes kept (info/attributes wins over them).
@@ -132,7 +132,13 @@ func isWorkTree(cwd string) bool {
 // snapshot adds the work tree to the object store's index (what the
 // work tree's .gitignore files leave) and writes it as a tree, within l.
 func (r repo) snapshot(ctx context.Context, l TreeLimits) (string, error) {
-	list, err := r.git(ctx, 64<<20, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	// A fresh index each time: with a nested repository (gitlink) in it,
+	// git would look into that repository for changes and run what its
+	// configuration names.
+	if err := os.Remove(r.index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	list, err := r.git(ctx, 64<<20, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -352,10 +351,6 @@ func nowTree(ctx context.Context, sess *persistence.Session, o Options) (repo, s
 		return rp, "", err
 	}
 	name := idx.Name()
-	if src, err := os.Open(rp.index); err == nil {
-		_, _ = io.Copy(idx, src)
-		src.Close()
-	}
 	idx.Close()
 	defer os.Remove(name)
 	rp.index = name
