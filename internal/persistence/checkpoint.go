@@ -170,6 +170,8 @@ type CheckpointStore interface {
 	PutBlob(ctx context.Context, sessionID string, data []byte, l CheckpointLimits) (string, error)
 	// Blob returns the bytes kept under hash; ErrNotFound when none are.
 	Blob(ctx context.Context, sessionID, hash string) ([]byte, error)
+	// Blobs returns every blob of a session, by hash (for an export).
+	Blobs(ctx context.Context, sessionID string) ([]Blob, error)
 	// CheckpointStats counts a session's checkpoints and blob bytes.
 	CheckpointStats(ctx context.Context, sessionID string) (CheckpointStats, error)
 

@@ -18,6 +18,7 @@ var checkpointTests = []storeTest{
 	{"UndoHidesAndRedoes", testUndoHidesAndRedoes},
 	{"UndoRedoAfterNewMessages", testUndoRedoAfterNewMessages},
 	{"UndoShowsCompacted", testUndoShowsCompacted},
+	{"CheckpointsImported", testCheckpointsImported},
 }
 
 func checkpointStore(t *testing.T, s persistence.Store) persistence.CheckpointStore {
@@ -314,4 +315,76 @@ func testUndoShowsCompacted(t *testing.T, s persistence.Store) {
 
 func replyMsg(text string) *persistence.Message {
 	return &persistence.Message{Role: persistence.RoleAssistant, Content: text, Status: persistence.StatusComplete}
+}
+
+// testCheckpointsImported: a dump (with its blobs) imported as another
+// session carries the checkpoints, the undo records (their message ids
+// renumbered) and the blobs; a fork carries none of them.
+func testCheckpointsImported(t *testing.T, s persistence.Store) {
+	ctx := t.Context()
+	cs := checkpointStore(t, s)
+	turns(t, s, "src", 2)
+	c := fileCheckpoint("src", 3, "a.txt")
+	save(t, cs, c, []byte("before"), persistence.CheckpointLimits{})
+	must(t, cs.SetCheckpointAfter(ctx, "src", 3, "a.txt", persistence.FileState{Exists: true, Mode: 0o600, Hash: "x"}))
+	save(t, cs, &persistence.Checkpoint{SessionID: "src", Turn: 3, Kind: persistence.CheckpointTree, Before: persistence.FileState{Exists: true, Hash: "tree"}}, nil, persistence.CheckpointLimits{})
+	u := &persistence.Undo{SessionID: "src", FromTurn: 3, State: persistence.UndoPending,
+		Files: []persistence.UndoFile{{Path: "a.txt", Action: persistence.UndoRestored, Before: c.Before}}}
+	must(t, cs.CreateUndo(ctx, u))
+	u.State = persistence.UndoDone
+	must(t, cs.UpdateUndo(ctx, u))
+
+	d, err := persistence.Dump(ctx, s, "src")
+	must(t, err)
+	must(t, d.ReadBlobs(ctx, s))
+	if len(d.Checkpoints) != 2 || len(d.Undos) != 1 || len(d.Blobs) != 1 {
+		t.Fatalf("dump: %d checkpoints, %d undos, %d blobs", len(d.Checkpoints), len(d.Undos), len(d.Blobs))
+	}
+	want, err := persistence.Digest(d)
+	must(t, err)
+	must(t, s.DeleteSession(ctx, "src"))
+	must(t, s.ImportSession(ctx, d))
+	got, err := persistence.Dump(ctx, s, "src")
+	must(t, err)
+	must(t, got.ReadBlobs(ctx, s))
+	if dg, err := persistence.Digest(got); err != nil || dg != want {
+		t.Errorf("digest after import %s, %v; want %s", dg, err, want)
+	}
+	if got.Checkpoints[0].After == nil || got.Checkpoints[0].After.Mode != 0o600 || len(got.Undos[0].Hidden) != 2 {
+		t.Errorf("imported: %+v %+v", got.Checkpoints[0], got.Undos[0])
+	}
+	if got := activeSeqs(t, s, "src"); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("imported active seqs %v", got)
+	}
+	b, err := cs.Blob(ctx, "src", c.Before.Hash)
+	if err != nil || string(b) != "before" {
+		t.Errorf("imported blob %q, %v", b, err)
+	}
+	// The undo can be redone in the imported session.
+	imp := got.Undos[0]
+	imp.State = persistence.UndoRedoing
+	must(t, cs.UpdateUndo(ctx, &imp))
+	imp.State = persistence.UndoRedone
+	must(t, cs.UpdateUndo(ctx, &imp))
+	if got := activeSeqs(t, s, "src"); len(got) != 4 {
+		t.Errorf("after redo of the imported undo: %v", got)
+	}
+	verifyProjection(t, s, "src")
+
+	if _, err := s.ForkSession(ctx, "src", &persistence.Session{ID: "fork"}); err != nil {
+		t.Fatal(err)
+	}
+	if cps, err := cs.Checkpoints(ctx, "fork", 0); err != nil || len(cps) != 0 {
+		t.Errorf("the fork has checkpoints %+v, %v", cps, err)
+	}
+
+	// A blob whose bytes do not match its hash is refused.
+	bad, err := persistence.Dump(ctx, s, "src")
+	must(t, err)
+	must(t, bad.ReadBlobs(ctx, s))
+	bad.Session.ID = "bad"
+	bad.Blobs[0].Data = []byte("tampered")
+	if err := s.ImportSession(ctx, bad); err == nil {
+		t.Error("a tampered blob was imported")
+	}
 }

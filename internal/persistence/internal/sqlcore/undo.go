@@ -201,20 +201,19 @@ func (s *Store) updateUndo(ctx context.Context, u *persistence.Undo) error {
 // since that turn began had compacted: the context is as it was before the
 // turn's prompt.
 func (s *Store) hideTurns(ctx context.Context, tx conn, sessionID string, fromTurn int64) (hidden, shown []int64, err error) {
-	ids := func(q string, args ...any) ([]int64, error) {
-		rows, err := tx.Query(ctx, q, args...)
-		return collect(rows, err, func(r Row) (int64, error) {
-			var id int64
-			return id, r.Scan(&id)
-		})
+	scanID := func(r Row) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
 	}
-	if hidden, err = ids(`SELECT id FROM messages WHERE session_id = ? AND seq >= ? AND {active} ORDER BY seq`, sessionID, fromTurn); err != nil {
+	rows, err := tx.Query(ctx, `SELECT id FROM messages WHERE session_id = ? AND seq >= ? AND {active} ORDER BY seq`, sessionID, fromTurn)
+	if hidden, err = collect(rows, err, scanID); err != nil {
 		return nil, nil, err
 	}
-	if shown, err = ids(`SELECT id FROM messages WHERE session_id = ? AND seq < ? AND NOT {active}
+	rows, err = tx.Query(ctx, `SELECT id FROM messages WHERE session_id = ? AND seq < ? AND NOT {active}
 		AND compacted_into_id IN (SELECT id FROM compactions WHERE session_id = ?
 			AND created_at >= (SELECT created_at FROM messages WHERE session_id = ? AND seq = ?))
-		ORDER BY seq`, sessionID, fromTurn, sessionID, sessionID, fromTurn); err != nil {
+		ORDER BY seq`, sessionID, fromTurn, sessionID, sessionID, fromTurn)
+	if shown, err = collect(rows, err, scanID); err != nil {
 		return nil, nil, err
 	}
 	if _, err := s.setActive(ctx, tx, sessionID, hidden, false, nil); err != nil {
