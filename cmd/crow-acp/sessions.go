@@ -8,6 +8,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 )
 
 const sessionsUsage = `Usage:
@@ -62,7 +63,12 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "import":
 		fn = sessionsImport // sessions_import.go
 	case "delete", "rm":
-		fn = onOne("delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it. It cannot be undone:\nexport it first to keep a copy.\n", sessions.Delete)
+		fn = func(ctx context.Context, e *env, args []string) error {
+			return onOne("delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it (its checkpoints and\nwork-tree snapshots too). It cannot be undone: export it first to keep a copy.\n",
+				func(ctx context.Context, cfg *config.Settings, w sessions.IO, id string) error {
+					return sessions.Delete(ctx, cfg, w, id, checkpoint.DefaultTreesDir(e.getenv))
+				})(ctx, e, args)
+		}
 	case "undo":
 		fn = sessionsUndo(false) // sessions_undo.go
 	case "redo":
