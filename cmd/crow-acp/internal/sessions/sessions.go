@@ -14,8 +14,8 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
-	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
