@@ -160,3 +160,28 @@ func TestSessionsUndoRefused(t *testing.T) {
 		t.Error("a refused undo changed b.txt")
 	}
 }
+
+// TestSessionsUndoReportsInterrupted: an undo a killed process left
+// unfinished is reported, file by file, before the next undo runs.
+func TestSessionsUndoReportsInterrupted(t *testing.T) {
+	env := fixture.NewEnv(t)
+	vars := map[string]string{"CROW_DB": env.DBPath, "XDG_CONFIG_HOME": env.Tmp, "XDG_DATA_HOME": env.Tmp}
+	seedUndoSession(t, env)
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, env.DBPath)
+	must(t, err)
+	state := func(text string) persistence.FileState {
+		return persistence.FileState{Exists: true, Mode: 0o644, Hash: persistence.Hash([]byte(text))}
+	}
+	must(t, s.CreateUndo(ctx, &persistence.Undo{SessionID: "sess_u", FromTurn: 1, State: persistence.UndoPending, Files: []persistence.UndoFile{
+		{Path: "a.txt", Action: persistence.UndoRestored, Before: state("a before\n"), Now: state("a by the agent\n")},
+	}}))
+	s.Close()
+	code, stdout, stderr := commandLines(vars)("sessions", "undo", "sess_u", "--to", "2")
+	if code != exitOK || !strings.Contains(stderr, "an interrupted undo of session sess_u") || !strings.Contains(stderr, "skipped a.txt: not reached: left as it was") {
+		t.Errorf("undo after an interrupted one: %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "restored b.txt") {
+		t.Errorf("the undo itself: %s", stdout)
+	}
+}

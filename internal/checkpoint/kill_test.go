@@ -101,7 +101,7 @@ func TestUndoKilled(t *testing.T) {
 	}
 
 	e.open() // the next start
-	reps, err := checkpoint.PendingUndos(t.Context(), e.store)
+	reps, err := checkpoint.PendingUndos(t.Context(), e.store, "s1")
 	must(t, err)
 	if len(reps) != 1 || !reps[0].Interrupted {
 		t.Fatalf("PendingUndos = %+v", reps)
@@ -113,7 +113,7 @@ func TestUndoKilled(t *testing.T) {
 	if seqs := activeSeqs(t, e.store, "s1"); len(seqs) != 2 {
 		t.Errorf("an interrupted undo hid messages: %v", seqs)
 	}
-	if again, _ := checkpoint.PendingUndos(t.Context(), e.store); len(again) != 0 {
+	if again, _ := checkpoint.PendingUndos(t.Context(), e.store, "s1"); len(again) != 0 {
 		t.Errorf("reported twice: %+v", again)
 	}
 	rep, err := checkpoint.Undo(t.Context(), e.store, "s1", turn, e.opts())

@@ -491,17 +491,22 @@ func Redo(ctx context.Context, st Store, sessionID string, o Options) (*Report, 
 	return rep, st.UpdateUndo(ctx, &u)
 }
 
-// PendingUndos reports the undos and redos a process left unfinished
-// (killed midway) and marks them interrupted: for each file, whether it
-// was reached (restored, deleted) or not (skipped, with what is there).
-// The server calls it at start; its messages were not hidden.
-func PendingUndos(ctx context.Context, st Store) ([]*Report, error) {
+// PendingUndos reports the undos and redos of session sessionID ("": of
+// every session) that a process left unfinished (killed midway) and marks
+// them interrupted: for each file, whether it was reached (restored,
+// deleted) or not (skipped, with what is there); their messages were not
+// hidden. Call it holding the session's lease (no live process can be
+// undoing it), before the session's next undo or turn.
+func PendingUndos(ctx context.Context, st Store, sessionID string) ([]*Report, error) {
 	undos, err := st.UnfinishedUndos(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Report
 	for _, u := range undos {
+		if sessionID != "" && u.SessionID != sessionID {
+			continue
+		}
 		sess, err := st.GetSession(ctx, u.SessionID)
 		if err != nil {
 			return out, err

@@ -30,7 +30,7 @@ const undoLease = 5 * time.Minute
 // (and every later one), hides those prompts from the model's context and
 // prints what it did with each file.
 func Undo(ctx context.Context, cfg *config.Settings, w IO, id string, o UndoOptions) error {
-	return withSession(ctx, cfg, id, func(st checkpoint.Store) error {
+	return withSession(ctx, cfg, w, id, func(st checkpoint.Store) error {
 		ps, err := checkpoint.Prompts(ctx, st.(checkpoint.PromptSource), id)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func lastNumber(ps []checkpoint.Prompt) int {
 // Redo re-applies the session's last undo while nothing new happened in
 // it.
 func Redo(ctx context.Context, cfg *config.Settings, w IO, id string, o UndoOptions) error {
-	return withSession(ctx, cfg, id, func(st checkpoint.Store) error {
+	return withSession(ctx, cfg, w, id, func(st checkpoint.Store) error {
 		rep, err := checkpoint.Redo(ctx, st, id, checkpoint.Options{DryRun: o.DryRun, Force: o.Force, Trees: o.Trees})
 		if errors.Is(err, checkpoint.ErrNothingToRedo) {
 			return fmt.Errorf("redo: the last change of %s is not an undo: nothing to redo", termsafe.Line(id))
@@ -91,7 +91,7 @@ func Redo(ctx context.Context, cfg *config.Settings, w IO, id string, o UndoOpti
 // withSession runs fn on session id with its lease held (a running
 // crow-acp in it is refused, and refuses to start a turn meanwhile), every
 // write fenced by it.
-func withSession(ctx context.Context, cfg *config.Settings, id string, fn func(st checkpoint.Store) error) error {
+func withSession(ctx context.Context, cfg *config.Settings, w IO, id string, fn func(st checkpoint.Store) error) error {
 	store, err := openFor(ctx, cfg, id)
 	if err != nil {
 		return err
@@ -117,6 +117,14 @@ func withSession(ctx context.Context, cfg *config.Settings, id string, fn func(s
 	fenced, ok := store.WithFence(l.Fence()).(checkpoint.Store)
 	if !ok {
 		return errors.New("the store keeps no checkpoints")
+	}
+	// An undo a killed process left unfinished is reported first.
+	pending, err := checkpoint.PendingUndos(ctx, fenced, id)
+	if err != nil {
+		return err
+	}
+	for _, r := range pending {
+		fmt.Fprint(w.Err, r.Text())
 	}
 	return fn(fenced)
 }
