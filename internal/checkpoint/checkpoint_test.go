@@ -403,3 +403,25 @@ func gitCmd(t testing.TB, dir string, envv []string, args ...string) string {
 	}
 	return string(bytes.TrimSpace(out))
 }
+
+// TestUndoStaysInside: a directory swapped for a link to somewhere else
+// after the turn never takes undo's write out of the session's directory.
+func TestUndoStaysInside(t *testing.T) {
+	e := newEnv(t, "")
+	outside := t.TempDir()
+	write(t, e.path("sub/f.txt"), "before\n", 0o644)
+	turn := e.prompt("edit")
+	e.toolWrite(turn, "sub/f.txt", "agent\n", 0o644)
+	e.reply()
+	write(t, filepath.Join(outside, "f.txt"), "agent\n", 0o644) // what the agent left, elsewhere
+	must(t, os.RemoveAll(e.path("sub")))
+	must(t, os.Symlink(outside, e.path("sub")))
+	rep, err := checkpoint.Undo(t.Context(), e.store, e.sess.ID, turn, checkpoint.Options{Trees: e.trees, Force: true})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(outside, "f.txt")); string(b) != "agent\n" {
+		t.Errorf("undo wrote outside the session's directory: %q\n%s", b, rep.Text())
+	}
+	if got := actions(rep)["sub/f.txt"]; got != "skipped" || !strings.Contains(rep.Text(), "could not be written") {
+		t.Errorf("action %q\n%s", got, rep.Text())
+	}
+}

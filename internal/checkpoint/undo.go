@@ -2,13 +2,14 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -152,7 +153,7 @@ func Undo(ctx context.Context, st Store, sessionID string, fromTurn int64, o Opt
 			continue
 		}
 		w := todo[slices.IndexFunc(todo, func(w work) bool { return w.t.path == f.Path })]
-		if err := apply(absPath(sess.Cwd, f.Path), f.Before, w.data); err != nil {
+		if err := apply(sess.Cwd, f.Path, f.Before, w.data); err != nil {
 			f.Action, f.Reason = persistence.UndoSkipped, "could not be written: "+err.Error()
 		}
 		if o.AfterFile != nil {
@@ -358,55 +359,76 @@ func nowTree(ctx context.Context, sess *persistence.Session, o Options) (repo, s
 	return rp, tree, err
 }
 
-// apply makes abs hold data with the state's mode (a symbolic link when
-// its hash says so), or removes it when the state is absent: written to a
-// temporary file, synced, renamed over abs, the directory synced.
-func apply(abs string, st persistence.FileState, data []byte) error {
-	dir := filepath.Dir(abs)
+// apply makes the file p (a checkpoint's path: relative to cwd, or
+// absolute) hold data with the state's mode (a symbolic link when its hash
+// says so), or removes it when the state is absent: written to a temporary
+// file, synced, renamed over it, the directory synced. Every step goes
+// through an os.Root of cwd (of the file's directory for an absolute
+// path): a directory a command swapped for a link never takes a write out
+// of it.
+func apply(cwd, p string, st persistence.FileState, data []byte) error {
+	rootDir, name := cwd, filepath.FromSlash(p)
+	if filepath.IsAbs(name) || cwd == "" {
+		rootDir, name = filepath.Dir(name), filepath.Base(name)
+		if st.Exists {
+			if err := os.MkdirAll(rootDir, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	root, err := os.OpenRoot(rootDir)
+	if err != nil {
+		if !st.Exists && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer root.Close()
+	dir := filepath.Dir(name)
 	if !st.Exists {
-		if err := os.Remove(abs); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := root.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		return syncDir(dir)
+		return syncDir(root, dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".crow-undo-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // gone after the rename
+	var suffix [8]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := filepath.Join(dir, ".crow-undo-"+hex.EncodeToString(suffix[:]))
+	defer root.Remove(tmp) // gone after the rename
 	if strings.HasPrefix(st.Hash, "symlink:") {
-		tmp.Close()
-		os.Remove(name)
-		if err := os.Symlink(string(data), name); err != nil {
+		if err := root.Symlink(string(data), tmp); err != nil {
 			return err
 		}
 	} else {
-		_, err := tmp.Write(data)
+		f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
 		if err == nil {
-			err = tmp.Chmod(os.FileMode(st.Mode) & modeBits)
+			err = f.Chmod(os.FileMode(st.Mode) & modeBits)
 		}
 		if err == nil {
-			err = tmp.Sync()
+			err = f.Sync()
 		}
-		if cerr := tmp.Close(); err == nil {
+		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if err := os.Rename(name, abs); err != nil {
+	if err := root.Rename(tmp, name); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(root, dir)
 }
 
-func syncDir(dir string) error {
-	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
 	if err != nil {
 		return err
 	}
@@ -472,7 +494,7 @@ func Redo(ctx context.Context, st Store, sessionID string, o Options) (*Report, 
 				break
 			}
 			if !o.DryRun {
-				if err := apply(abs, f.Now, data); err != nil {
+				if err := apply(sess.Cwd, f.Path, f.Now, data); err != nil {
 					r.Action, r.Reason = persistence.UndoSkipped, "could not be written: "+err.Error()
 				}
 				if o.AfterFile != nil {
