@@ -21,7 +21,7 @@ import (
 
 // env is a session in a real SQLite file, its cwd a temporary directory.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dbPath string
 	store  *sqlite.Store
 	sess   *persistence.Session
@@ -29,7 +29,7 @@ type env struct {
 	trees  string
 }
 
-func newEnv(t *testing.T, cwd string) *env {
+func newEnv(t testing.TB, cwd string) *env {
 	t.Helper()
 	base := t.TempDir()
 	if cwd == "" {
