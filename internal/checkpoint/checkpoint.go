@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -49,6 +50,45 @@ type Recorder struct {
 	// covered.
 	Trees string
 	Tree  TreeLimits // zero: the defaults
+
+	// seen are the paths this recorder checkpointed in each session's
+	// latest turn: a file edited again in the same turn is not read again
+	// (the store keeps the first anyway). EndTurn forgets the session's.
+	mu   sync.Mutex
+	seen map[string]turnPaths
+}
+
+type turnPaths struct {
+	turn  int64
+	paths map[string]bool
+}
+
+// checkpointed reports whether path was checkpointed in the session's turn.
+func (r *Recorder) checkpointed(session string, turn int64, path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tp, ok := r.seen[session]
+	return ok && tp.turn == turn && tp.paths[path]
+}
+
+func (r *Recorder) remember(session string, turn int64, path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]turnPaths{}
+	}
+	tp, ok := r.seen[session]
+	if !ok || tp.turn != turn {
+		tp = turnPaths{turn: turn, paths: map[string]bool{}}
+		r.seen[session] = tp
+	}
+	tp.paths[path] = true
+}
+
+func (r *Recorder) forget(session string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.seen, session)
 }
 
 // BeforeChange records the state of absPath before the agent's tool
@@ -61,6 +101,9 @@ type Recorder struct {
 func (r *Recorder) BeforeChange(ctx context.Context, s *persistence.Session, turn int64, absPath string) error {
 	l := r.Limits.OrDefaults()
 	c := &persistence.Checkpoint{SessionID: s.ID, Turn: turn, Kind: persistence.CheckpointFile, Path: relPath(s.Cwd, absPath)}
+	if r.checkpointed(s.ID, turn, c.Path) {
+		return nil
+	}
 	st, data, why, err := readState(absPath, l.File)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", absPath, err)
@@ -72,6 +115,7 @@ func (r *Recorder) BeforeChange(ctx context.Context, s *persistence.Session, tur
 	if _, err := r.Store.SaveCheckpoint(ctx, c, data, l); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", absPath, err)
 	}
+	r.remember(s.ID, turn, c.Path)
 	return nil
 }
 

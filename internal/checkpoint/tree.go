@@ -182,8 +182,10 @@ func (r *Recorder) SnapshotWorkTree(ctx context.Context, s *persistence.Session,
 
 // EndTurn records the work tree as the turn left it, when the turn took a
 // snapshot before its commands: undo tells by it which files someone
-// changed after the turn. Call it when the turn ends, however it ends.
+// changed after the turn. Call it when the turn ends, however it ends
+// (it also lets go of what the recorder kept of the turn).
 func (r *Recorder) EndTurn(ctx context.Context, s *persistence.Session, turn int64) error {
+	r.forget(s.ID)
 	return r.snapshotTree(ctx, s, turn, persistence.CheckpointTreeAfter)
 }
 
