@@ -425,3 +425,33 @@ func TestUndoStaysInside(t *testing.T) {
 		t.Errorf("action %q\n%s", got, rep.Text())
 	}
 }
+
+// TestUndoAfterUndo: after the last prompt was undone and a new one ran,
+// undoing further back ignores the undone turn's writes (reverted by its
+// undo): nothing is taken for a change by someone else.
+func TestUndoAfterUndo(t *testing.T) {
+	e := newEnv(t, "")
+	write(t, e.path("f.txt"), "v0\n", 0o644)
+	first := e.prompt("one")
+	e.toolWrite(first, "f.txt", "v1\n", 0o644)
+	e.reply()
+	second := e.prompt("two")
+	e.toolWrite(second, "f.txt", "v2\n", 0o644)
+	e.reply()
+	_, err := checkpoint.Undo(t.Context(), e.store, e.sess.ID, second, e.opts())
+	must(t, err)
+	if b, _ := os.ReadFile(e.path("f.txt")); string(b) != "v1\n" {
+		t.Fatalf("after the first undo f.txt = %q", b)
+	}
+	third := e.prompt("three")
+	e.toolWrite(third, "g.txt", "new\n", 0o644)
+	e.reply()
+	rep, err := checkpoint.Undo(t.Context(), e.store, e.sess.ID, first, e.opts())
+	must(t, err)
+	if got := actions(rep); got["f.txt"] != "restored" || got["g.txt"] != "deleted" {
+		t.Errorf("actions %v\n%s", got, rep.Text())
+	}
+	if b, _ := os.ReadFile(e.path("f.txt")); string(b) != "v0\n" {
+		t.Errorf("f.txt = %q", b)
+	}
+}

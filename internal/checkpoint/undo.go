@@ -87,6 +87,9 @@ func Undo(ctx context.Context, st Store, sessionID string, fromTurn int64, o Opt
 	if err != nil {
 		return nil, err
 	}
+	if cps, err = liveCheckpoints(ctx, st, sessionID, cps); err != nil {
+		return nil, err
+	}
 	rep := &Report{SessionID: sessionID, FromTurn: fromTurn, DryRun: o.DryRun}
 	targets, err := plan(ctx, st, sess, cps, o, rep)
 	if err != nil {
@@ -166,6 +169,24 @@ func Undo(ctx context.Context, st Store, sessionID string, fromTurn int64, o Opt
 		return rep, err
 	}
 	return rep, nil
+}
+
+// liveCheckpoints are cps without those of turns an undo took back (and
+// no redo brought back): their changes were reverted, or left to whoever
+// changed the file since.
+func liveCheckpoints(ctx context.Context, st Store, sessionID string, cps []persistence.Checkpoint) ([]persistence.Checkpoint, error) {
+	undos, err := st.Undos(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(cps, func(c persistence.Checkpoint) bool {
+		for _, u := range undos {
+			if u.State == persistence.UndoDone && c.Turn >= u.FromTurn && c.Turn <= u.LastSeq {
+				return true
+			}
+		}
+		return false
+	}), nil
 }
 
 // conflict says why a file must not be overwritten: it changed since the
