@@ -57,6 +57,7 @@ FUZZ_TARGETS += ./internal/agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./internal/agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON
 FUZZ_TARGETS += ./internal/agent:FuzzAsImported
+FUZZ_TARGETS += ./internal/agent/tool:FuzzLiveTail
 FUZZ_TARGETS += ./internal/checkpoint:FuzzParseRawDiff
 FUZZ_TARGETS += ./internal/checkpoint:FuzzUnifiedDiff:3000x
 FUZZ_SHORT ?= 10000x
