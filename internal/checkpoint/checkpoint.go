@@ -134,16 +134,27 @@ func (r *Recorder) AfterChange(ctx context.Context, s *persistence.Session, turn
 	return nil
 }
 
-// relPath is abs relative to cwd, slash-separated; abs itself when it is
-// outside cwd.
+// relPath is abs relative to cwd (or to cwd with its links resolved, as
+// the tools resolve the paths they pass), slash-separated; abs itself when
+// it is outside cwd.
 func relPath(cwd, abs string) string {
 	abs = filepath.Clean(abs)
-	if cwd != "" {
-		if rel, err := filepath.Rel(filepath.Clean(cwd), abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+	if cwd == "" {
+		return filepath.ToSlash(abs)
+	}
+	for _, dir := range []string{filepath.Clean(cwd), resolved(cwd)} {
+		if rel, err := filepath.Rel(dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 			return filepath.ToSlash(rel)
 		}
 	}
 	return filepath.ToSlash(abs)
+}
+
+func resolved(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return dir
 }
 
 // absPath is the file a checkpoint's path names.

@@ -455,3 +455,29 @@ func TestUndoAfterUndo(t *testing.T) {
 		t.Errorf("f.txt = %q", b)
 	}
 }
+
+// TestCwdThroughLink: the session's directory named through a link, the
+// tool's path with the link resolved (as the tools pass it): the file is
+// checkpointed by its path in the directory, and undone.
+func TestCwdThroughLink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	must(t, os.Symlink(dir, link))
+	e := newEnv(t, link)
+	write(t, filepath.Join(dir, "f.txt"), "before\n", 0o644)
+	turn := e.prompt("edit")
+	resolvedPath := filepath.Join(dir, "f.txt")
+	must(t, e.rec.BeforeChange(t.Context(), e.sess, turn, resolvedPath))
+	must(t, os.WriteFile(resolvedPath, []byte("after\n"), 0o644))
+	must(t, e.rec.AfterChange(t.Context(), e.sess, turn, resolvedPath))
+	cps, err := e.store.Checkpoints(t.Context(), e.sess.ID, 0)
+	must(t, err)
+	if len(cps) != 1 || cps[0].Path != "f.txt" {
+		t.Fatalf("checkpoints %+v, want f.txt", cps)
+	}
+	_, err = checkpoint.Undo(t.Context(), e.store, e.sess.ID, turn, e.opts())
+	must(t, err)
+	if b, _ := os.ReadFile(resolvedPath); string(b) != "before\n" {
+		t.Errorf("f.txt = %q", b)
+	}
+}
