@@ -63,6 +63,8 @@ FUZZ_TARGETS += ./internal/agent:FuzzAsImported
 FUZZ_TARGETS += ./internal/agent/tool:FuzzLiveTail
 FUZZ_TARGETS += ./cmd/crow-acp/internal/chat:FuzzParseIgnore:2000x
 FUZZ_TARGETS += ./cmd/crow-acp/internal/chat:FuzzRenderTable:2000x
+FUZZ_TARGETS += ./internal/checkpoint:FuzzParseRawDiff
+FUZZ_TARGETS += ./internal/checkpoint:FuzzUnifiedDiff:3000x
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

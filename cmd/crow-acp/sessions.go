@@ -8,6 +8,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 )
 
 const sessionsUsage = `Usage:
@@ -16,6 +17,8 @@ const sessionsUsage = `Usage:
   crow-acp sessions export ID [--format markdown|json] [--output FILE]
   crow-acp sessions import FILE...
   crow-acp sessions delete ID
+  crow-acp sessions undo ID [--to N] [--dry-run] [--force]
+  crow-acp sessions redo ID [--dry-run] [--force]
   crow-acp sessions rename ID TITLE
   crow-acp sessions archive ID
   crow-acp sessions unarchive ID
@@ -29,7 +32,9 @@ without archived ones unless --archived); show prints one conversation as text; 
 writes it as Markdown or as JSON (every message, compacted ones included, and
 the compaction records); import stores such JSON exports (from another
 machine, or from a database an unreleased build wrote); delete removes a
-session and everything it owns; rename sets its title (no generated title replaces it); archive hides it
+session and everything it owns; undo takes back what the agent did from a
+prompt on (files and conversation; see sessions undo --help), redo takes
+that back; rename sets its title (no generated title replaces it); archive hides it
 from lists (editors' too) until unarchive, keeping everything;
 verify rebuilds a session's messages from its event log and reports every
 difference from the live tables (exit 1 if any); rebuild prints the rebuilt
@@ -58,7 +63,16 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "import":
 		fn = sessionsImport // sessions_import.go
 	case "delete", "rm":
-		fn = onOne("delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it. It cannot be undone:\nexport it first to keep a copy.\n", sessions.Delete)
+		fn = func(ctx context.Context, e *env, args []string) error {
+			return onOne("delete", "Usage: crow-acp sessions delete ID\n\nDeletes a session and everything stored with it (its checkpoints and\nwork-tree snapshots too). It cannot be undone: export it first to keep a copy.\n",
+				func(ctx context.Context, cfg *config.Settings, w sessions.IO, id string) error {
+					return sessions.Delete(ctx, cfg, w, id, checkpoint.DefaultTreesDir(e.getenv))
+				})(ctx, e, args)
+		}
+	case "undo":
+		fn = sessionsUndo(false) // sessions_undo.go
+	case "redo":
+		fn = sessionsUndo(true)
 	case "rename":
 		fn = sessionsRename // sessions_meta.go
 	case "archive":
@@ -72,7 +86,7 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	case "prune-frames":
 		fn = sessionsPruneFrames // sessions_prune.go
 	default:
-		return e.fail(config.Usagef("sessions: unknown subcommand %q: use list, show, export, import, delete, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
+		return e.fail(config.Usagef("sessions: unknown subcommand %q: use list, show, export, import, delete, undo, redo, rename, archive, unarchive, verify, rebuild or prune-frames", sub))
 	}
 	if err := fn(ctx, e, args); err != nil {
 		return e.fail(err)

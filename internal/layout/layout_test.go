@@ -48,6 +48,8 @@ var rules = map[string][]string{
 	"internal/framelog":           {"acp", "internal/persistence", "internal/deflate", "internal/secret"},
 	"internal/fixture":            {"internal/acptest", "internal/syncbuf"},
 
+	"internal/checkpoint": {"internal/persistence", "internal/safegit", "internal/termsafe"},
+
 	"internal/agent/prompt": {"internal/safegit", "internal/termsafe"},
 	"internal/agent/tool":   {"acp", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
@@ -55,7 +57,7 @@ var rules = map[string][]string{
 
 	// Commands sit on top and may import the layers below, never each
 	// other, and never a test-support package unless named here.
-	"cmd/crow-acp": {"acp", "cmd/crow-acp/internal/...", "internal/agent/...", "internal/framelog",
+	"cmd/crow-acp": {"acp", "cmd/crow-acp/internal/...", "internal/agent/...", "internal/checkpoint", "internal/framelog",
 		"internal/persistence", "internal/persistence/backend", "internal/secret", "internal/termsafe"},
 	"cmd/crow-acp/internal/transcript": {"internal/agent", "internal/persistence", "internal/termsafe"},
 	"cmd/crow-acp/internal/terminal":   {"acp", "cmd/crow-acp/internal/transcript", "internal/termsafe"},
@@ -66,7 +68,7 @@ var rules = map[string][]string{
 	"cmd/crow-acp/internal/doctor": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
 		"internal/agent", "internal/compaction", "internal/persistence/...", "internal/provider"},
 	"cmd/crow-acp/internal/sessions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
-		"internal/agent", "internal/persistence/...", "internal/termsafe"},
+		"internal/agent", "internal/checkpoint", "internal/persistence/...", "internal/termsafe"},
 	"cmd/crow-acp/internal/permissions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/sessions",
 		"cmd/crow-acp/internal/transcript", "internal/persistence/...", "internal/termsafe"},
 	"cmd/crow-acp/internal/crowtest": {"acp", "internal/fixture", "internal/persistence/...", "internal/provider/fakemodel"},

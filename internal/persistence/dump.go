@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -15,6 +16,12 @@ type SessionDump struct {
 	Session     Session
 	Messages    []Message    // every message, active or not, in Seq order
 	Compactions []Compaction // oldest first
+	// What undo keeps (checkpoint.go), when the store keeps it: the
+	// checkpoints by id, the undo records oldest first, and the blobs they
+	// name (read by ReadBlobs; Dump leaves them out).
+	Checkpoints []Checkpoint
+	Undos       []Undo
+	Blobs       []Blob
 }
 
 // Importer writes a whole session exactly as another store recorded it.
@@ -36,6 +43,14 @@ type DumpSource interface {
 	GetSession(ctx context.Context, id string) (*Session, error)
 	Messages(ctx context.Context, sessionID string, f MessageFilter) ([]Message, error)
 	Compactions(ctx context.Context, sessionID string) ([]Compaction, error)
+}
+
+// CheckpointSource is what Dump and ReadBlobs read of a store that keeps
+// checkpoints.
+type CheckpointSource interface {
+	Checkpoints(ctx context.Context, sessionID string, fromTurn int64) ([]Checkpoint, error)
+	Undos(ctx context.Context, sessionID string) ([]Undo, error)
+	Blobs(ctx context.Context, sessionID string) ([]Blob, error)
 }
 
 // Dump reads session id from s. It reads the session again at the end and
@@ -60,11 +75,45 @@ func Dump(ctx context.Context, s DumpSource, id string) (*SessionDump, error) {
 		if err != nil {
 			return nil, err
 		}
+		d := &SessionDump{Session: *sess, Messages: msgs, Compactions: comps}
+		if cs, ok := s.(CheckpointSource); ok {
+			if d.Checkpoints, err = cs.Checkpoints(ctx, id, 0); err != nil {
+				return nil, err
+			}
+			if d.Undos, err = cs.Undos(ctx, id); err != nil {
+				return nil, err
+			}
+		}
 		if again.UpdatedAt.Equal(sess.UpdatedAt) {
-			return &SessionDump{Session: *sess, Messages: msgs, Compactions: comps}, nil
+			return d, nil
 		}
 	}
 	return nil, fmt.Errorf("dump session %q: it keeps changing while being read; stop the processes writing it", id)
+}
+
+// ReadBlobs reads the blobs of d's session from s (none when s keeps no
+// checkpoints): what an export or a copy carries with the checkpoints.
+func (d *SessionDump) ReadBlobs(ctx context.Context, s DumpSource) error {
+	cs, ok := s.(CheckpointSource)
+	if !ok {
+		return nil
+	}
+	var err error
+	d.Blobs, err = cs.Blobs(ctx, d.Session.ID)
+	return err
+}
+
+// Undone is the set of messages an undo (UndoDone) hid.
+func (d *SessionDump) Undone() map[int64]bool {
+	out := map[int64]bool{}
+	for _, u := range d.Undos {
+		if u.State == UndoDone {
+			for _, id := range u.Hidden {
+				out[id] = true
+			}
+		}
+	}
+	return out
 }
 
 // Digest is a SHA-256 over d's content in a canonical form that does not
@@ -93,6 +142,27 @@ type canonicalDump struct {
 	Metadata             *string
 	Messages             []canonicalMessage
 	Compactions          []canonicalCompaction
+	Checkpoints          []canonicalCheckpoint `json:",omitempty"`
+	Undos                []canonicalUndo       `json:",omitempty"`
+	Blobs                []string              `json:",omitempty"` // hash and length
+}
+
+type canonicalCheckpoint struct {
+	Turn                     int64
+	Kind, Path, Unrestorable string
+	Before                   FileState
+	After                    *FileState
+	Size                     int64
+	CreatedAt                string
+}
+
+type canonicalUndo struct {
+	FromTurn, LastSeq    int64
+	State                string
+	Force                bool
+	Files                []UndoFile
+	Hidden, Shown        []int64 // seqs
+	CreatedAt, UpdatedAt string
 }
 
 type canonicalMessage struct {
@@ -194,6 +264,26 @@ func canonical(d *SessionDump) (*canonicalDump, error) {
 		}
 		out.Compactions = append(out.Compactions, cc)
 	}
+	for _, c := range d.Checkpoints {
+		out.Checkpoints = append(out.Checkpoints, canonicalCheckpoint{Turn: c.Turn, Kind: c.Kind, Path: ValidText(c.Path),
+			Unrestorable: ValidText(c.Unrestorable), Before: c.Before, After: c.After, Size: c.Size, CreatedAt: canonicalTime(c.CreatedAt)})
+	}
+	for i, u := range d.Undos {
+		cu := canonicalUndo{FromTurn: u.FromTurn, LastSeq: u.LastSeq, State: u.State, Force: u.Force, Files: u.Files,
+			CreatedAt: canonicalTime(u.CreatedAt), UpdatedAt: canonicalTime(u.UpdatedAt)}
+		var err error
+		if cu.Hidden, err = seqs(fmt.Sprintf("undo %d", i+1), u.Hidden); err != nil {
+			return nil, err
+		}
+		if cu.Shown, err = seqs(fmt.Sprintf("undo %d", i+1), u.Shown); err != nil {
+			return nil, err
+		}
+		out.Undos = append(out.Undos, cu)
+	}
+	for _, b := range d.Blobs {
+		out.Blobs = append(out.Blobs, fmt.Sprintf("%s:%d", b.Hash, len(b.Data)))
+	}
+	slices.Sort(out.Blobs)
 	return out, nil
 }
 
@@ -250,6 +340,27 @@ func (d *SessionDump) Check() error {
 			return fmt.Errorf("message %d: compacted into %d, which is not a compaction of the session", i, *m.CompactedIntoID)
 		}
 	}
+	for i, u := range d.Undos {
+		for _, ids := range [][]int64{u.Hidden, u.Shown} {
+			for _, id := range ids {
+				if !msgIDs[id] {
+					return fmt.Errorf("undo %d names message %d, which is not in the session", i, id)
+				}
+			}
+		}
+	}
+	for i, b := range d.Blobs {
+		if Hash(b.Data) != b.Hash {
+			return fmt.Errorf("blob %d: its bytes do not have the hash %q", i, b.Hash)
+		}
+	}
+	for i, c := range d.Checkpoints {
+		switch c.Kind {
+		case CheckpointFile, CheckpointTree, CheckpointTreeAfter:
+		default:
+			return fmt.Errorf("checkpoint %d: unknown kind %q", i, c.Kind)
+		}
+	}
 	return nil
 }
 
@@ -272,6 +383,9 @@ func (c *Compaction) RenumberMessages(newID map[int64]int64) {
 		c.SummaryMessageID = &id
 	}
 }
+
+// Remap returns ids with each replaced by newID[id] (nil stays nil).
+func Remap(ids []int64, newID map[int64]int64) []int64 { return remap(ids, newID) }
 
 // remap returns ids with each replaced by newID[id].
 func remap(ids []int64, newID map[int64]int64) []int64 {
@@ -308,5 +422,12 @@ func (d *SessionDump) Renumber(msgIDs, compIDs []int64) {
 		c := &d.Compactions[i]
 		c.ID, c.SessionID = compIDs[i], d.Session.ID
 		c.RenumberMessages(newMsg)
+	}
+	for i := range d.Undos {
+		u := &d.Undos[i]
+		u.SessionID, u.Hidden, u.Shown = d.Session.ID, remap(u.Hidden, newMsg), remap(u.Shown, newMsg)
+	}
+	for i := range d.Checkpoints {
+		d.Checkpoints[i].SessionID = d.Session.ID
 	}
 }

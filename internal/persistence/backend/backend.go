@@ -64,6 +64,7 @@ func Describe(dsn string) string {
 type Store interface {
 	persistence.Recorder
 	persistence.WindowCache
+	persistence.CheckpointStore
 	// Settle waits up to grace for an open still running (OpenBackground), then
 	// gives up on it, and says why the store is not open (nil: it is, or
 	// it was opened before it was returned); ErrAbandoned when it gave up.

@@ -56,6 +56,7 @@ func Conformance(t *testing.T, b Backend) {
 	tests = append(tests, eventTests...)      // events.go
 	tests = append(tests, eventBytesTests...) // eventbytes.go
 	tests = append(tests, leaseTests...)      // lease.go
+	tests = append(tests, checkpointTests...) // checkpoint.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, b.open(t))

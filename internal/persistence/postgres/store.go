@@ -29,8 +29,9 @@ import (
 )
 
 var (
-	_ persistence.Recorder    = (*Store)(nil)
-	_ persistence.WindowCache = (*Store)(nil)
+	_ persistence.Recorder        = (*Store)(nil)
+	_ persistence.WindowCache     = (*Store)(nil)
+	_ persistence.CheckpointStore = (*Store)(nil)
 )
 
 // Store is a persistence.Store backed by a PostgreSQL database.

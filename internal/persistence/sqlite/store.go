@@ -29,8 +29,9 @@ import (
 )
 
 var (
-	_ persistence.Recorder    = (*Store)(nil)
-	_ persistence.WindowCache = (*Store)(nil)
+	_ persistence.Recorder        = (*Store)(nil)
+	_ persistence.WindowCache     = (*Store)(nil)
+	_ persistence.CheckpointStore = (*Store)(nil)
 )
 
 // pragmas are set through the DSN so that every pooled connection gets them,

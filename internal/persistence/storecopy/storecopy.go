@@ -160,6 +160,9 @@ func copySession(ctx context.Context, dst Destination, src Source, id string) (s
 		// Deleted since it was listed: nothing to copy.
 		return "deleted", nil, 0, nil
 	}
+	if err == nil {
+		err = d.ReadBlobs(ctx, src) // the checkpoints' bytes travel with them
+	}
 	if err != nil {
 		return "", nil, 0, fmt.Errorf("read source: %w", err)
 	}
@@ -174,6 +177,9 @@ func copySession(ctx context.Context, dst Destination, src Source, id string) (s
 		return "", nil, 0, fmt.Errorf("write destination: %w", err)
 	}
 	got, err := persistence.Dump(ctx, dst, id)
+	if err == nil {
+		err = got.ReadBlobs(ctx, dst)
+	}
 	if err != nil {
 		return "", nil, 0, fmt.Errorf("read back: %w", err)
 	}

@@ -285,3 +285,44 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCopyCheckpoints: a session's checkpoints, undo records and blobs
+// travel with it, from SQLite to PostgreSQL and back.
+func TestCopyCheckpoints(t *testing.T) {
+	ctx := t.Context()
+	src, mid, back := openSQLite(t), openPostgres(t), openSQLite(t)
+	must(t, src.CreateSession(ctx, &persistence.Session{ID: "u", Cwd: "/w"}))
+	prompt := &persistence.Message{Role: persistence.RoleUser, Content: "edit", Status: persistence.StatusComplete}
+	must(t, src.AppendMessages(ctx, "u", prompt))
+	cs := src.(persistence.CheckpointStore)
+	c := &persistence.Checkpoint{SessionID: "u", Turn: prompt.Seq, Kind: persistence.CheckpointFile, Path: "a.bin",
+		Before: persistence.FileState{Exists: true, Mode: 0o755}}
+	data := []byte("bytes \x00\xff kept")
+	if _, err := cs.SaveCheckpoint(ctx, c, data, persistence.CheckpointLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	u := &persistence.Undo{SessionID: "u", FromTurn: prompt.Seq, State: persistence.UndoPending}
+	must(t, cs.CreateUndo(ctx, u))
+	u.State = persistence.UndoDone
+	must(t, cs.UpdateUndo(ctx, u))
+
+	for _, hop := range [][2]persistence.Store{{mid, src}, {back, mid}} {
+		r, err := Copy(ctx, hop[0].(Destination), hop[1].(Source), nil)
+		if err != nil || r.Copied != 1 {
+			t.Fatalf("Copy = %+v, %v", r, err)
+		}
+	}
+	got := back.(persistence.CheckpointStore)
+	b, err := got.Blob(ctx, "u", persistence.Hash(data))
+	if err != nil || !bytes.Equal(b, data) {
+		t.Errorf("blob after two copies %q, %v", b, err)
+	}
+	cps, err := got.Checkpoints(ctx, "u", 0)
+	if err != nil || len(cps) != 1 || cps[0].Before.Mode != 0o755 || cps[0].Path != "a.bin" {
+		t.Errorf("checkpoints after two copies %+v, %v", cps, err)
+	}
+	undos, err := got.Undos(ctx, "u")
+	if err != nil || len(undos) != 1 || undos[0].State != persistence.UndoDone || len(undos[0].Hidden) != 1 {
+		t.Errorf("undos after two copies %+v, %v", undos, err)
+	}
+}

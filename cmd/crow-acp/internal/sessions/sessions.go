@@ -15,6 +15,7 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
@@ -176,6 +177,11 @@ func Export(ctx context.Context, cfg *config.Settings, w IO, id, format, output 
 	if err != nil {
 		return err
 	}
+	if format == "json" {
+		if err := d.ReadBlobs(ctx, store); err != nil {
+			return fmt.Errorf("export: read checkpoints: %w", err)
+		}
+	}
 	if output == "" {
 		return write(w.Out, d)
 	}
@@ -194,8 +200,9 @@ func Export(ctx context.Context, cfg *config.Settings, w IO, id, format, output 
 	return nil
 }
 
-// Delete removes a session and everything stored with it.
-func Delete(ctx context.Context, cfg *config.Settings, w IO, id string) error {
+// Delete removes a session and everything stored with it, its work-tree
+// snapshots under trees too.
+func Delete(ctx context.Context, cfg *config.Settings, w IO, id, trees string) error {
 	store, err := openFor(ctx, cfg, id)
 	if err != nil {
 		return err
@@ -208,6 +215,9 @@ func Delete(ctx context.Context, cfg *config.Settings, w IO, id string) error {
 	id = d.Session.ID
 	if err := store.DeleteSession(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := checkpoint.RemoveTrees(trees, id); err != nil {
+		fmt.Fprintf(w.Err, "the session's work-tree snapshots stay: %v\n", err)
 	}
 	fmt.Fprintf(w.Out, "deleted %s (%d messages)\n", termsafe.Line(id), len(d.Messages))
 	return nil

@@ -49,6 +49,9 @@ func readExport(dec *json.Decoder) (*persistence.SessionDump, error) {
 	var format string
 	var session SessionJSON
 	var comps []compactionOut
+	var cps []checkpointOut
+	var undos []undoOut
+	var blobs []blobOut
 	d := &persistence.SessionDump{}
 	active := make(map[int64]bool)
 	for dec.More() {
@@ -70,6 +73,12 @@ func readExport(dec *json.Decoder) (*persistence.SessionDump, error) {
 			d.Messages, err = readMessages(dec, active)
 		case "compactions":
 			err = dec.Decode(&comps)
+		case "checkpoints":
+			err = dec.Decode(&cps)
+		case "undos":
+			err = dec.Decode(&undos)
+		case "blobs":
+			err = dec.Decode(&blobs)
 		default:
 			err = dec.Decode(new(json.RawMessage)) // a field of a later version
 		}
@@ -103,6 +112,17 @@ func readExport(dec *json.Decoder) (*persistence.SessionDump, error) {
 			x.Expanded = true
 		}
 		d.Compactions = append(d.Compactions, x)
+	}
+	for _, c := range cps {
+		d.Checkpoints = append(d.Checkpoints, persistence.Checkpoint{ID: c.ID, SessionID: d.Session.ID, Turn: c.Turn, Kind: c.Kind,
+			Path: c.Path, Before: c.Before, Size: c.Size, Unrestorable: c.Unrestorable, After: c.After, CreatedAt: c.CreatedAt})
+	}
+	for _, u := range undos {
+		d.Undos = append(d.Undos, persistence.Undo{ID: u.ID, SessionID: d.Session.ID, FromTurn: u.FromTurn, State: u.State,
+			Force: u.Force, Files: u.Files, Hidden: u.Hidden, Shown: u.Shown, LastSeq: u.LastSeq, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt})
+	}
+	for _, b := range blobs {
+		d.Blobs = append(d.Blobs, persistence.Blob{Hash: b.Hash, Data: b.Data})
 	}
 	return d, nil
 }

@@ -109,15 +109,63 @@ type compactionOut struct {
 	CreatedAt        time.Time       `json:"createdAt"`
 }
 
+// checkpointOut is a checkpoint (undo's record of a file before a turn
+// changed it, or of a work tree) in the export.
+type checkpointOut struct {
+	ID           int64                  `json:"id"`
+	Turn         int64                  `json:"turn"`
+	Kind         string                 `json:"kind"`
+	Path         string                 `json:"path,omitempty"`
+	Before       persistence.FileState  `json:"before"`
+	Size         int64                  `json:"size,omitempty"`
+	Unrestorable string                 `json:"unrestorable,omitempty"`
+	After        *persistence.FileState `json:"after,omitempty"`
+	CreatedAt    time.Time              `json:"createdAt"`
+}
+
+type undoOut struct {
+	ID        int64                  `json:"id"`
+	FromTurn  int64                  `json:"fromTurn"`
+	State     string                 `json:"state"`
+	Force     bool                   `json:"force,omitempty"`
+	Files     []persistence.UndoFile `json:"files"`
+	Hidden    []int64                `json:"hiddenIds,omitempty"`
+	Shown     []int64                `json:"shownIds,omitempty"`
+	LastSeq   int64                  `json:"lastSeq,omitempty"`
+	CreatedAt time.Time              `json:"createdAt"`
+	UpdatedAt time.Time              `json:"updatedAt"`
+}
+
+// blobOut is one content the checkpoints keep (base64).
+type blobOut struct {
+	Hash string `json:"sha256"`
+	Data []byte `json:"data"`
+}
+
 // WriteJSON writes d as the versioned JSON export: every message,
-// compacted ones included, and the compaction records.
+// compacted ones included, the compaction records, and what undo keeps
+// (checkpoints, undo records and the bytes they name, when d has them).
 func WriteJSON(w io.Writer, d *persistence.SessionDump) error {
 	out := struct {
 		Format      string          `json:"format"`
 		Session     SessionJSON     `json:"session"`
 		Messages    []messageOut    `json:"messages"`
 		Compactions []compactionOut `json:"compactions"`
+		Checkpoints []checkpointOut `json:"checkpoints,omitempty"`
+		Undos       []undoOut       `json:"undos,omitempty"`
+		Blobs       []blobOut       `json:"blobs,omitempty"`
 	}{Format: Format, Session: Session(d.Session), Messages: []messageOut{}, Compactions: []compactionOut{}}
+	for _, c := range d.Checkpoints {
+		out.Checkpoints = append(out.Checkpoints, checkpointOut{ID: c.ID, Turn: c.Turn, Kind: c.Kind, Path: c.Path, Before: c.Before,
+			Size: c.Size, Unrestorable: c.Unrestorable, After: c.After, CreatedAt: c.CreatedAt.UTC()})
+	}
+	for _, u := range d.Undos {
+		out.Undos = append(out.Undos, undoOut{ID: u.ID, FromTurn: u.FromTurn, State: u.State, Force: u.Force, Files: u.Files,
+			Hidden: u.Hidden, Shown: u.Shown, LastSeq: u.LastSeq, CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC()})
+	}
+	for _, b := range d.Blobs {
+		out.Blobs = append(out.Blobs, blobOut{Hash: b.Hash, Data: b.Data})
+	}
 	for _, m := range d.Messages {
 		out.Messages = append(out.Messages, messageOut{
 			ID: m.ID, Seq: m.Seq, Role: m.Role, Content: m.Content, Parts: m.Parts, Reasoning: m.Reasoning,
@@ -167,15 +215,25 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 	fmt.Fprintf(w, "created   %s\n", LocalTime(s.CreatedAt))
 	fmt.Fprintf(w, "updated   %s\n", LocalTime(s.UpdatedAt))
 	fmt.Fprintf(w, "messages  %d", len(d.Messages))
-	if n := compactedCount(d); n > 0 {
+	undone := d.Undone()
+	if n := compactedCount(d) - len(undone); n > 0 {
 		fmt.Fprintf(w, " (%d compacted, %s)", n, Plural(len(d.Compactions), "compaction"))
 	}
+	if len(undone) > 0 {
+		fmt.Fprintf(w, " (%d undone)", len(undone))
+	}
 	fmt.Fprintln(w)
+	if line := checkpointLine(d); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	writeCost(w, agent.SessionCost(&s))
 	names := toolNames(d)
 	for _, m := range d.Messages {
 		fmt.Fprintf(w, "\n── %s", messageHeading(m, names))
-		if !m.IsActive {
+		switch {
+		case undone[m.ID]:
+			fmt.Fprint(w, " [undone]")
+		case !m.IsActive:
 			fmt.Fprint(w, " [compacted]")
 		}
 		if m.Status != "" && m.Status != persistence.StatusComplete {
@@ -192,6 +250,35 @@ func WriteText(w io.Writer, d *persistence.SessionDump) {
 			fmt.Fprintf(w, "→ %s %s\n", termsafe.Line(c.Name), termsafe.Line(OneLine(c.Arguments, 200)))
 		}
 	}
+}
+
+// checkpointLine says how many files and work-tree snapshots the
+// session's checkpoints hold, and the bytes kept; "" without any.
+func checkpointLine(d *persistence.SessionDump) string {
+	files, trees := 0, 0
+	for _, c := range d.Checkpoints {
+		if c.Kind == persistence.CheckpointFile {
+			files++
+		} else {
+			trees++
+		}
+	}
+	if files == 0 && trees == 0 {
+		return ""
+	}
+	var bytes int64
+	seen := map[string]bool{}
+	for _, c := range d.Checkpoints {
+		if c.Kind == persistence.CheckpointFile && c.Before.Hash != "" && c.Unrestorable == "" && !seen[c.Before.Hash] {
+			seen[c.Before.Hash] = true
+			bytes += c.Size
+		}
+	}
+	line := fmt.Sprintf("checkpoints %s, %s, %d bytes kept", Plural(files, "file"), Plural(trees, "work-tree snapshot"), bytes)
+	if n := len(d.Undos); n > 0 {
+		line += fmt.Sprintf("; %s", Plural(n, "undo"))
+	}
+	return line
 }
 
 // writeCost prints the session's total model cost, one line per currency
@@ -229,8 +316,12 @@ func WriteMarkdown(w io.Writer, d *persistence.SessionDump) error {
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	fmt.Fprintf(&b, "- Session: `%s`\n- Directory: `%s`\n- Created: %s\n- Updated: %s\n- Messages: %d\n",
 		s.ID, s.Cwd, s.CreatedAt.UTC().Format(time.RFC3339), s.UpdatedAt.UTC().Format(time.RFC3339), len(d.Messages))
-	if n := compactedCount(d); n > 0 {
+	undone := d.Undone()
+	if n := compactedCount(d) - len(undone); n > 0 {
 		fmt.Fprintf(&b, "- Compacted: %s in %s (kept below, marked)\n", Plural(n, "message"), Plural(len(d.Compactions), "compaction"))
+	}
+	if len(undone) > 0 {
+		fmt.Fprintf(&b, "- Undone: %s (kept below, marked)\n", Plural(len(undone), "message"))
 	}
 	names := toolNames(d)
 	for _, m := range d.Messages {
@@ -245,7 +336,10 @@ func WriteMarkdown(w io.Writer, d *persistence.SessionDump) error {
 			heading += ": `" + names[m.ToolCallID] + "`"
 		}
 		var marks []string
-		if !m.IsActive {
+		switch {
+		case undone[m.ID]:
+			marks = append(marks, "undone")
+		case !m.IsActive:
 			marks = append(marks, "compacted")
 		}
 		if m.Status != "" && m.Status != persistence.StatusComplete {

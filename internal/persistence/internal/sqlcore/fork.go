@@ -30,6 +30,9 @@ func (s *Store) forkSession(ctx context.Context, sourceID string, fork *persiste
 	if err != nil {
 		return persistence.ForkStats{}, err
 	}
+	// The fork's undo starts at the fork: the source's checkpoints and
+	// undos stay with the source.
+	d.Checkpoints, d.Undos, d.Blobs = nil, nil, nil
 	now := s.now()
 	d.Session = *fork
 	d.Session.CreatedAt, d.Session.UpdatedAt = now, now

@@ -101,6 +101,9 @@ func (s *Store) importSession(ctx context.Context, d *persistence.SessionDump) e
 				return err
 			}
 		}
+		if err := s.importCheckpoints(ctx, tx, d, newMsg); err != nil {
+			return err
+		}
 		// The projection starts from the imported state.
 		t := s.now()
 		snap := persistence.ImportSnapshot(storedDump(d, rows), msgIDs, compIDs, s.d.Stored)
@@ -134,4 +137,76 @@ func storedDump(d *persistence.SessionDump, rows []MessageRow) *persistence.Sess
 		c.Messages[i] = m
 	}
 	return &c
+}
+
+// importCheckpoints stores d's blobs, checkpoints and undos (their message
+// ids renumbered by newMsg), setting their new ids in d.
+func (s *Store) importCheckpoints(ctx context.Context, tx conn, d *persistence.SessionDump, newMsg map[int64]int64) error {
+	id := d.Session.ID
+	for _, b := range d.Blobs {
+		data := b.Data
+		if data == nil {
+			data = []byte{}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO checkpoint_blobs (session_id, hash, size, data) VALUES (?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`, id, b.Hash, int64(len(data)), data); err != nil {
+			return fmt.Errorf("blob %s: %w", b.Hash, err)
+		}
+	}
+	for i := range d.Checkpoints {
+		c := &d.Checkpoints[i]
+		created, err := s.d.Time(s.d.Stored(c.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %w", i, err)
+		}
+		after := persistence.FileState{}
+		afterState := ""
+		if c.After != nil {
+			after, afterState = *c.After, "absent"
+			if after.Exists {
+				afterState = "file"
+			}
+		}
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO checkpoints (session_id, turn, kind, path, existed, mode, size, hash, unrestorable,
+				after_state, after_mode, after_hash, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			RETURNING id`,
+			id, c.Turn, c.Kind, s.d.Text(c.Path), c.Before.Exists, int64(c.Before.Mode), c.Size, c.Before.Hash,
+			persistence.ValidText(c.Unrestorable), afterState, int64(after.Mode), after.Hash, created).Scan(&c.ID); err != nil {
+			return fmt.Errorf("checkpoint %d: %w", i, err)
+		}
+		c.CreatedAt = s.d.Stored(c.CreatedAt)
+	}
+	for i := range d.Undos {
+		u := &d.Undos[i]
+		files, err := undoFiles(u.Files)
+		if err != nil {
+			return err
+		}
+		hidden, err := s.d.IDArray("hidden ids", persistence.Remap(u.Hidden, newMsg))
+		if err != nil {
+			return err
+		}
+		shown, err := s.d.IDArray("shown ids", persistence.Remap(u.Shown, newMsg))
+		if err != nil {
+			return err
+		}
+		created, err := s.d.Time(s.d.Stored(u.CreatedAt))
+		if err != nil {
+			return err
+		}
+		updated, err := s.d.Time(s.d.Stored(u.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO undos (session_id, from_turn, state, force, files, hidden_ids, shown_ids,
+				last_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			id, u.FromTurn, u.State, u.Force, files, hidden, shown, u.LastSeq, created, updated).Scan(&u.ID); err != nil {
+			return fmt.Errorf("undo %d: %w", i, err)
+		}
+		u.CreatedAt, u.UpdatedAt = s.d.Stored(u.CreatedAt), s.d.Stored(u.UpdatedAt)
+	}
+	return nil
 }
