@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -25,10 +26,10 @@ import (
 type Config struct {
 	// Models are the models a session can use (the "model" config option).
 	// Empty: just Model, with default attributes.
-	Models []Model
+	Models []request.Model
 	// Providers are the endpoints models name with Model.Provider; a model
 	// naming none (or one missing here) uses the client given to New.
-	Providers map[string]Provider
+	Providers map[string]request.Provider
 	// Model names the default model for new sessions; "" = the first of
 	// Models. A name missing from Models is added with default attributes.
 	Model   string
@@ -220,7 +221,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 	if cfg.MaxConcurrentTurns <= 0 {
 		cfg.MaxConcurrentTurns = DefaultMaxConcurrentTurns
 	}
-	cfg.Models, cfg.Model = normalizeModels(cfg.Models, cfg.Model)
+	cfg.Models, cfg.Model = request.NormalizeModels(cfg.Models, cfg.Model)
 	settings := compaction.Defaults()
 	if cfg.Compaction != nil {
 		settings = *cfg.Compaction

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -53,19 +54,19 @@ func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistenc
 		return nil, storeError("build context", err)
 	}
 	fixed := a.fixedTokens(sess, s, m.counter)
-	entries := sess.cache.requestEntries(m.counter, a.systemPrompt(sess, s), view)
+	entries := sess.cache.RequestEntries(m.counter, a.systemPrompt(sess, s), view)
 	if entries, err = a.checkBudget(ctx, sess, s, m, view, entries, fixed); err != nil {
 		return nil, err
 	}
 	sess.remember(entries, fixed)
 	sess.withReasoningItems(entries)
-	return messagesOf(entries), nil
+	return request.MessagesOf(entries), nil
 }
 
 // meter is what one session's requests are measured with: the session's
 // model, its tokenizer, and the compaction settings with its window.
 type meter struct {
-	model   Model
+	model   request.Model
 	counter compaction.Counter
 	st      compaction.Settings
 }
@@ -90,13 +91,13 @@ func (m meter) within(tokens int) meter {
 	}
 	m.st.Window, m.st.OutputReserve = tokens, m.model.OutputReserve
 	if m.st.OutputReserve >= tokens/2 {
-		m.st.OutputReserve = min(DefaultOutputReserve, tokens/4)
+		m.st.OutputReserve = min(request.DefaultOutputReserve, tokens/4)
 	}
 	return m
 }
 
 // counterFor returns the (cached) token counter of a model.
-func (a *Agent) counterFor(m Model) compaction.Counter {
+func (a *Agent) counterFor(m request.Model) compaction.Counter {
 	key := m.Name + "\x00" + m.Tokenizer
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -114,12 +115,12 @@ func (a *Agent) counterFor(m Model) compaction.Counter {
 
 // remember notes what the next request contains, so the provider's usage
 // report for it can be matched to it.
-func (sess *session) remember(entries []contextEntry, fixed int) {
+func (sess *session) remember(entries []request.ContextEntry, fixed int) {
 	ids := make([]int64, 0, len(entries))
 	total := fixed
 	for _, e := range entries[1:] {
-		ids = append(ids, e.messageID)
-		total += e.tokens
+		ids = append(ids, e.MessageID)
+		total += e.Tokens
 	}
 	sess.mu.Lock()
 	b := &sess.budget
@@ -143,10 +144,10 @@ func (sess *session) observeUsage(res *provider.Result) {
 // count of what is new; otherwise our count. ratio is reported/estimated of
 // the last request (1 without a report), used to scale the budget the
 // pipeline plans with.
-func (sess *session) measure(entries []contextEntry, fixed int) (used int, ratio float64) {
+func (sess *session) measure(entries []request.ContextEntry, fixed int) (used int, ratio float64) {
 	est := fixed
 	for _, e := range entries[1:] {
-		est += e.tokens
+		est += e.Tokens
 	}
 	sess.mu.Lock()
 	b := &sess.budget
@@ -159,7 +160,7 @@ func (sess *session) measure(entries []contextEntry, fixed int) (used int, ratio
 	if len(entries)-1 >= len(sent) {
 		prefix := true
 		for i, id := range sent {
-			if entries[i+1].messageID != id {
+			if entries[i+1].MessageID != id {
 				prefix = false
 				break
 			}
@@ -184,7 +185,7 @@ func (m meter) overflow(used int, why string) error {
 // the request to send, with every guard: auto-compaction off → an error only when it does not
 // fit; at most one automatic compaction per turn; a breaker after
 // MaxFailures failures; the stall guard (in the pipeline).
-func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, entries []contextEntry, fixed int) ([]contextEntry, error) {
+func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, entries []request.ContextEntry, fixed int) ([]request.ContextEntry, error) {
 	st := m.st
 	if st.Window <= 0 {
 		return entries, nil // window unknown: nothing to measure against (warned at start)
@@ -236,7 +237,7 @@ func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.S
 		if verr != nil {
 			return nil, storeError("build context", verr)
 		}
-		nentries := contextMessages(m.counter, a.systemPrompt(sess, s), nv)
+		nentries := request.ContextMessages(m.counter, a.systemPrompt(sess, s), nv)
 		after, _ := sess.measure(nentries, fixed)
 		if after <= st.Budget() {
 			return nentries, nil // over the threshold but it fits: go on, the failure is reported
@@ -257,7 +258,7 @@ func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.S
 	sess.mu.Lock()
 	b.failures = 0
 	sess.mu.Unlock()
-	return contextMessages(m.counter, a.systemPrompt(sess, s), res), nil
+	return request.ContextMessages(m.counter, a.systemPrompt(sess, s), res), nil
 }
 
 // fitsWindow reports whether a request of used tokens fits st's window
@@ -344,7 +345,7 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 // summarizer asks the session's model for a summary, without tools and
 // without streaming it to the client.
 // Failures that may pass are retried like a turn's requests.
-func (a *Agent) summarizer(sessionID string, model Model) compaction.Summarizer {
+func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
 		res, _, err := a.streamWithRetry(ctx, a.clientFor(model), sessionID, req, nil)
@@ -440,7 +441,7 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed seedTicket) {
+func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
 	m := a.meterFor(s)
 	st := m.st
 	check := st.Window > 0 && st.Auto
@@ -454,7 +455,7 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 		a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 		return
 	}
-	seed.seed(view, enc, counted)
+	seed.Seed(view, enc, counted)
 	if !check {
 		return
 	}
@@ -484,7 +485,7 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 // compaction threshold (and can be compacted: the fixed head fits).
 func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m meter, view []persistence.Message) (fixed int, over bool) {
 	fixed = a.fixedTokens(sess, s, m.counter)
-	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+	entries := request.ContextMessages(m.counter, a.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
 	return fixed, used > m.st.Trigger() && fixed <= m.st.Budget()
 }
@@ -503,6 +504,57 @@ func loadedView(ctx context.Context, c compaction.Counter, loaded []persistence.
 	if c == nil {
 		return view, nil, nil
 	}
-	counted, err := countView(ctx, c, view)
+	counted, err := request.CountView(ctx, c, view)
 	return view, counted, err
+}
+
+// activeView returns the model's current view (active messages only: the
+// rebuild never reads compacted history) with token counts made with c,
+// counting (and caching in the store) those that are missing or were made
+// with another tokenizer. Under the session's lease it is the kept view
+// brought up to date; otherwise it is read afresh. The result is shared:
+// callers must not change its messages.
+func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
+	sessionID := sess.id
+	var view []persistence.Message
+	var counted map[int64]int
+	var err error
+	if sess.holdsLease() {
+		view, counted, err = sess.cache.Sync(ctx, a.store, sessionID, c)
+	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
+		counted, err = request.CountView(ctx, c, view)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(counted) > 0 {
+		// A cache: a failed write costs a recount next time, nothing else.
+		if err := a.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+		}
+	}
+	return view, nil
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas (kept per session while they and the counter stay).
+func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.FixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
+}
+
+// updateMessage writes m over its stored row and tells the session's kept
+// view (whether or not the write failed: it may have been applied). Every
+// in-place change of a message goes through it.
+func (sess *session) updateMessage(ctx context.Context, store Store, m *persistence.Message) error {
+	err := store.UpdateMessage(ctx, m)
+	sess.cache.Changed(m.ID)
+	return err
+}
+
+// rewrite runs write, which changes the session's stored messages in place
+// (a compaction, an expand, collapse or delete of one, a repair, a delete
+// of the session), and drops the kept view whether or not it failed.
+func (sess *session) rewrite(write func() error) error {
+	defer sess.cache.Reset()
+	return write()
 }

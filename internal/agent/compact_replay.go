@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -128,7 +129,7 @@ var compactCommand = slashCommand{
 			return "", storeError("compact", err)
 		}
 		fixed := a.fixedTokens(sess, s, m.counter)
-		_, ratio := sess.measure(contextMessages(m.counter, a.systemPrompt(sess, s), view), fixed)
+		_, ratio := sess.measure(request.ContextMessages(m.counter, a.systemPrompt(sess, s), view), fixed)
 		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
 		switch {
 		case ctx.Err() != nil:

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -60,7 +61,7 @@ var modelOption = configOption{
 	},
 }
 
-func modelDescription(m Model) string {
+func modelDescription(m request.Model) string {
 	d := fmt.Sprintf("%s-token context", tokens(m.ContextWindow))
 	switch {
 	case m.WindowAssumed:

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -40,8 +41,8 @@ func (a *Agent) startDiscovery() {
 	a.discovery.cancel = cancel
 	a.discovery.cached = make(chan struct{})
 	type lookup struct {
-		p    Provider
-		m    Model
+		p    request.Provider
+		m    request.Model
 		done chan struct{} // nil: never asked
 	}
 	var lookups []lookup
@@ -94,7 +95,7 @@ func (a *Agent) startDiscovery() {
 
 // cachedWindow applies the cached window of m, if there is one that
 // applies; it reports whether it did.
-func (a *Agent) cachedWindow(ctx context.Context, p Provider, m Model) bool {
+func (a *Agent) cachedWindow(ctx context.Context, p request.Provider, m request.Model) bool {
 	if a.cfg.Windows == nil || p.Endpoint == "" {
 		return false
 	}
@@ -116,9 +117,9 @@ func (a *Agent) cachedWindow(ctx context.Context, p Provider, m Model) bool {
 // under MinLearnedWindow; one learned from a refusal or truncation over a
 // built-in or assumed window, one discovered by asking only over an
 // assumed one.
-func cachedApplies(m Model, w persistence.ModelWindow) bool {
+func cachedApplies(m request.Model, w persistence.ModelWindow) bool {
 	switch {
-	case m.WindowSource == WindowConfigured || w.Tokens < MinLearnedWindow:
+	case m.WindowSource == request.WindowConfigured || w.Tokens < MinLearnedWindow:
 		return false
 	case m.WindowAssumed:
 		return true
@@ -132,14 +133,14 @@ func cachedApplies(m Model, w persistence.ModelWindow) bool {
 // the window an earlier process cached for it (nil: none): what `config
 // show` and `doctor` print.
 func EffectiveWindow(model string, configured int, cached *persistence.ModelWindow) (tokens int, source string) {
-	m := Model{Name: model, ContextWindow: configured}.withDefaults()
+	m := request.Model{Name: model, ContextWindow: configured}.WithDefaults()
 	if cached != nil && cachedApplies(m, *cached) {
 		return cached.Tokens, cached.Source
 	}
 	return m.ContextWindow, m.WindowSource
 }
 
-func (a *Agent) discoverWindow(ctx context.Context, p Provider, m Model) {
+func (a *Agent) discoverWindow(ctx context.Context, p request.Provider, m request.Model) {
 	w, err := p.Discover(ctx, m.Name)
 	if err != nil {
 		a.log.Info("the endpoint does not tell the model's context window; configure it (context_window)",
@@ -157,7 +158,7 @@ func (a *Agent) discoverWindow(ctx context.Context, p Provider, m Model) {
 }
 
 // cacheWindow keeps a window the endpoint told us for the next process.
-func (a *Agent) cacheWindow(ctx context.Context, m Model, tokens int, source string) {
+func (a *Agent) cacheWindow(ctx context.Context, m request.Model, tokens int, source string) {
 	p := a.providerOf(m)
 	if a.cfg.Windows == nil || p.Endpoint == "" {
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
@@ -23,7 +24,7 @@ func TestScaledLimits(t *testing.T) {
 			t.Errorf("window %d: %d bytes, %d requests; want %d, %d", tc.window, o, c, tc.output, tc.calls)
 		}
 	}
-	a := &Agent{cfg: Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}}}
+	a := &Agent{cfg: Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}}}
 	s := &persistence.Session{}
 	if a.toolOutputLimit(s) != 32<<10 || a.maxModelCalls(s) != 200 {
 		t.Errorf("200k window: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
@@ -32,7 +33,7 @@ func TestScaledLimits(t *testing.T) {
 	if a.toolOutputLimit(s) != 4096 || a.maxModelCalls(s) != 7 {
 		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
-	a = &Agent{cfg: Config{Model: "unknown", Models: []Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}}}
+	a = &Agent{cfg: Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}}}
 	if a.toolOutputLimit(s) != DefaultToolOutputLimit || a.maxModelCalls(s) != DefaultMaxModelCalls {
 		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
@@ -51,7 +52,7 @@ func TestToolResultLimitFollowsTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		a, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: tc.window}}},
+		a, _, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: tc.window}}},
 			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"big.txt"}`}}},
 			fakemodel.Reply{Text: "ok"})
 		s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: dir})

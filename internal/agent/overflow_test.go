@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -61,7 +62,7 @@ func (r *recorder) agentText() string {
 func TestOverflowRecovery(t *testing.T) {
 	for _, c := range overflowReplies {
 		t.Run(c.name, func(t *testing.T) {
-			a, rec, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
+			a, rec, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
 			s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +106,7 @@ func TestOverflowRecovery(t *testing.T) {
 // TestOverflowRetriesOnce: when the retried request is refused too, the
 // turn fails with a clear error; there is no third request.
 func TestOverflowRetriesOnce(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
+	a, _, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestOverflowRetriesOnce(t *testing.T) {
 func TestOverflowWithAutoCompactionOff(t *testing.T) {
 	st := compaction.Defaults()
 	st.Auto = false
-	a, rec, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true, Compaction: &st})
+	a, rec, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true, Compaction: &st})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +164,8 @@ func TestOverflowWithAutoCompactionOff(t *testing.T) {
 // warned once, and the reported size becomes the window, so the next
 // request is compacted to fit it.
 func TestOllamaTruncationDetected(t *testing.T) {
-	ollama := map[string]Provider{"": {SilentTruncation: true}}
-	a, rec, m := newTestAgent(t, Config{Model: "qwen3:8b", Models: []Model{{Name: "qwen3:8b", ContextWindow: 40960}}, NoTools: true, Providers: ollama})
+	ollama := map[string]request.Provider{"": {SilentTruncation: true}}
+	a, rec, m := newTestAgent(t, Config{Model: "qwen3:8b", Models: []request.Model{{Name: "qwen3:8b", ContextWindow: 40960}}, NoTools: true, Providers: ollama})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 // TestNoTruncationWithinEstimateError: a report within our counting error
 // is not a truncation.
 func TestNoTruncationWithinEstimateError(t *testing.T) {
-	a, rec, _ := newTestAgent(t, Config{Model: "m", NoTools: true, Providers: map[string]Provider{"": {SilentTruncation: true}}})
+	a, rec, _ := newTestAgent(t, Config{Model: "m", NoTools: true, Providers: map[string]request.Provider{"": {SilentTruncation: true}}})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +266,7 @@ var contradictingRefusals = []struct{ name, body string }{
 // the largest prompt it accepted: what it names when it turns strict.
 func contradictingSetup(t *testing.T) (a *Agent, rec *recorder, m *fakemodel.Server, sid, cwd string, window, accepted int) {
 	t.Helper()
-	a, rec, m = newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}})
+	a, rec, m = newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	cwd = t.TempDir()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})
 	if err != nil {
@@ -316,7 +317,7 @@ func TestContradictingEndpointFittedWithinTurn(t *testing.T) {
 			}
 			// Not remembered: the next turn is measured against the
 			// configured window again, and is not compacted.
-			if n, src := a.windowSource("big"); n != 200000 || src != WindowConfigured {
+			if n, src := a.windowSource("big"); n != 200000 || src != request.WindowConfigured {
 				t.Fatalf("window %d from %q after a refusal under an accepted prompt", n, src)
 			}
 			compactions, _ := a.store.Compactions(context.Background(), sid)

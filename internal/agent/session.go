@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/secret"
 )
@@ -54,7 +56,7 @@ func decodeMeta(raw json.RawMessage) sessionMeta {
 // encodeMeta is m as stored, without a cost JSON cannot hold (finiteCosts);
 // nil if it does not encode, which updateMeta refuses to store.
 func encodeMeta(m sessionMeta) json.RawMessage {
-	m.Cost = finiteCosts(m.Cost)
+	m.Cost = request.FiniteCosts(m.Cost)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil
@@ -137,7 +139,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 		return nil, err
 	}
 	a.connectMCP(sess, req.McpServers) // in the background: load stays fast
-	seed := sess.cache.ticket(sess.holdsLease())
+	seed := sess.cache.Ticket(sess.holdsLease())
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
@@ -218,10 +220,10 @@ func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
 	l, err := a.store.GetLease(ctx, sess.id)
 	switch {
 	case err == nil && l.Owner == "":
-		sess.cache.released(l.Generation)
+		sess.cache.Released(l.Generation)
 		return nil
 	case errors.Is(err, persistence.ErrNotFound):
-		sess.cache.released(0)
+		sess.cache.Released(0)
 		return nil
 	}
 	return a.leases.briefly(ctx, sess, func(context.Context) {})
@@ -270,4 +272,26 @@ func maskServers(servers []acp.McpServer) []acp.McpServer {
 		out[i] = srv
 	}
 	return out
+}
+
+// addCost adds amount to the session's cost in currency, rounded to a
+// billionth (float sums would otherwise show 0.0061600000000000005), and
+// returns the new total. A sum that is not a finite amount of 0 or more (a
+// NaN price, a price so large the sum overflows) leaves the total as it
+// was: JSON holds no NaN or infinity, and metadata that does not encode
+// would lose the session's mode with it.
+func (m *sessionMeta) addCost(currency string, amount float64) float64 {
+	old := m.Cost[currency]
+	sum := old + amount
+	if r := math.Round(sum*1e9) / 1e9; request.FiniteAmount(r) {
+		sum = r
+	}
+	if !request.FiniteAmount(sum) {
+		return old
+	}
+	if m.Cost == nil {
+		m.Cost = make(map[string]float64)
+	}
+	m.Cost[currency] = sum
+	return sum
 }

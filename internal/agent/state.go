@@ -3,6 +3,7 @@ package agent
 import (
 	"sync"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -51,7 +52,7 @@ type session struct {
 	closing sync.WaitGroup
 	// cache is the session's active context kept between model requests
 	// (ctxcache.go; its own lock).
-	cache contextCache
+	cache request.ContextCache
 	// prompt holds the environment and instruction files the system
 	// prompt is built from (sysprompt.go; its own lock).
 	prompt promptFacts

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -27,7 +28,7 @@ type turn struct {
 	answered bool
 	// usage is what the provider reported for the turn's model requests
 	// (cost.go), for the prompt response.
-	usage turnUsage
+	usage request.TurnUsage
 	// subagents is what its task calls started (subagent.go).
 	subagents turnSubagents
 }
@@ -135,7 +136,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
 
-	var usage *turnUsage // the turn's, for the prompt response
+	var usage *request.TurnUsage // the turn's, for the prompt response
 	if t := sess.runningTurn(); t != nil {
 		usage = &t.usage
 	}
@@ -152,7 +153,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	res := &acp.PromptResponse{StopReason: stop}
 	if a.cfg.PromptUsage {
-		res.Usage = usage.wire()
+		res.Usage = usage.Wire()
 	}
 	return res, nil
 }
@@ -243,7 +244,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	}
 	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
 	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
-		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
+		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
 	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
 		switch ev.Kind {
 		case provider.EventText:

@@ -32,7 +32,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 	model := a.modelNamed(req.Model)
 	u := res.Usage
 	if t := sess.runningTurn(); u != nil && t != nil {
-		t.usage.add(*u)
+		t.usage.Add(*u)
 	}
 	if u == nil {
 		if res.FinishReason == "" {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -35,7 +36,7 @@ type learnedWindow struct {
 }
 
 // withLearnedWindow applies what was learned about m's window.
-func (a *Agent) withLearnedWindow(m Model) Model {
+func (a *Agent) withLearnedWindow(m request.Model) request.Model {
 	if c := a.discovery.cached; c != nil {
 		<-c // the cached windows are read (bounded: 2 s a model)
 	}
@@ -47,7 +48,7 @@ func (a *Agent) withLearnedWindow(m Model) Model {
 	}
 	m.ContextWindow, m.WindowAssumed, m.WindowSource = w.tokens, false, w.source
 	if m.OutputReserve >= w.tokens/2 {
-		m.OutputReserve = min(DefaultOutputReserve, w.tokens/4)
+		m.OutputReserve = min(request.DefaultOutputReserve, w.tokens/4)
 	}
 	return m
 }
@@ -65,11 +66,13 @@ func (a *Agent) learnWindow(model string, tokens int, source string) bool {
 }
 
 // acceptedKey names an endpoint and model in Agent.accepted.
-func (a *Agent) acceptedKey(m Model) string { return a.providerOf(m).Endpoint + "\x00" + m.Name }
+func (a *Agent) acceptedKey(m request.Model) string {
+	return a.providerOf(m).Endpoint + "\x00" + m.Name
+}
 
 // noteAccepted records the size of a prompt m's endpoint accepted, by its
 // own count: a window it tells later is never believed below it.
-func (a *Agent) noteAccepted(m Model, res *provider.Result) {
+func (a *Agent) noteAccepted(m request.Model, res *provider.Result) {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
 		return
 	}
@@ -84,7 +87,7 @@ func (a *Agent) noteAccepted(m Model, res *provider.Result) {
 
 // windowFloor is the smallest window m's endpoint may claim: MinLearnedWindow,
 // or the largest prompt it accepted in this process. why names it.
-func (a *Agent) windowFloor(m Model) (floor int, why string) {
+func (a *Agent) windowFloor(m request.Model) (floor int, why string) {
 	if accepted := a.acceptedFor(m); accepted > MinLearnedWindow {
 		return accepted, fmt.Sprintf("the %d-token prompt this endpoint already accepted", accepted)
 	}
@@ -93,7 +96,7 @@ func (a *Agent) windowFloor(m Model) (floor int, why string) {
 
 // acceptedFor is the largest prompt m's endpoint accepted in this process
 // (0: none reported).
-func (a *Agent) acceptedFor(m Model) int {
+func (a *Agent) acceptedFor(m request.Model) int {
 	key := a.acceptedKey(m)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -102,7 +105,7 @@ func (a *Agent) acceptedFor(m Model) int {
 
 // believable reports whether a window the endpoint claims for m is at or
 // over its floor; one under it is logged and ignored.
-func (a *Agent) believable(m Model, tokens int, source string) bool {
+func (a *Agent) believable(m request.Model, tokens int, source string) bool {
 	floor, why := a.windowFloor(m)
 	if tokens >= floor {
 		return true
@@ -185,7 +188,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		_, floor := a.windowFloor(m.model)
 		text = fmt.Sprintf("The model endpoint refused the request as too long for %s, naming a window of %d tokens, under %s: it may serve the model with less context now (another provider behind a router, a server restarted with a smaller one). This turn is fitted to %d tokens; later turns keep the window of %d.",
 			m.model.Name, remembered, floor, window, old)
-	case oldSource == WindowConfigured:
+	case oldSource == request.WindowConfigured:
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
 	if !a.compact.Auto {
@@ -259,7 +262,7 @@ const minTruncationCheck = 1024
 // whether the request was truncated (its usage then says nothing about the
 // context). Requests with images are not judged: what an image costs
 // differs too much between providers.
-func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model Model, req provider.Request, res *provider.Result) bool {
+func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.providerOf(model).SilentTruncation {
 		return false
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"strings"
+
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 )
 
 // windowFix says how to make room when a request cannot fit m's window:
@@ -20,7 +22,7 @@ func (a *Agent) windowFix(m meter, fixed, used int) string {
 	case serverTold(src):
 		return fmt.Sprintf("the %d-token window is the server's own (%s), so raising CROW_CONTEXT_WINDOW would only earn its refusal: %s, then run crow-acp config forget-window and start the agent again%s",
 			m.st.Window, src, serverContextHint(src, suggestedWindow(fixed, used+m.st.Reserve())), tools)
-	case src == WindowConfigured:
+	case src == request.WindowConfigured:
 		return "raise the configured window (CROW_CONTEXT_WINDOW, or context_window in [[models]]) if the model's server takes more, or lower CROW_OUTPUT_RESERVE" + tools
 	default:
 		return "set the model's real window (CROW_CONTEXT_WINDOW, or context_window in [[models]]), or lower CROW_OUTPUT_RESERVE" + tools

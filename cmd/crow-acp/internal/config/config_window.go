@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
@@ -50,12 +51,12 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 		}
 		r := &rows[i]
 		switch {
-		case source == agent.WindowConfigured:
+		case source == request.WindowConfigured:
 			r.Value, r.From = fmt.Sprintf("%d (configured)", tokens), from
 		case cached != nil && source == cached.Source:
 			r.Value = fmt.Sprintf("%d (%s)", tokens, source)
 			r.From = c.cacheSource(*cached)
-		case source == agent.WindowBuiltIn:
+		case source == request.WindowBuiltIn:
 			r.Value = fmt.Sprintf("%d (built in: crow-acp knows %s)", tokens, c.Model.V)
 		default:
 			r.Value = fmt.Sprintf("(not configured: asked from the endpoint at start; %d is assumed until it answers)", tokens)
@@ -81,7 +82,7 @@ func (c *Settings) ConfiguredWindow() (int, Source) {
 func unusedCache(w persistence.ModelWindow, source string) string {
 	why := "a discovered window does not replace a built-in one"
 	switch {
-	case source == agent.WindowConfigured:
+	case source == request.WindowConfigured:
 		why = "the configured window wins"
 	case w.Tokens < agent.MinLearnedWindow:
 		why = fmt.Sprintf("it is under the %d-token floor", agent.MinLearnedWindow)

@@ -21,6 +21,7 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
@@ -306,11 +307,11 @@ func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 	configured, from := cfg.ConfiguredWindow()
 	window, source := agent.EffectiveWindow(model, configured, cached)
 	switch {
-	case source == agent.WindowConfigured:
+	case source == request.WindowConfigured:
 		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", window, model, from)
 	case cached != nil && source == cached.Source:
 		c.Detail = fmt.Sprintf("%d tokens for %s (%s; cached in the session database, crow-acp config forget-window clears it)", window, model, source)
-	case source == agent.WindowBuiltIn:
+	case source == request.WindowBuiltIn:
 		c.Detail = fmt.Sprintf("%d tokens for %s (built in: crow-acp knows this model)", window, model)
 	default:
 		w, err := provider.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model)

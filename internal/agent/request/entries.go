@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"github.com/crow-acp/crow-acp/internal/compaction"
@@ -17,13 +17,13 @@ import (
 type entriesMemo struct {
 	prefix  []persistence.Message // the closed part, a prefix of the view (shared, never changed)
 	counter string                // the counter of the synthetic results in entries
-	entries []contextEntry        // contextMessages of prefix, without the system prompt; never handed out
+	entries []ContextEntry        // contextMessages of prefix, without the system prompt; never handed out
 	calls   map[string]bool       // the call ids made in prefix
 }
 
 // requestEntries is contextMessages(c, system, view). view must be the kept
 // view of the session (its messages are never changed once handed out).
-func (cc *contextCache) requestEntries(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
+func (cc *ContextCache) RequestEntries(c compaction.Counter, system string, view []persistence.Message) []ContextEntry {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	memo := &cc.entries
@@ -31,8 +31,8 @@ func (cc *contextCache) requestEntries(c compaction.Counter, system string, view
 	if cut > 0 && (memo.counter != c.Name() || len(view) < cut || &view[0] != &memo.prefix[0] || !closedAfter(view[cut:], memo.calls)) {
 		*memo, cut = entriesMemo{}, 0
 	}
-	rest := contextMessages(c, system, view[cut:])
-	out := make([]contextEntry, 0, len(memo.entries)+len(rest))
+	rest := ContextMessages(c, system, view[cut:])
+	out := make([]ContextEntry, 0, len(memo.entries)+len(rest))
 	out = append(out, rest[0]) // the system prompt
 	out = append(out, memo.entries...)
 	out = append(out, rest[1:]...)
@@ -67,7 +67,7 @@ func closedAfter(msgs []persistence.Message, calls map[string]bool) bool {
 
 // advance moves the closed part up to the last user message of view, whose
 // request messages are out, when what follows it leaves it closed.
-func (memo *entriesMemo) advance(c compaction.Counter, view []persistence.Message, out []contextEntry) {
+func (memo *entriesMemo) advance(c compaction.Counter, view []persistence.Message, out []ContextEntry) {
 	last := -1
 	for i := len(view) - 1; i >= len(memo.prefix); i-- {
 		if view[i].Role == persistence.RoleUser {
@@ -93,7 +93,7 @@ func (memo *entriesMemo) advance(c compaction.Counter, view []persistence.Messag
 	// The user message's entry ends the closed part's messages.
 	end := -1
 	for i := len(out) - 1; i > len(memo.entries); i-- {
-		if out[i].messageID == view[last].ID {
+		if out[i].MessageID == view[last].ID {
 			end = i
 			break
 		}

@@ -1,13 +1,13 @@
-package agent
+package request
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/compaction"
-	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -93,7 +93,7 @@ func (m Model) DisplayName() string {
 func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
 
 // withDefaults fills unset attributes.
-func (m Model) withDefaults() Model {
+func (m Model) WithDefaults() Model {
 	switch {
 	case m.ContextWindow > 0:
 		if m.WindowSource == "" {
@@ -119,15 +119,15 @@ func (m Model) withDefaults() Model {
 // normalizeModels returns the models list with defaults filled in and the
 // name of the default model: def if given (added to the list when missing),
 // else the first model. An empty list with no default yields no models.
-func normalizeModels(models []Model, def string) ([]Model, string) {
+func NormalizeModels(models []Model, def string) ([]Model, string) {
 	out := make([]Model, 0, len(models)+1)
 	found := false
 	for _, m := range models {
-		out = append(out, m.withDefaults())
+		out = append(out, m.WithDefaults())
 		found = found || m.Name == def
 	}
 	if def != "" && !found {
-		out = append([]Model{Model{Name: def}.withDefaults()}, out...)
+		out = append([]Model{Model{Name: def}.WithDefaults()}, out...)
 	}
 	if def == "" && len(out) > 0 {
 		def = out[0].Name
@@ -187,7 +187,7 @@ func (m *Model) setAttr(attr string) error {
 	}
 	price := func() (float64, error) {
 		p, err := strconv.ParseFloat(val, 64)
-		if err != nil || !finiteAmount(p) {
+		if err != nil || !FiniteAmount(p) {
 			return 0, fmt.Errorf("%s=%q: want a price per million tokens of 0 or more (not NaN or infinite), e.g. 0.15", key, val)
 		}
 		return p, nil
@@ -264,35 +264,16 @@ func (m *Model) setAttr(attr string) error {
 	return nil
 }
 
-// model returns the configured model with that name; unknown names (a model
-// removed from the configuration since the session chose it) fall back to
-// the default model.
-func (a *Agent) modelNamed(name string) Model {
-	for _, m := range a.cfg.Models {
-		if m.Name == name {
-			return a.withLearnedWindow(m)
-		}
-	}
-	for _, m := range a.cfg.Models {
-		if m.Name == a.cfg.Model {
-			return a.withLearnedWindow(m)
-		}
-	}
-	return a.withLearnedWindow(Model{Name: name}.withDefaults())
-}
-
-// sessionModel is the model a session uses now.
-func (a *Agent) sessionModel(s *persistence.Session) Model {
-	return a.modelNamed(decodeMeta(s.Metadata).Model)
-}
-
-// anyModelTakesImages decides promptCapabilities.image: images are
-// advertised only when a configured model can read them.
-func (a *Agent) anyModelTakesImages() bool {
-	for _, m := range a.cfg.Models {
-		if m.Images {
-			return true
-		}
-	}
-	return false
+// Provider is one model endpoint: the client that streams from it, and its
+// base URL, which names it in the window cache.
+type Provider struct {
+	Client   provider.Client
+	Endpoint string
+	// SilentTruncation: the endpoint cuts a prompt longer than its context
+	// without an error (Ollama past num_ctx), so the usage it reports is
+	// checked against what was sent (see detectTruncation).
+	SilentTruncation bool
+	// Discover asks the endpoint for a model's context window (nil: it
+	// cannot be asked); used for models without a configured window.
+	Discover func(ctx context.Context, model string) (provider.DiscoveredWindow, error)
 }

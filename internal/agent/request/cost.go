@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"math"
@@ -88,38 +88,16 @@ func (m Model) Cost(u provider.Usage) float64 {
 	return (float64(u.PromptTokens-cached)*m.InputPrice + float64(cached)*cachedPrice + float64(u.CompletionTokens)*m.OutputPrice) / 1e6
 }
 
-// addCost adds amount to the session's cost in currency, rounded to a
-// billionth (float sums would otherwise show 0.0061600000000000005), and
-// returns the new total. A sum that is not a finite amount of 0 or more (a
-// NaN price, a price so large the sum overflows) leaves the total as it
-// was: JSON holds no NaN or infinity, and metadata that does not encode
-// would lose the session's mode with it.
-func (m *sessionMeta) addCost(currency string, amount float64) float64 {
-	old := m.Cost[currency]
-	sum := old + amount
-	if r := math.Round(sum*1e9) / 1e9; finiteAmount(r) {
-		sum = r
-	}
-	if !finiteAmount(sum) {
-		return old
-	}
-	if m.Cost == nil {
-		m.Cost = make(map[string]float64)
-	}
-	m.Cost[currency] = sum
-	return sum
-}
-
 // finiteAmount reports whether v is an amount JSON can hold and a cost can
 // be: finite, 0 or more.
-func finiteAmount(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+func FiniteAmount(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // finiteCosts is cost without the amounts finiteAmount refuses (nil when
 // none is left).
-func finiteCosts(cost map[string]float64) map[string]float64 {
+func FiniteCosts(cost map[string]float64) map[string]float64 {
 	var out map[string]float64
 	for currency, v := range cost {
-		if finiteAmount(v) {
+		if FiniteAmount(v) {
 			if out == nil {
 				out = make(map[string]float64, len(cost))
 			}
@@ -131,14 +109,14 @@ func finiteCosts(cost map[string]float64) map[string]float64 {
 
 // turnUsage adds up the usage the provider reported for a turn's model
 // requests; the running turn holds it (turn.usage).
-type turnUsage struct {
+type TurnUsage struct {
 	mu       sync.Mutex
 	requests int
 	sum      provider.Usage
 }
 
 // add counts one request's reported usage.
-func (t *turnUsage) add(u provider.Usage) {
+func (t *TurnUsage) Add(u provider.Usage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.requests++
@@ -151,7 +129,7 @@ func (t *turnUsage) add(u provider.Usage) {
 // wire is the turn's usage for the prompt response: the sums over its
 // model requests (each request's prompt counts again, as the provider
 // bills it); nil when the provider reported none.
-func (t *turnUsage) wire() *acp.Usage {
+func (t *TurnUsage) Wire() *acp.Usage {
 	if t == nil {
 		return nil
 	}
