@@ -191,13 +191,11 @@ type Agent struct {
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	sessions   map[string]*session      // what this process keeps per session, by id (state.go)
-	windows    map[string]learnedWindow // real context windows learned from the endpoint, by model
-	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
+	sessions   map[string]*session // what this process keeps per session, by id (state.go)
 
-	discovery discovery     // window lookups running in the background
-	children  chan struct{} // one token per running subagent (subagent.go)
-	authSeen  authSeen      // what the endpoint last said about the key (logout.go)
+	models   *request.Models // the models, their endpoints and context windows
+	children chan struct{}   // one token per running subagent (subagent.go)
+	authSeen authSeen        // what the endpoint last said about the key (logout.go)
 }
 
 var (
@@ -253,12 +251,12 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		compact:  settings,
 		counters: make(map[string]compaction.Counter),
 		sessions: make(map[string]*session),
-		windows:  make(map[string]learnedWindow),
+		models:   request.NewModels(cfg.Models, cfg.Model, cfg.Providers, model, cfg.Windows, log),
 		closed:   make(chan struct{}),
 		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
 	}
 	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
-	a.startDiscovery()
+	a.models.StartDiscovery()
 	return a
 }
 
@@ -268,7 +266,7 @@ func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
 // Close releases the agent's session leases and stops the sessions' MCP
 // servers. Call it after the connection stopped serving.
 func (a *Agent) Close() {
-	a.stopDiscovery()
+	a.models.StopDiscovery()
 	a.closeOnce.Do(func() { close(a.closed) })
 	a.dropAll()
 	a.leases.close()
@@ -295,7 +293,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 			LoadSession: true,
 			PromptCapabilities: acp.PromptCapabilities{
 				EmbeddedContext: true,
-				Image:           a.anyModelTakesImages(),
+				Image:           a.models.TakesImages(),
 			},
 			SessionCapabilities: &acp.SessionCapabilities{
 				List:                  &acp.Marker{},

@@ -348,7 +348,7 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
-		res, _, err := a.streamWithRetry(ctx, a.clientFor(model), sessionID, req, nil)
+		res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), sessionID, req, nil)
 		if err != nil {
 			return "", err
 		}

@@ -51,7 +51,7 @@ func TestWindowDiscovery(t *testing.T) {
 		t.Fatal("session/new waited for the window lookup")
 	}
 	close(release)
-	a.discovery.wg.Wait()
+	a.models.WaitDiscovery()
 	n, src := a.windowSource("local")
 	if n != 16384 || src != "discovered: llama.cpp GET /props (default_generation_settings.n_ctx)" {
 		t.Fatalf("discovered %d from %q", n, src)
@@ -70,7 +70,7 @@ func TestWindowDiscovery(t *testing.T) {
 	cfg.Providers = map[string]request.Provider{"": {Endpoint: m.URL(), Discover: failing}}
 	b := New(&recorder{}, store, provider.NewOpenAI(oc), cfg, nil)
 	defer b.Close()
-	b.discovery.wg.Wait()
+	b.models.WaitDiscovery()
 	if n, src := b.windowSource("local"); n != 16384 || !strings.HasPrefix(src, "discovered: llama.cpp") {
 		t.Fatalf("from the cache: %d from %q", n, src)
 	}
@@ -146,7 +146,7 @@ func TestConfiguredWindowIsNotDiscovered(t *testing.T) {
 	}
 	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 8192}},
 		Providers: map[string]request.Provider{"": {Discover: discover}}})
-	a.stopDiscovery()
+	a.models.StopDiscovery()
 	if n, _ := a.windowSource("m"); n != 8192 || asked.Load() != 0 {
 		t.Fatalf("window %d, asked %d times", n, asked.Load())
 	}

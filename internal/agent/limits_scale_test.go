@@ -12,6 +12,7 @@ import (
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
+	"go.uber.org/zap"
 )
 
 func TestScaledLimits(t *testing.T) {
@@ -24,7 +25,7 @@ func TestScaledLimits(t *testing.T) {
 			t.Errorf("window %d: %d bytes, %d requests; want %d, %d", tc.window, o, c, tc.output, tc.calls)
 		}
 	}
-	a := &Agent{cfg: Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}}}
+	a := agentWithModels(Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	s := &persistence.Session{}
 	if a.toolOutputLimit(s) != 32<<10 || a.maxModelCalls(s) != 200 {
 		t.Errorf("200k window: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
@@ -33,7 +34,7 @@ func TestScaledLimits(t *testing.T) {
 	if a.toolOutputLimit(s) != 4096 || a.maxModelCalls(s) != 7 {
 		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
-	a = &Agent{cfg: Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}}}
+	a = agentWithModels(Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}})
 	if a.toolOutputLimit(s) != DefaultToolOutputLimit || a.maxModelCalls(s) != DefaultMaxModelCalls {
 		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
@@ -76,4 +77,10 @@ func TestToolResultLimitFollowsTheWindow(t *testing.T) {
 			t.Errorf("window %d: the model got %d bytes of a 20,000-byte file (cut: %v, want %v)", tc.window, len(result), got, tc.cut)
 		}
 	}
+}
+
+// agentWithModels is an agent of cfg with nothing but its models: enough
+// for the limits, which only read the session's model.
+func agentWithModels(cfg Config) *Agent {
+	return &Agent{cfg: cfg, models: request.NewModels(cfg.Models, cfg.Model, nil, nil, nil, zap.NewNop())}
 }

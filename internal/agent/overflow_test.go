@@ -177,7 +177,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	// (else the report is not believed), the request over twice 4096 (else
 	// it is not a truncation).
 	longHistory(t, a, m, s.SessionID, 3)
-	if accepted := a.acceptedFor(a.modelNamed("qwen3:8b")); accepted > 3500 {
+	if accepted := a.models.AcceptedFor(a.models.Named("qwen3:8b")); accepted > 3500 {
 		t.Fatalf("the history's largest request has %d tokens: it must stay far under the 4096 Ollama keeps", accepted)
 	}
 	m.Enqueue(fakemodel.Reply{Text: "Partial view.", Usage: &fakemodel.Usage{PromptTokens: 4096, CompletionTokens: 4, TotalTokens: 4100}})
@@ -211,7 +211,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	st.budget.estimated = 9000
 	st.mu.Unlock()
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 4096}}
-	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.modelNamed("qwen3:8b"), provider.Request{}, res) {
+	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
 		t.Fatal("the second truncation was not detected")
 	}
 	if n := strings.Count(rec.agentText(), "kept only"); n != 1 {
@@ -233,13 +233,21 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	st.mu.Unlock()
 	sess := mustSession(t, a, s.SessionID)
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 6000}}
-	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), provider.Request{}, res) || rec.agentText() != "" {
+	if a.detectTruncation(context.Background(), st, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
 		t.Fatal("a report at two thirds of our count read as a truncation")
 	}
 	// An endpoint that refuses instead of truncating is not judged at all.
-	a.cfg.Providers = nil
+	b, _, _ := newTestAgent(t, Config{Model: "m", NoTools: true})
+	bs, err := b.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bst := b.session(bs.SessionID)
+	bst.mu.Lock()
+	bst.budget.estimated = 9000
+	bst.mu.Unlock()
 	res.Usage.PromptTokens = 100
-	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), provider.Request{}, res) {
+	if b.detectTruncation(context.Background(), bst, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
 		t.Fatal("a provider that does not truncate silently was judged")
 	}
 }
@@ -273,7 +281,7 @@ func contradictingSetup(t *testing.T) (a *Agent, rec *recorder, m *fakemodel.Ser
 		t.Fatal(err)
 	}
 	longHistory(t, a, m, s.SessionID, 8)
-	accepted = a.acceptedFor(a.modelNamed("big"))
+	accepted = a.models.AcceptedFor(a.models.Named("big"))
 	return a, rec, m, s.SessionID, cwd, accepted * 3 / 4, accepted
 }
 

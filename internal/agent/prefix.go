@@ -21,7 +21,7 @@ func MeasurePrefix(cfg Config, cwd string, window int) PrefixRoom {
 	cfg.Providers, cfg.Windows, cfg.FrameLog = nil, nil, nil
 	a := New(nil, nil, nil, cfg, nil)
 	defer a.Close()
-	m := a.modelNamed(a.cfg.Model)
+	m := a.models.Named(a.cfg.Model)
 	m.ContextWindow = window
 	if m.OutputReserve >= window/2 {
 		m.OutputReserve = min(request.DefaultOutputReserve, window/4)

@@ -171,7 +171,7 @@ func (a *Agent) dropAll() {
 	var wg sync.WaitGroup
 	for sess, set := range sets {
 		wg.Add(1)
-		goSafe(a.log, "closing MCP servers", func() {
+		request.GoSafe(a.log, "closing MCP servers", func() {
 			defer wg.Done()
 			sess.release(set)
 		})

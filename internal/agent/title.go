@@ -77,7 +77,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s
 		MaxTokens:   32,
 		InlineThink: model.InlineThink,
 	}
-	res, _, err := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, nil)
+	res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, nil)
 	if res != nil && res.Usage != nil && model.Priced() {
 		u := res.Usage
 		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {

@@ -85,7 +85,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 			res, err := cancelledResponse(ctx)
 			sess.markAnswered()
 			acp.AfterResponse(ctx, func() {
-				goSafe(a.log, "ending a cancelled turn", func() {
+				request.GoSafe(a.log, "ending a cancelled turn", func() {
 					<-ended
 					sess.endTurn()
 				})
@@ -233,7 +233,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
 func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
-	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
+	a.models.AwaitDiscovery(ctx, a.sessionModel(s).Name)
 	msgs, err := a.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		reply.sent(ev, a.deliver(ctx, sess, u))
 		return nil
 	})
-	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
+	res, attempts, streamErr := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, onEvent)
 	if res == nil {
 		res = &provider.Result{}
 	}
@@ -279,7 +279,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		sess.observeUsage(res)
 	}
 	if streamErr == nil {
-		a.noteAccepted(model, res)
+		a.models.NoteAccepted(model, res)
 	}
 	msg := reply.final(res)
 	switch {

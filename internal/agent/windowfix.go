@@ -31,7 +31,7 @@ func (a *Agent) windowFix(m meter, fixed, used int) string {
 
 // serverTold reports whether a window source is what the endpoint said.
 func serverTold(source string) bool {
-	return strings.HasPrefix(source, "discovered") || strings.HasPrefix(source, learnedPrefix)
+	return strings.HasPrefix(source, "discovered") || strings.HasPrefix(source, request.LearnedPrefix)
 }
 
 // suggestedWindow is a context size to ask the server for: a power of two

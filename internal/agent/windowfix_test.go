@@ -49,7 +49,7 @@ func TestServerWindowAdvice(t *testing.T) {
 // the agent uses (here discovered, 2048), not the assumed 128k.
 func TestModelOptionShowsWindowInUse(t *testing.T) {
 	a, _, _ := newTestAgent(t, Config{Model: "local", Providers: llamaCppAt(2048)})
-	a.discovery.wg.Wait()
+	a.models.WaitDiscovery()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestOverBudgetRequestThatFitsIsSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := prose(2, 1450)
-	if n := a.counterFor(a.modelNamed("small")).Count(p); n < 1550 || n > 1850 {
+	if n := a.counterFor(a.models.Named("small")).Count(p); n < 1550 || n > 1850 {
 		t.Fatalf("the prompt has %d tokens; the test wants it between the budget and the window", n)
 	}
 	res, err := prompt(a, s.SessionID, p)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
@@ -34,7 +33,7 @@ func (c *Settings) cachedWindow(ctx context.Context) (persistence.ModelWindow, b
 
 // WithCachedWindow fills the context_window row with the selected model's
 // effective window and where it comes from, by the rule a new process
-// applies (agent.EffectiveWindow): a configured window; else one the agent
+// applies (request.EffectiveWindow): a configured window; else one the agent
 // cached from the endpoint (discovered, or learned from a refusal), unless
 // it is under the floor; else crow-acp's table of known models; else the
 // endpoint is asked at start.
@@ -44,7 +43,7 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 		cached = &w
 	}
 	configured, from := c.ConfiguredWindow()
-	tokens, source := agent.EffectiveWindow(c.Model.V, configured, cached)
+	tokens, source := request.EffectiveWindow(c.Model.V, configured, cached)
 	for i := range rows {
 		if rows[i].Key != "context_window" {
 			continue
@@ -84,8 +83,8 @@ func unusedCache(w persistence.ModelWindow, source string) string {
 	switch {
 	case source == request.WindowConfigured:
 		why = "the configured window wins"
-	case w.Tokens < agent.MinLearnedWindow:
-		why = fmt.Sprintf("it is under the %d-token floor", agent.MinLearnedWindow)
+	case w.Tokens < request.MinLearnedWindow:
+		why = fmt.Sprintf("it is under the %d-token floor", request.MinLearnedWindow)
 	}
 	return fmt.Sprintf("the cached %d (%s) is not used: %s; crow-acp config forget-window clears it", w.Tokens, w.Source, why)
 }
