@@ -42,7 +42,7 @@ type Config struct {
 	SystemPromptAppend string
 	// MaxModelCalls caps model requests within one prompt turn; the turn
 	// then ends with stopReason "max_turn_requests". 0 = scaled to the
-	// model's window (scaledLimits; DefaultMaxModelCalls up to 60k tokens).
+	// model's window (request.ScaledLimits; request.DefaultMaxModelCalls up to 60k tokens).
 	MaxModelCalls int
 	// ListPageSize is the number of sessions per session/list page; 0 =
 	// persistence.DefaultListLimit.
@@ -104,8 +104,8 @@ type Config struct {
 	CommandOutputCap int
 	// ToolOutputLimit is how much of one tool result the model sees, in
 	// bytes; the rest is kept and readable with read_output.
-	// 0 = scaled to the model's window (scaledLimits;
-	// DefaultToolOutputLimit up to 60k tokens).
+	// 0 = scaled to the model's window (request.ScaledLimits;
+	// request.DefaultToolOutputLimit up to 60k tokens).
 	ToolOutputLimit int
 	// ChildEnv is the environment of run_command and MCP stdio servers
 	// (tool.EnvPolicy); nil = tool.EnvPolicy{} applied to os.Environ().
@@ -166,13 +166,6 @@ func (a *Agent) framesLogged() bool {
 // frames sent since the last one, so ten a second cost a slow stream more
 // than its text; once a second still keeps what a crash loses small.
 const DefaultPartialSaveInterval = time.Second
-
-// DefaultToolOutputLimit keeps one tool result near 2,000 tokens, which
-// leaves room in small (8k) context windows.
-const DefaultToolOutputLimit = 8 << 10
-
-// DefaultMaxModelCalls is the default cap on model requests per turn.
-const DefaultMaxModelCalls = 50
 
 // Agent implements acp.Agent for one connection.
 type Agent struct {

@@ -288,8 +288,8 @@ func TestModelTokenizer(t *testing.T) {
 	for name, want := range map[string]string{"local": "cl100k_base", "gpt-4o-mini": "o200k_base", "other": compaction.EncodingEstimate} {
 		meta, _ := json.Marshal(map[string]string{"model": name})
 		m := a.meterFor(&persistence.Session{ID: "s", Metadata: meta})
-		if m.model.Name != name || m.counter.Name() != want {
-			t.Errorf("model %s counts with %s (model %s), want %s", name, m.counter.Name(), m.model.Name, want)
+		if m.Model.Name != name || m.Counter.Name() != want {
+			t.Errorf("model %s counts with %s (model %s), want %s", name, m.Counter.Name(), m.Model.Name, want)
 		}
 	}
 }

@@ -303,17 +303,17 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	}
 	sess := a.session(s.ID)
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, sess, m.counter)
+	view, err := a.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.counter)
-	entries := request.ContextMessages(m.counter, a.systemPrompt(sess, s), view)
+	fixed := a.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
-	st := m.st
+	st := m.Settings
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
 		Tokens: used, Window: st.Window, Budget: st.Budget(), CompactAt: st.Trigger(),
-		CompactionDue: st.Window > 0 && used > st.Trigger(), Tokenizer: m.counter.Name(), Model: m.model.Name}
+		CompactionDue: st.Window > 0 && used > st.Trigger(), Tokenizer: m.Counter.Name(), Model: m.Model.Name}
 	for i, e := range entries {
 		tokens := e.Tokens
 		if i == 0 {

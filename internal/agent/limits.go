@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -57,27 +58,6 @@ func (a *Agent) tooManyTurns() error {
 	return e
 }
 
-// Per-turn limits scale with the model's context window: today's values
-// were sized for small windows (an 8 KiB result is ~2,000 tokens, a quarter
-// of an 8k window), and at 200k they cut results a model could easily
-// hold and stop long tasks early. Small or unknown windows keep them.
-const (
-	scaledWindowMedium = 64 << 10  // tokens (64k)
-	scaledWindowLarge  = 128 << 10 // tokens (128k)
-)
-
-// scaledLimits returns the tool-result limit (bytes) and the model
-// requests per turn for a context window of window tokens (0: unknown).
-func scaledLimits(window int) (outputLimit, modelCalls int) {
-	switch {
-	case window >= scaledWindowLarge-(8<<10): // 120k and up: the "128k" models
-		return 32 << 10, 200
-	case window >= scaledWindowMedium-(4<<10): // 60k and up: the "64k" models
-		return 16 << 10, 100
-	}
-	return DefaultToolOutputLimit, DefaultMaxModelCalls
-}
-
 // windowForLimits is the session model's window, 0 when it is only assumed.
 func (a *Agent) windowForLimits(s *persistence.Session) int {
 	m := a.sessionModel(s)
@@ -93,7 +73,7 @@ func (a *Agent) toolOutputLimit(s *persistence.Session) int {
 	if a.cfg.ToolOutputLimit > 0 {
 		return a.cfg.ToolOutputLimit
 	}
-	n, _ := scaledLimits(a.windowForLimits(s))
+	n, _ := request.ScaledLimits(a.windowForLimits(s))
 	return n
 }
 
@@ -103,6 +83,6 @@ func (a *Agent) maxModelCalls(s *persistence.Session) int {
 	if a.cfg.MaxModelCalls > 0 {
 		return a.cfg.MaxModelCalls
 	}
-	_, n := scaledLimits(a.windowForLimits(s))
+	_, n := request.ScaledLimits(a.windowForLimits(s))
 	return n
 }

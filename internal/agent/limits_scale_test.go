@@ -21,7 +21,7 @@ func TestScaledLimits(t *testing.T) {
 		{65536, 16 << 10, 100}, {100000, 16 << 10, 100},
 		{128000, 32 << 10, 200}, {131072, 32 << 10, 200}, {200000, 32 << 10, 200},
 	} {
-		if o, c := scaledLimits(tc.window); o != tc.output || c != tc.calls {
+		if o, c := request.ScaledLimits(tc.window); o != tc.output || c != tc.calls {
 			t.Errorf("window %d: %d bytes, %d requests; want %d, %d", tc.window, o, c, tc.output, tc.calls)
 		}
 	}
@@ -35,7 +35,7 @@ func TestScaledLimits(t *testing.T) {
 		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
 	a = agentWithModels(Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}})
-	if a.toolOutputLimit(s) != DefaultToolOutputLimit || a.maxModelCalls(s) != DefaultMaxModelCalls {
+	if a.toolOutputLimit(s) != request.DefaultToolOutputLimit || a.maxModelCalls(s) != request.DefaultMaxModelCalls {
 		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
 	}
 }

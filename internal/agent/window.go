@@ -51,17 +51,17 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	if window <= 0 {
 		// The error named no window: it is below what was sent.
 		window, source = refused*9/10, request.LearnedPrefix+"the endpoint's refusal of "+fmt.Sprint(refused)+" tokens ("+ov.Shape+")"
-		if m.st.Window > 0 && !m.model.WindowAssumed {
-			window = min(window, m.st.Window*9/10)
+		if m.Settings.Window > 0 && !m.Model.WindowAssumed {
+			window = min(window, m.Settings.Window*9/10)
 		}
 		// The real window lies between what the endpoint took (by its
 		// count) and what it refused.
-		remembered = max(window, a.models.AcceptedFor(m.model))
+		remembered = max(window, a.models.AcceptedFor(m.Model))
 	}
 	// What is remembered has a floor; this turn fits what the endpoint
 	// says now, or, when that is no window a model server runs, less
 	// than the prompt it refused.
-	learned := a.models.Believable(m.model, remembered, source)
+	learned := a.models.Believable(m.Model, remembered, source)
 	if learned {
 		window = remembered // the model's window from now on, this turn included
 	}
@@ -71,20 +71,20 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	if window < request.MinLearnedWindow {
 		return o.err
 	}
-	old, oldSource := m.model.ContextWindow, m.model.WindowSource
-	if learned && a.models.LearnWindow(m.model.Name, remembered, source) {
-		a.models.CacheWindow(ctx, m.model, remembered, source)
+	old, oldSource := m.Model.ContextWindow, m.Model.WindowSource
+	if learned && a.models.LearnWindow(m.Model.Name, remembered, source) {
+		a.models.CacheWindow(ctx, m.Model, remembered, source)
 	}
 	a.log.Warn("the model endpoint refused a request that does not fit its context window; compacting and retrying once",
-		zap.String("session", s.ID), zap.String("model", m.model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
+		zap.String("session", s.ID), zap.String("model", m.Model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
 		zap.Int("promptTokens", ov.Prompt), zap.Int("estimated", sent), zap.String("shape", ov.Shape))
 	text := fmt.Sprintf("The model endpoint refused the request: it does not fit %s's context window of %d tokens (%s; %d was assumed).",
-		m.model.Name, remembered, source, old)
+		m.Model.Name, remembered, source, old)
 	switch {
 	case !learned:
-		_, floor := a.models.WindowFloor(m.model)
+		_, floor := a.models.WindowFloor(m.Model)
 		text = fmt.Sprintf("The model endpoint refused the request as too long for %s, naming a window of %d tokens, under %s: it may serve the model with less context now (another provider behind a router, a server restarted with a smaller one). This turn is fitted to %d tokens; later turns keep the window of %d.",
-			m.model.Name, remembered, floor, window, old)
+			m.Model.Name, remembered, floor, window, old)
 	case oldSource == request.WindowConfigured:
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
@@ -99,7 +99,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	sess.mu.Lock()
 	b.window, b.windowTurn = window, sess.turn
 	sess.mu.Unlock()
-	m = a.meterFor(s).within(window)
+	m = a.meterFor(s).Within(window)
 	ratio := 1.0
 	if ov.Prompt > 0 && sent > 0 {
 		// The endpoint's count of the refused request calibrates ours.
@@ -108,13 +108,13 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		b.reported = ov.Prompt
 		sess.mu.Unlock()
 	}
-	view, err := a.activeView(ctx, sess, m.counter)
+	view, err := a.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.counter)
-	if int(float64(fixed)*ratio) > m.st.Budget() {
-		return m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
+	fixed := a.fixedTokens(sess, s, m.Counter)
+	if int(float64(fixed)*ratio) > m.Settings.Budget() {
+		return overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(a.cfg.NoTools, fixed, fixed)))
 	}
 	// This is the turn's automatic compaction: no second one follows it.
 	sess.mu.Lock()
@@ -124,7 +124,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return m.overflow(sent, "the endpoint refused the request and compacting failed: "+err.Error())
+		return overflow(m, sent, "the endpoint refused the request and compacting failed: "+err.Error())
 	}
 	return nil
 }

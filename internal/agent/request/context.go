@@ -10,7 +10,7 @@ import (
 
 // The system prompt is written in sysprompt.go (agent/prompt).
 
-// contextEntry is one message of a model request with its token count and
+// ContextEntry is one message of a model request with its token count and
 // the stored message it comes from (0: the system prompt or a synthetic
 // result).
 type ContextEntry struct {
@@ -27,7 +27,7 @@ func MessagesOf(entries []ContextEntry) []provider.Message {
 	return out
 }
 
-// contextMessages builds a request's messages from the stored view: the head (system
+// ContextMessages builds a request's messages from the stored view: the head (system
 // prompt), then the torso in compaction.Order (summaries as context, then
 // the active messages with every tool result right after its call). A call
 // whose result never reached the store is answered with a synthetic error

@@ -35,7 +35,7 @@ type MessageReader interface {
 	Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error)
 }
 
-// contextCache is one session's kept view (in session).
+// ContextCache is one session's kept view (in session).
 type ContextCache struct {
 	mu    sync.Mutex
 	Valid bool
@@ -52,7 +52,7 @@ type ContextCache struct {
 	pending    map[int64]int
 	pendingEnc string // the encoding of pending
 
-	// body keeps the encoded messages of the session's last model
+	// Body keeps the encoded messages of the session's last model
 	// request (the history is encoded once, not for every request).
 	Body provider.BodyCache
 
@@ -72,7 +72,7 @@ type fixedCount struct {
 	tokens  int
 }
 
-// reset drops the kept view.
+// Reset drops the kept view.
 func (cc *ContextCache) Reset() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -81,7 +81,7 @@ func (cc *ContextCache) Reset() {
 	cc.epoch++
 }
 
-// changed marks the message with id changed in place: the view is read
+// Changed marks the message with id changed in place: the view is read
 // again from it on. A message the view does not hold needs nothing: it is
 // inactive, or newer than the view and read with the next update.
 func (cc *ContextCache) Changed(id int64) {
@@ -98,7 +98,7 @@ func (cc *ContextCache) Changed(id int64) {
 	}
 }
 
-// leased notes that this process acquired the session's lease with
+// Leased notes that this process acquired the session's lease with
 // generation gen; a gap since its last one means another holder.
 func (cc *ContextCache) Leased(gen int64) {
 	cc.mu.Lock()
@@ -111,7 +111,7 @@ func (cc *ContextCache) Leased(gen int64) {
 	cc.epoch++
 }
 
-// released notes the generation of the session's lease found released (0:
+// Released notes the generation of the session's lease found released (0:
 // it was never leased) by a load that had nothing to repair and so took
 // no lease: whoever writes next takes the one after it, so a later lease
 // here finds any gap after it, as after a lease of its own. The view
@@ -144,7 +144,7 @@ func (cc *ContextCache) drop() {
 // one the load found when there was nothing to repair), so the next lease
 // here finds the gap in generations and drops the seed like any kept view.
 
-// seedTicket is taken before a load reads the messages; seed accepts the
+// SeedTicket is taken before a load reads the messages; seed accepts the
 // read only if nothing it cannot follow happened since.
 type SeedTicket struct {
 	cc    *ContextCache
@@ -152,7 +152,7 @@ type SeedTicket struct {
 	Ok    bool
 }
 
-// ticket opens a seed: only after a lease of this process or one found
+// Ticket opens a seed: only after a lease of this process or one found
 // released (a gap in generations can then be seen) and outside its turns (held: this
 // process's turn holds the session's lease and is writing).
 func (cc *ContextCache) Ticket(held bool) SeedTicket {
@@ -161,7 +161,7 @@ func (cc *ContextCache) Ticket(held bool) SeedTicket {
 	return SeedTicket{cc: cc, epoch: cc.epoch, Ok: !held && cc.known}
 }
 
-// seed makes view (the active messages a load read, in seq order, counted
+// Seed makes view (the active messages a load read, in seq order, counted
 // as they are) the kept view, with counts made in memory still to be
 // stored, unless something happened since the ticket. The view is shared
 // from then on: it is never written.
@@ -183,7 +183,7 @@ func (t SeedTicket) Seed(view []persistence.Message, enc string, counted map[int
 	cc.entries = entriesMemo{}
 }
 
-// sync brings the view up to date with the store, counted with c, and
+// Sync brings the view up to date with the store, counted with c, and
 // returns it with the counts it made. The view is shared with earlier
 // callers, so what they were given is never written: a change copies it.
 func (cc *ContextCache) Sync(ctx context.Context, store MessageReader, sessionID string, c compaction.Counter) ([]persistence.Message, map[int64]int, error) {
@@ -251,7 +251,7 @@ func stale(view []persistence.Message, c compaction.Counter) bool {
 	return false
 }
 
-// countView counts with c the messages of view that are not, and returns
+// CountView counts with c the messages of view that are not, and returns
 // the counts it made by message id.
 func CountView(ctx context.Context, c compaction.Counter, view []persistence.Message) (map[int64]int, error) {
 	enc := c.Name()
@@ -274,7 +274,7 @@ func CountView(ctx context.Context, c compaction.Counter, view []persistence.Mes
 	return counted, nil
 }
 
-// fixedTokens counts the head every request carries: system prompt and
+// FixedTokens counts the head every request carries: system prompt and
 // tool schemas, once per counter, prompt and tool set.
 func (cc *ContextCache) FixedTokens(c compaction.Counter, system string, tools []provider.Tool) int {
 	cc.mu.Lock()
@@ -306,7 +306,7 @@ type entriesMemo struct {
 	calls   map[string]bool       // the call ids made in prefix
 }
 
-// requestEntries is contextMessages(c, system, view). view must be the kept
+// RequestEntries is contextMessages(c, system, view). view must be the kept
 // view of the session (its messages are never changed once handed out).
 func (cc *ContextCache) RequestEntries(c compaction.Counter, system string, view []persistence.Message) []ContextEntry {
 	cc.mu.Lock()

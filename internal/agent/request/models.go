@@ -36,7 +36,7 @@ type learnedWindow struct {
 	source string // for the user and `doctor`: where it was learned
 }
 
-// withLearnedWindow applies what was learned about m's window.
+// WithLearnedWindow applies what was learned about m's window.
 func (a *Models) WithLearnedWindow(m Model) Model {
 	if c := a.discovery.cached; c != nil {
 		<-c // the cached windows are read (bounded: 2 s a model)
@@ -54,7 +54,7 @@ func (a *Models) WithLearnedWindow(m Model) Model {
 	return m
 }
 
-// learnWindow records model's real window; it reports whether it changed.
+// LearnWindow records model's real window; it reports whether it changed.
 // The caller checked it against windowFloor.
 func (a *Models) LearnWindow(model string, tokens int, source string) bool {
 	a.mu.Lock()
@@ -71,7 +71,7 @@ func (a *Models) acceptedKey(m Model) string {
 	return a.ProviderOf(m).Endpoint + "\x00" + m.Name
 }
 
-// noteAccepted records the size of a prompt m's endpoint accepted, by its
+// NoteAccepted records the size of a prompt m's endpoint accepted, by its
 // own count: a window it tells later is never believed below it.
 func (a *Models) NoteAccepted(m Model, res *provider.Result) {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
@@ -86,7 +86,7 @@ func (a *Models) NoteAccepted(m Model, res *provider.Result) {
 	a.accepted[key] = max(a.accepted[key], res.Usage.PromptTokens)
 }
 
-// windowFloor is the smallest window m's endpoint may claim: MinLearnedWindow,
+// WindowFloor is the smallest window m's endpoint may claim: MinLearnedWindow,
 // or the largest prompt it accepted in this process. why names it.
 func (a *Models) WindowFloor(m Model) (floor int, why string) {
 	if accepted := a.AcceptedFor(m); accepted > MinLearnedWindow {
@@ -95,7 +95,7 @@ func (a *Models) WindowFloor(m Model) (floor int, why string) {
 	return MinLearnedWindow, fmt.Sprintf("the %d tokens crow-acp takes as the smallest real window", MinLearnedWindow)
 }
 
-// acceptedFor is the largest prompt m's endpoint accepted in this process
+// AcceptedFor is the largest prompt m's endpoint accepted in this process
 // (0: none reported).
 func (a *Models) AcceptedFor(m Model) int {
 	key := a.acceptedKey(m)
@@ -104,7 +104,7 @@ func (a *Models) AcceptedFor(m Model) int {
 	return a.accepted[key]
 }
 
-// believable reports whether a window the endpoint claims for m is at or
+// Believable reports whether a window the endpoint claims for m is at or
 // over its floor; one under it is logged and ignored.
 func (a *Models) Believable(m Model, tokens int, source string) bool {
 	floor, why := a.WindowFloor(m)
@@ -131,7 +131,7 @@ type discovery struct {
 	pending map[string]chan struct{}
 }
 
-// startDiscovery gives every model the window an earlier run cached for
+// StartDiscovery gives every model the window an earlier run cached for
 // it, when that applies (cachedApplies; one small query per model, in the
 // background: the store may still be opening, and initialize does not
 // wait for it), and looks up the window of models that have none
@@ -261,7 +261,7 @@ func (a *Models) discoverWindow(ctx context.Context, p Provider, m Model) {
 	}
 }
 
-// cacheWindow keeps a window the endpoint told us for the next process.
+// CacheWindow keeps a window the endpoint told us for the next process.
 func (a *Models) CacheWindow(ctx context.Context, m Model, tokens int, source string) {
 	p := a.ProviderOf(m)
 	if a.cache == nil || p.Endpoint == "" {
@@ -285,7 +285,7 @@ func (a *Models) learnWindowIfUnknown(model string, tokens int, source string) b
 	return true
 }
 
-// awaitDiscovery waits for the window lookup of model, if one is still
+// AwaitDiscovery waits for the window lookup of model, if one is still
 // running, before a model request is planned: the request goes to the
 // same endpoint, and with the window it is compacted (and its context
 // meter drawn) right from the first turn. The lookup is bounded (5 s in
@@ -302,7 +302,7 @@ func (a *Models) AwaitDiscovery(ctx context.Context, model string) {
 	}
 }
 
-// stopDiscovery cancels lookups still running and waits for them.
+// StopDiscovery cancels lookups still running and waits for them.
 func (a *Models) StopDiscovery() {
 	if a.discovery.cancel != nil {
 		a.discovery.cancel()
@@ -322,6 +322,7 @@ func (a *Models) ProviderOf(m Model) Provider {
 // ClientFor returns the client of the endpoint that serves m: each model
 // of the list may live on another endpoint (an Ollama model next to an
 // OpenRouter one), so the session's current model decides, request by
+// request.
 func (a *Models) ClientFor(m Model) provider.Client {
 	if p, ok := a.providers[m.Provider]; ok && p.Client != nil {
 		return p.Client
@@ -357,7 +358,7 @@ func (a *Models) TakesImages() bool {
 	return false
 }
 
-// goSafe runs fn on its own goroutine. A panic in it (a bug) is logged
+// GoSafe runs fn on its own goroutine. A panic in it (a bug) is logged
 // with its stack and ends only that work: an unrecovered panic on any
 // goroutine would end the process, and with it every session the editor
 // has open. Every goroutine the agent starts goes through here or, when a
@@ -404,6 +405,6 @@ func (a *Models) Learned(model string) bool {
 	return ok
 }
 
-// waitDiscovery waits until the window lookups have ended (without
+// WaitDiscovery waits until the window lookups have ended (without
 // cancelling them, as stopDiscovery does).
 func (a *Models) WaitDiscovery() { a.discovery.wg.Wait() }

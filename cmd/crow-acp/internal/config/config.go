@@ -340,7 +340,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	if cfg.MaxLineBytes, err = r.int("max-line-bytes", "", nil, "", acp.DefaultMaxLineBytes); err != nil {
 		return nil, err
 	}
-	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", agent.DefaultMaxModelCalls); err != nil {
+	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", request.DefaultMaxModelCalls); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveCompaction(r, fc.Compaction); err != nil {
