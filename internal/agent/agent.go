@@ -1,7 +1,16 @@
-// Package agent is crow-acp's coding agent: sessions, the prompt turn, load
-// replay and the model context rebuilt from the store. It is the only package
-// that sees the wire (acp), the model (streaming) and the store
-// (persistence) together.
+// Package agent is crow-acp's coding agent, the acp.Agent of one
+// connection: initialize, the sessions (new, load, resume, fork, list,
+// close, delete: sessions.go; their stored metadata: meta.go; titles,
+// archive, config options, modes, extension methods), the prompt turn
+// (turn.go, tools.go, permission.go, subagent.go), the request it sends
+// (prepare.go, compact.go, usage.go, sysprompt.go) and load replay.
+// What a request is built from and measured against (the models and their
+// windows, the context rebuilt from the store) is package request.
+//
+// It is the only package that sees the wire (acp), the model client
+// (internal/provider) and the store (internal/persistence) together; it may
+// import them, internal/compaction and its own packages (request, tool,
+// prompt); only the commands (cmd/) import it.
 package agent
 
 import (
@@ -56,7 +65,7 @@ type Config struct {
 	// of the first prompt.
 	ModelTitles bool
 	// PromptUsage: the prompt response carries the turn's token usage
-	// (ACP unstable `usage`; cost.go).
+	// (ACP unstable `usage`; request.TurnUsage).
 	PromptUsage bool
 	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
 	// The window and output reserve come from each session's Model.
@@ -184,7 +193,7 @@ type Agent struct {
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	sessions   map[string]*session // what this process keeps per session, by id (state.go)
+	sessions   map[string]*session // what this process keeps per session, by id (sessions.go)
 
 	models   *request.Models // the models, their endpoints and context windows
 	children chan struct{}   // one token per running subagent (subagent.go)

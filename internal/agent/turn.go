@@ -27,7 +27,7 @@ type turn struct {
 	// answered: the prompt has its answer; only writing it is left.
 	answered bool
 	// usage is what the provider reported for the turn's model requests
-	// (cost.go), for the prompt response.
+	// (request.TurnUsage), for the prompt response.
 	usage request.TurnUsage
 	// subagents is what its task calls started (subagent.go).
 	subagents turnSubagents

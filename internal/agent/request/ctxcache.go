@@ -57,7 +57,7 @@ type ContextCache struct {
 	Body provider.BodyCache
 
 	// entries are the request messages of the view's closed part
-	// (entries.go).
+	// (RequestEntries).
 	entries entriesMemo
 
 	// fixed is the last count of the fixed prefix (system prompt and tool

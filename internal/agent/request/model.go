@@ -31,7 +31,7 @@ type Model struct {
 	// Prices per million tokens; both 0 = unknown, no cost is reported.
 	// CachedInputPrice is for prompt tokens the provider served from its
 	// cache (0 = InputPrice). PricesSet: the configuration named prices
-	// (even 0), so the built-in ones (cost.go) do not apply.
+	// (even 0), so the built-in ones (BuiltinPrice) do not apply.
 	InputPrice       float64
 	OutputPrice      float64
 	CachedInputPrice float64

@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
-	"go.uber.org/zap"
 )
 
 // learnedPrefix starts the source of a window learned from what the
