@@ -151,3 +151,10 @@ func TestConfiguredWindowIsNotDiscovered(t *testing.T) {
 		t.Fatalf("window %d, asked %d times", n, asked.Load())
 	}
 }
+
+// windowSource reports a model's effective context window and where it
+// came from (Model.WindowSource), for tests.
+func (a *Agent) windowSource(model string) (int, string) {
+	m := a.models.Named(model)
+	return m.ContextWindow, m.WindowSource
+}

@@ -149,3 +149,8 @@ func changeStored(ctx context.Context, store SessionMarker, id string, fn func(*
 // SessionCost is a stored session's cumulative model cost by currency
 // (none when its models had no prices).
 func SessionCost(s *persistence.Session) map[string]float64 { return decodeMeta(s.Metadata).Cost }
+
+// sessionModel is the model a session uses now.
+func (a *Agent) sessionModel(s *persistence.Session) request.Model {
+	return a.models.Named(decodeMeta(s.Metadata).Model)
+}
