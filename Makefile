@@ -40,6 +40,9 @@ FUZZ_TARGETS += ./internal/agent:FuzzErrorDetail
 FUZZ_TARGETS += ./internal/persistence:FuzzFrames
 FUZZ_TARGETS += ./internal/framelog:FuzzLoadRecord
 FUZZ_TARGETS += ./internal/provider:FuzzEventBound
+FUZZ_TARGETS += ./internal/provider:FuzzImageResponses
+FUZZ_TARGETS += ./internal/imagecheck:FuzzCheck
+FUZZ_TARGETS += ./internal/imagecheck:FuzzDimensions
 FUZZ_TARGETS += ./internal/termsafe:FuzzText
 FUZZ_TARGETS += ./internal/safegit:FuzzDisable
 FUZZ_TARGETS += ./internal/agent:FuzzCompactOnLoad:500x
@@ -57,6 +60,7 @@ FUZZ_TARGETS += ./internal/agent/tool:FuzzGitignore:2000x
 FUZZ_TARGETS += ./internal/agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON
 FUZZ_TARGETS += ./internal/agent:FuzzAsImported
+FUZZ_TARGETS += ./internal/agent/tool:FuzzLiveTail
 FUZZ_SHORT ?= 10000x
 FUZZ_LONG ?= 1000000x
 

@@ -15,9 +15,13 @@ import (
 )
 
 // DefaultMaxLineBytes caps one incoming message. Image prompts and large
-// embedded files need far more than bufio.Scanner's 64 KiB default; the TS
-// SDK accepts 32 MiB, so do we.
-const DefaultMaxLineBytes = 32 << 20
+// embedded files need far more than bufio.Scanner's 64 KiB default: crow's
+// default prompt is 50 MiB of images (69.9 MB in base64) and 1 MiB of text
+// (6 MiB JSON-escaped at worst) with its envelope, 73.7 MiB in all
+// (imagecheck.LineBytes; cmd/crow-acp's configuration derives the agent's
+// line from its limits). One frame the agent writes holds at most one
+// image, within the TS SDK's 32 MiB.
+const DefaultMaxLineBytes = 74 << 20
 
 // Direction of a frame, for frame observers.
 type Direction string

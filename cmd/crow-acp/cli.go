@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
+	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/permissions"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
 
@@ -36,6 +37,14 @@ func commands() []command {
 		{"login", "save the model endpoint's API key (what an editor's sign-in runs)", runLogin},
 		{"doctor", "check the configuration, database and model endpoint", runDoctor},
 		{"config", "show the effective configuration and where each value came from; forget cached windows", runConfig},
+		{"permissions", permissions.Summary, func(ctx context.Context, e *env, args []string) int {
+			err := permissions.Run(ctx, permissions.Env{Out: e.std.out, Err: e.std.err, Getenv: e.getenv,
+				Parse: func(fs *flag.FlagSet, args []string) ([]string, error) { return parseArgs(fs, args, e) }}, args)
+			if err != nil {
+				return e.fail(err)
+			}
+			return exitOK
+		}},
 		{"migrate", "copy every session from one store to another (SQLite, PostgreSQL) and verify it", runMigrate},
 		{"version", "print the version", runVersion},
 	}
@@ -88,7 +97,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-12s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
 Run "crow-acp <command> --help" for a command's flags.

@@ -95,7 +95,7 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(tw, "  NAME\tPROVIDER\tWINDOW\tRESERVE\tTOKENIZER\tIMAGES\tUSD/1M IN\tOUT\tCACHED IN\tLINE")
 		for _, m := range cfg.Models {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", m.Name, orDash(m.Provider),
-				intOrDash(m.ContextWindow), intOrDash(m.OutputReserve), orDash(m.Tokenizer), yesNo(m.Images),
+				intOrDash(m.ContextWindow), intOrDash(m.OutputReserve), orDash(m.Tokenizer), m.ImagesShown(),
 				priceOrDash(m.InputPrice), priceOrDash(m.OutputPrice), priceOrDash(m.CachedInputPrice), m.Line)
 		}
 		_ = tw.Flush()

@@ -40,6 +40,10 @@ type Compactor struct {
 	Settings  Settings
 	Summarize Summarizer // nil: no model (the deterministic summary is used)
 	Apply     Applier
+	// ApplyImages stores an image plan's messages in place (same seq, new
+	// Meta and TokenCount) and returns the new active view in seq order.
+	// nil: automatic runs leave images alone.
+	ApplyImages func(ctx context.Context, p *ImagePlan) ([]persistence.Message, error)
 }
 
 // Request is one compaction run.
@@ -55,10 +59,12 @@ type Request struct {
 // Result lists the applied plans and the request size after them.
 type Result struct {
 	Plans  []*Plan
+	Images *ImagePlan // the old images taken out first; nil: none (ImagesNotice tells the user)
 	Tokens int
 }
 
-// Run compacts req.View. Automatic runs go: prune old tool output; if still
+// Run compacts req.View. Automatic runs go: take old images out (when
+// ApplyImages is set); prune old tool output; if still
 // over the threshold, summarise the older turns with the model (the
 // deterministic summary if the model fails); if still over the budget, drop
 // the oldest turns. Each step's plan is checked against the invariants
@@ -103,6 +109,28 @@ func (x *Compactor) Run(ctx context.Context, req Request) (Result, error) {
 	}
 
 	budget := s.Budget()
+	// (0) take old images out, before any text: one costs as much as pages
+	// of conversation, and the user can attach it again.
+	if x.ApplyImages != nil {
+		p, err := DropImages(x.Counter, req.Fixed, view, s, s.TargetTokens())
+		if err != nil {
+			return res, err
+		}
+		if p != nil {
+			if err := CheckImagePlan(view, p); err != nil {
+				return res, fmt.Errorf("compaction: image plan breaks an invariant (not applied): %w", err)
+			}
+			nv, err := x.ApplyImages(ctx, p)
+			if err != nil {
+				return res, err
+			}
+			view, res.Images = nv, p
+			res.Tokens = req.Fixed + ViewTokens(x.Counter, view)
+			if res.Tokens <= s.Trigger() {
+				return res, nil
+			}
+		}
+	}
 	// (a) prune old tool output.
 	if p := Prune(x.Counter, req.Fixed, view, s); p != nil {
 		if err := apply(p); err != nil {

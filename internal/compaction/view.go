@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -20,8 +21,7 @@ const InterruptedResult = "Error: this tool call was interrupted before it produ
 const (
 	messageOverhead  = 4
 	toolCallOverhead = 8
-	imageTokens      = 1000 // a generous flat cost per image part
-	requestOverhead  = 3    // the primer of the reply
+	requestOverhead  = 3 // the primer of the reply
 )
 
 // Order returns the active messages in the order the model reads them:
@@ -104,11 +104,17 @@ func MessageTokens(c Counter, m *persistence.Message) int {
 		n += c.Count(SummaryPrefix)
 	case persistence.RoleTool:
 		n += c.Count(m.ToolCallID)
-	case persistence.RoleUser:
-		for _, p := range m.Parts {
-			if p.Type == "image" {
-				n += imageTokens
-			}
+	}
+	// Images by their size (ImageTokens); one taken out of the context
+	// (DropImages) by the note standing in for it.
+	dropped := DroppedParts(m)
+	for i, p := range m.Parts {
+		switch {
+		case p.Type != "image":
+		case slices.Contains(dropped, i):
+			n += c.Count(ImageNote(p))
+		default:
+			n += partTokens(p)
 		}
 	}
 	for _, tc := range m.ToolCalls {

@@ -106,7 +106,8 @@ func TestProjectionWritesAreJournaledInOrder(t *testing.T) {
 		"Messages": true, "Compactions": true, "Compaction": true, "SetTokenCounts": true,
 		"CreateConnection": true, "AppendEvents": true, "Events": true, "LastTurn": true, "PruneEvents": true,
 		"AcquireLease": true, "RenewLeases": true, "ReleaseLease": true, "GetLease": true,
-		"SetPermissionRule": true, "PermissionRules": true, "Close": true, "WithFence": true,
+		"SetPermissionRule": true, "PermissionRules": true, "ListPermissionRules": true, "DeletePermissionRules": true,
+		"ClearPermissionRules": true, "Close": true, "WithFence": true,
 	}
 	store := reflect.TypeOf((*persistence.Store)(nil)).Elem()
 	for i := range store.NumMethod() {

@@ -201,6 +201,10 @@ type modelEntry struct {
 	TopProvider         struct {
 		ContextLength int64 `json:"context_length"`
 	} `json:"top_provider"` // OpenRouter
+	Architecture struct {
+		InputModalities []string `json:"input_modalities"`
+	} `json:"architecture"` // OpenRouter
+	Type string `json:"type"` // LM Studio /api/v0: "llm", "vlm", "embeddings"
 }
 
 func findModel(body []byte, model string) *modelEntry {

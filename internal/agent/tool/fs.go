@@ -77,6 +77,17 @@ func (e *Env) writeTextMode(ctx context.Context, p Path, content string, mode fs
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("not written: %w", err)
 	}
+	if err := e.beforeChange(ctx, p); err != nil {
+		return err
+	}
+	err := e.writeTo(ctx, p, content, mode)
+	if err == nil {
+		e.afterChange(ctx, p)
+	}
+	return err
+}
+
+func (e *Env) writeTo(ctx context.Context, p Path, content string, mode fs.FileMode) error {
 	if e.clientServes(e.ClientWrite, p) {
 		if _, err := e.Client.WriteTextFile(ctx, &acp.WriteTextFileRequest{SessionID: e.SessionID, Path: p.Client, Content: content}); err != nil {
 			return fmt.Errorf("the editor could not write %s: %v", p.Display, err)

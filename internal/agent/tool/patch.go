@@ -295,7 +295,14 @@ func (pe *patchEdit) apply(ctx context.Context, c fileChange) error {
 		return err
 	}
 	if c.deleted {
-		return removeRegular(c.p)
+		if err := pe.env.beforeChange(ctx, c.p); err != nil {
+			return err
+		}
+		if err := removeRegular(c.p); err != nil {
+			return err
+		}
+		pe.env.afterChange(ctx, c.p)
+		return nil
 	}
 	return pe.env.writeTextMode(ctx, c.p, c.updated, c.mode)
 }

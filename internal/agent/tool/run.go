@@ -81,7 +81,7 @@ func (runCommand) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			if env.ClientTerminal && env.Client != nil {
 				return runInTerminal(ctx, env, a.Command, timeout, progress)
 			}
-			return runLocal(ctx, env, a.Command, timeout)
+			return runLocal(ctx, env, a.Command, timeout, progress)
 		},
 	}, nil
 }
@@ -220,8 +220,8 @@ func exitStatus(s *acp.TerminalExitStatus) string {
 }
 
 // runLocal runs the command as a child process group, killed as a whole on
-// timeout or cancellation.
-func runLocal(ctx context.Context, env *Env, command string, timeout time.Duration) Result {
+// timeout or cancellation; what it prints is shown live through progress.
+func runLocal(ctx context.Context, env *Env, command string, timeout time.Duration, progress func([]acp.ToolCallContent)) Result {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command("sh", "-c", command)
@@ -229,7 +229,9 @@ func runLocal(ctx context.Context, env *Env, command string, timeout time.Durati
 	cmd.Env = env.childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	buf := &capBuffer{limit: outputCap(env)}
-	cmd.Stdout, cmd.Stderr = buf, buf
+	live := &liveTail{}
+	out := teeWriter{kept: buf, live: live}
+	cmd.Stdout, cmd.Stderr = out, out
 	// A grandchild holding the pipes open must not hang the call.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -237,12 +239,31 @@ func runLocal(ctx context.Context, env *Env, command string, timeout time.Durati
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
+	// Updates are sent from this goroutine, the one the call runs on, so
+	// none can follow the call's final update.
+	tick := time.NewTicker(liveEvery)
+	defer tick.Stop()
+	var pace livePacer
+	pace.next = time.Now().Add(liveEvery)
 	var err error
-	select {
-	case err = <-waited:
-	case <-runCtx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-waited
+wait:
+	for {
+		select {
+		case err = <-waited:
+			break wait
+		case <-runCtx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			err = <-waited
+			break wait
+		case now := <-tick.C:
+			if !pace.ready(now) {
+				continue
+			}
+			if text, ok := live.take(); ok {
+				pace.sentAt(now)
+				progress([]acp.ToolCallContent{acp.ToolText(fenced("", text))})
+			}
+		}
 	}
 	var ended, status string
 	switch {

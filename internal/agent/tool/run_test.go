@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"fmt"
+	"github.com/crow-acp/crow-acp/acp"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestCommandTitleIsTheCommandLine(t *testing.T) {
 // end says how it ended), not only the head (issue 15 item 11).
 func TestCommandOutputKeepsHeadAndTail(t *testing.T) {
 	env := &Env{Roots: []string{t.TempDir()}, CommandOutputCap: 1000, OutputLimit: 1 << 20}
-	r := runLocal(context.Background(), env, "seq 1 100000; echo FAILED at the end", time.Minute)
+	r := runLocal(context.Background(), env, "seq 1 100000; echo FAILED at the end", time.Minute, func([]acp.ToolCallContent) {})
 	if !strings.Contains(r.Output, "\n1\n2\n3\n") || !strings.Contains(r.Output, "99999\n100000\nFAILED at the end") {
 		t.Fatalf("head or tail lost:\n%s", r.Output)
 	}

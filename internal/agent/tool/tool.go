@@ -77,6 +77,33 @@ type Env struct {
 	CompleteElicitation func(ctx context.Context, n *acp.CompleteElicitationNotification) error
 	// QuestionTimeout bounds an open question; 0 = DefaultQuestionTimeout.
 	QuestionTimeout time.Duration
+	// BeforeChange, when set, is called before a tool writes, creates or
+	// deletes the file at p, while it still holds its old bytes (or is
+	// absent): undo's checkpoint is stored first, so that no file changes
+	// without one. An error leaves the file unchanged and fails the call.
+	BeforeChange func(ctx context.Context, p Path) error
+	// AfterChange, when set, is called once the tool changed the file at p
+	// (undo compares it with what is there when asked to undo: a file
+	// changed since by someone else is a conflict, not overwritten).
+	AfterChange func(ctx context.Context, p Path)
+}
+
+// afterChange calls AfterChange if set.
+func (e *Env) afterChange(ctx context.Context, p Path) {
+	if e.AfterChange != nil {
+		e.AfterChange(ctx, p)
+	}
+}
+
+// beforeChange calls BeforeChange if set.
+func (e *Env) beforeChange(ctx context.Context, p Path) error {
+	if e.BeforeChange == nil {
+		return nil
+	}
+	if err := e.BeforeChange(ctx, p); err != nil {
+		return fmt.Errorf("%s was not changed: its checkpoint for undo could not be stored: %w", p.Display, err)
+	}
+	return nil
 }
 
 // Action is one prepared tool call.

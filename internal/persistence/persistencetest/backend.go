@@ -127,6 +127,7 @@ var backendTests = []struct {
 	{"ExactRoundTrip", testExactRoundTrip},
 	{"MigrationsRecordAndRefuseNewer", testMigrationsRecordAndRefuseNewer},
 	{"MigrateFailureRollsBack", testMigrateFailureRollsBack},
+	{"MigratePermissionRules", testMigratePermissionRules}, // permission.go
 	{"UnreleasedFormatRefused", testUnreleasedFormatRefused},
 	{"MigrateStreamNumbers", testMigrateStreamNumbers},
 	{"PartsStoredOnce", testPartsStoredOnce},

@@ -49,6 +49,7 @@ func Conformance(t *testing.T, b Backend) {
 		{"ForkSession", testForkSession},
 		{"OddText", testOddText},
 		{"PermissionRules", testPermissionRules},
+		{"RevokePermissionRules", testRevokePermissionRules},
 		{"WindowCache", testWindowCache},
 	}
 	tests = append(tests, compactionTests...)

@@ -20,6 +20,7 @@ var processTests = []struct {
 	{"TwoStoresLease", testTwoStoresLease},
 	{"TwoStoresFencing", testTwoStoresFencing},
 	{"TwoStoresEvents", testTwoStoresEvents},
+	{"TwoStoresRevoke", testTwoStoresRevoke}, // permission.go
 }
 
 // SameDatabase memoises name per test: it returns a function that calls name

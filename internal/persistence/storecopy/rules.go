@@ -8,13 +8,24 @@ import (
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
-// copyRules copies the permission rules ("always allow", "always reject")
-// of the project directories cwds. Rules belong to a project, not to a
-// session; migrate finds projects through the sessions' directories. A rule
+// copyRules copies every permission rule ("always allow", "always reject")
+// of src, project by project, also of projects without sessions. A rule
 // the destination already has with the same decision is kept as it is; one
-// with the other decision is a conflict and is not overwritten. It returns
+// with the other decision is a conflict and is not overwritten. A copied
+// rule keeps when and in which session it was granted; the destination
+// gives it its own ID. It returns
 // how many rules the source has there, and the conflicts as "cwd: key".
-func copyRules(ctx context.Context, dst Destination, src Source, cwds []string) (int, []string, error) {
+func copyRules(ctx context.Context, dst Destination, src Source) (int, []string, error) {
+	all, err := src.ListPermissionRules(ctx, "")
+	if err != nil {
+		return 0, nil, fmt.Errorf("list the source's permission rules: %w", err)
+	}
+	var cwds []string
+	for _, r := range all {
+		cwds = append(cwds, r.Cwd)
+	}
+	slices.Sort(cwds)
+	cwds = slices.Compact(cwds)
 	n := 0
 	var conflicts []string
 	for _, cwd := range cwds {

@@ -32,21 +32,22 @@ type Report struct {
 	Conflicts []string
 	// Deleted are sessions deleted from the source while copying.
 	Deleted []string
-	// Rules counts the permission rules of the sessions' project
-	// directories, copied or already there; RuleConflicts are those the
-	// destination has with the other decision ("cwd: key"), not copied.
+	// Rules counts the source's permission rules, copied or already
+	// there; RuleConflicts are those the destination has with the other
+	// decision ("cwd: key"), not copied.
 	Rules         int
 	RuleConflicts []string
 }
 
 // Source is what Copy reads of the store it copies from: its sessions,
 // each one's history (persistence.Dump) and events, and the permission
-// rules of their projects.
+// rules.
 type Source interface {
 	persistence.DumpSource
 	ListSessions(ctx context.Context, opts persistence.ListSessionsOptions) ([]persistence.Session, string, error)
 	Events(ctx context.Context, stream string, f persistence.EventFilter) ([]persistence.Event, error)
 	PermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
+	ListPermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
 }
 
 // Destination is what Copy writes into the store it copies to; it reads
@@ -67,7 +68,7 @@ type Progress func(id, outcome string)
 // identical) and returns the report so far; conflicts do not stop it but
 // make it return ErrConflicts at the end.
 func Copy(ctx context.Context, dst Destination, src Source, progress Progress) (*Report, error) {
-	ids, cwds, err := allSessions(ctx, src)
+	ids, err := allSessions(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("list source sessions: %w", err)
 	}
@@ -98,7 +99,7 @@ func Copy(ctx context.Context, dst Destination, src Source, progress Progress) (
 	}
 	// Count what the destination now lists: every source session must be
 	// there, whatever happened to it.
-	have, _, err := allSessions(ctx, dst)
+	have, err := allSessions(ctx, dst)
 	if err != nil {
 		return r, fmt.Errorf("list destination sessions: %w", err)
 	}
@@ -111,7 +112,7 @@ func Copy(ctx context.Context, dst Destination, src Source, progress Progress) (
 			return r, fmt.Errorf("verification failed: session %q is not listed by the destination", id)
 		}
 	}
-	if r.Rules, r.RuleConflicts, err = copyRules(ctx, dst, src, cwds); err != nil {
+	if r.Rules, r.RuleConflicts, err = copyRules(ctx, dst, src); err != nil {
 		return r, err
 	}
 	if n := len(r.Conflicts) + len(r.RuleConflicts); n > 0 {
@@ -128,23 +129,18 @@ var ErrConflicts = errors.New("already in the destination with different content
 // the sessions. Paging is keyset-based, so a session written meanwhile is
 // neither skipped nor listed twice (a session bumped to the top after its
 // page was read is still listed once).
-func allSessions(ctx context.Context, s Source) (ids, cwds []string, err error) {
+func allSessions(ctx context.Context, s Source) (ids []string, err error) {
 	seen := make(map[string]bool)
-	seenCwd := make(map[string]bool)
 	opts := persistence.ListSessionsOptions{Limit: persistence.MaxListLimit}
 	for {
 		list, next, err := s.ListSessions(ctx, opts)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, sess := range list {
 			if !seen[sess.ID] {
 				seen[sess.ID] = true
 				ids = append(ids, sess.ID)
-			}
-			if sess.Cwd != "" && !seenCwd[sess.Cwd] {
-				seenCwd[sess.Cwd] = true
-				cwds = append(cwds, sess.Cwd)
 			}
 		}
 		if next == "" {
@@ -153,8 +149,7 @@ func allSessions(ctx context.Context, s Source) (ids, cwds []string, err error) 
 		opts.Cursor = next
 	}
 	slices.Sort(ids) // a stable order: progress output can be compared between runs
-	slices.Sort(cwds)
-	return ids, cwds, nil
+	return ids, nil
 }
 
 // copySession copies one session and verifies it. It returns the outcome

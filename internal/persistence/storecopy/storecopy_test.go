@@ -75,8 +75,9 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 	// Permission rules of the sessions' projects; one the destination has
 	// decided the other way.
 	for _, r := range []*persistence.PermissionRule{
-		{Cwd: "/w/beta", Key: "edit", Allow: true},
+		{Cwd: "/w/beta", Key: "edit", Allow: true, SessionID: "beta", CreatedAt: time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)},
 		{Cwd: "/w/alpha", Key: "command:rm", Allow: false},
+		{Cwd: "/w/no-sessions", Key: "command:make", Allow: true}, // a project whose sessions were deleted
 	} {
 		must(t, src.SetPermissionRule(ctx, r))
 	}
@@ -97,10 +98,15 @@ func testCopy(t *testing.T, src, dst persistence.Store) {
 		t.Errorf("report = %+v; want 6 sessions, 4 copied, 1 identical, %d messages, %d compactions, conflict delta",
 			report, msgs, comps)
 	}
-	if report.Rules != 2 || !slices.Equal(report.RuleConflicts, []string{"/w/alpha: command:rm"}) {
-		t.Errorf("rules: %d copied or present, conflicts %v; want 2 and /w/alpha: command:rm", report.Rules, report.RuleConflicts)
+	if report.Rules != 3 || !slices.Equal(report.RuleConflicts, []string{"/w/alpha: command:rm"}) {
+		t.Errorf("rules: %d copied or present, conflicts %v; want 3 and /w/alpha: command:rm", report.Rules, report.RuleConflicts)
 	}
-	if rules, err := dst.PermissionRules(ctx, "/w/beta"); err != nil || len(rules) != 1 || !rules[0].Allow || rules[0].Key != "edit" {
+	if rules, err := dst.PermissionRules(ctx, "/w/no-sessions"); err != nil || len(rules) != 1 || rules[0].Key != "command:make" {
+		t.Errorf("the rule of a project without sessions: %+v, %v", rules, err)
+	}
+	// The rule keeps when and in which session it was granted.
+	if rules, err := dst.PermissionRules(ctx, "/w/beta"); err != nil || len(rules) != 1 || !rules[0].Allow || rules[0].Key != "edit" ||
+		rules[0].SessionID != "beta" || !rules[0].CreatedAt.Equal(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)) {
 		t.Errorf("destination rules of /w/beta: %+v, %v", rules, err)
 	}
 	if rules, _ := dst.PermissionRules(ctx, "/w/alpha"); len(rules) != 1 || !rules[0].Allow {

@@ -28,6 +28,11 @@ type Discovery struct {
 	// NumCtx (ollama): the Modelfile sets num_ctx; otherwise only the
 	// model's trained context_length (Window) is reported.
 	NumCtx bool
+	// Images, when set, is told too: OpenRouter's
+	// architecture.input_modalities, llama.cpp's modalities.vision,
+	// Ollama's capabilities, LM Studio's type ("vlm" or "llm"; "llm" when
+	// unset, as before).
+	Images *bool
 	// Once: the window is told in one answer only, then the server knows
 	// the model no more, so a later process has it only from a cache.
 	Once bool
@@ -80,6 +85,13 @@ func (s *Server) modelEntries() []map[string]any {
 	case "openrouter": // openrouter.ai/docs/api-reference/list-available-models
 		e["context_length"] = d.Window
 		e["top_provider"] = map[string]any{"context_length": d.Window, "is_moderated": false}
+		if d.Images != nil {
+			in := []string{"text"}
+			if *d.Images {
+				in = append(in, "image")
+			}
+			e["architecture"] = map[string]any{"input_modalities": in, "output_modalities": []string{"text"}, "tokenizer": "Other"}
+		}
 	default:
 		return append(out, e)
 	}
@@ -96,12 +108,16 @@ func (s *Server) props(w http.ResponseWriter, r *http.Request) {
 	}
 	// llama.cpp tools/server: /props
 	s.told()
-	writeJSON(w, map[string]any{
+	props := map[string]any{
 		"default_generation_settings": map[string]any{"n_ctx": d.Window, "params": map[string]any{"n_predict": -1}},
 		"total_slots":                 1,
 		"model_path":                  "/models/" + d.Model + ".gguf",
 		"build_info":                  "b0000-fake",
-	})
+	}
+	if d.Images != nil {
+		props["modalities"] = map[string]any{"vision": *d.Images, "audio": false}
+	}
+	writeJSON(w, props)
 }
 
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
@@ -127,11 +143,19 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	// docs.ollama.com/api: POST /api/show
 	s.told()
-	writeJSON(w, map[string]any{
+	show := map[string]any{
 		"parameters": params,
 		"model_info": map[string]any{"general.architecture": "qwen3", "qwen3.context_length": d.Window},
 		"details":    map[string]any{"family": "qwen3", "format": "gguf"},
-	})
+	}
+	if d.Images != nil {
+		caps := []string{"completion", "tools"}
+		if *d.Images {
+			caps = append(caps, "vision")
+		}
+		show["capabilities"] = caps
+	}
+	writeJSON(w, show)
 }
 
 func (s *Server) lmStudioModels(w http.ResponseWriter, r *http.Request) {
@@ -143,8 +167,12 @@ func (s *Server) lmStudioModels(w http.ResponseWriter, r *http.Request) {
 	}
 	// lmstudio.ai/docs/app/api/endpoints/rest: GET /api/v0/models
 	s.told()
+	typ := "llm"
+	if d.Images != nil && *d.Images {
+		typ = "vlm"
+	}
 	writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
-		"id": d.Model, "object": "model", "type": "llm", "state": "loaded",
+		"id": d.Model, "object": "model", "type": typ, "state": "loaded",
 		"max_context_length": d.Window * 4, "loaded_context_length": d.Window,
 	}}})
 }

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
@@ -110,12 +109,16 @@ type Settings struct {
 
 // ModelSpec is what the configuration says about one model.
 type ModelSpec struct {
-	Name             string  `json:"name"`
-	Provider         string  `json:"provider,omitempty"`
-	ContextWindow    int     `json:"contextWindow,omitempty"` // 0: not configured
-	OutputReserve    int     `json:"outputReserve,omitempty"` // 0: not configured
-	Tokenizer        string  `json:"tokenizer,omitempty"`
-	Images           bool    `json:"images"`
+	Name          string `json:"name"`
+	Provider      string `json:"provider,omitempty"`
+	ContextWindow int    `json:"contextWindow,omitempty"` // 0: not configured
+	OutputReserve int    `json:"outputReserve,omitempty"` // 0: not configured
+	Tokenizer     string `json:"tokenizer,omitempty"`
+	Images        bool   `json:"images"`
+	// ImagesSet: the images flag was configured (true or false), which
+	// wins over the endpoint and the model's family (ResolveImages);
+	// unset, Images is false and says nothing.
+	ImagesSet        bool    `json:"imagesSet,omitempty"`
 	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
 	OutputPrice      float64 `json:"outputPrice,omitempty"`
 	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
@@ -241,7 +244,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.ContextWindow = deref(m.ContextWindow, 0)
 		spec.OutputReserve = deref(m.OutputReserve, 0)
 		spec.Tokenizer = deref(m.Tokenizer, "")
-		spec.Images = deref(m.Images, false)
+		spec.Images, spec.ImagesSet = deref(m.Images, false), m.Images != nil
 		spec.InputPrice = deref(m.InputPrice, 0)
 		spec.OutputPrice = deref(m.OutputPrice, 0)
 		spec.CachedInputPrice = deref(m.CachedInputPrice, 0)
@@ -265,7 +268,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		cfg.Models = nil
 		for _, m := range list {
 			cfg.Models = append(cfg.Models, ModelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
-				OutputReserve: m.OutputReserve, Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
+				OutputReserve: m.OutputReserve, Images: m.Images, ImagesSet: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
 				CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet, Currency: m.Currency, Tokenizer: m.Tokenizer,
 				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink), EditTool: m.EditTool})
 		}
@@ -337,9 +340,6 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	cfg.LogFile.V = ExpandHome(cfg.LogFile.V, getenv)
 	cfg.LogLevel = r.str("log-level", "CROW_LOG_LEVEL", fc.Log.Level, "log.level", defaultLogLevel)
 
-	if cfg.MaxLineBytes, err = r.int("max-line-bytes", "", nil, "", acp.DefaultMaxLineBytes); err != nil {
-		return nil, err
-	}
 	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", request.DefaultMaxModelCalls); err != nil {
 		return nil, err
 	}
@@ -353,6 +353,14 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	cfg.resolvePrompt(r, fc)
 	if cfg.limits, err = loadLimits(r, fc.Limits, fc.Requests); err != nil {
 		return nil, err
+	}
+	// The line holds a prompt within the limits: its images in base64
+	// and its text, no more (imagecheck.LineBytes).
+	if cfg.MaxLineBytes, err = r.int("max-line-bytes", "", nil, "", cfg.limits.lineBytesDefault()); err != nil {
+		return nil, err
+	}
+	if cfg.MaxLineBytes.From.Kind == "default" {
+		cfg.MaxLineBytes.From.Detail = "from the prompt limits"
 	}
 	if cfg.mcp, err = loadMCP(r, fc.MCP); err != nil {
 		return nil, err

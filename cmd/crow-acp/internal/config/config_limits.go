@@ -1,22 +1,27 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // limitsFile is the [limits] table: caps that keep one client or one model
 // from exhausting the process.
 type limitsFile struct {
-	PromptBytes    *int `toml:"prompt_bytes"`
-	ActiveSessions *int `toml:"active_sessions"`
-	ReplyBytes     *int `toml:"reply_bytes"`     // text and reasoning of one model reply
-	ArgumentBytes  *int `toml:"arguments_bytes"` // one tool call's arguments
-	EventBytes     *int `toml:"event_bytes"`     // one server-sent event of the model stream
+	PromptBytes *int `toml:"prompt_bytes"`
+	// Images have their own limits, apart from the text's prompt_bytes.
+	ImageBytes       *int `toml:"image_bytes"`        // one image, decoded
+	PromptImageBytes *int `toml:"prompt_image_bytes"` // all images of one prompt, decoded
+	ActiveSessions   *int `toml:"active_sessions"`
+	ReplyBytes       *int `toml:"reply_bytes"`     // text and reasoning of one model reply
+	ArgumentBytes    *int `toml:"arguments_bytes"` // one tool call's arguments
+	EventBytes       *int `toml:"event_bytes"`     // one server-sent event of the model stream
 	// Subagents: the task tool's children (agent/subagent.go).
 	Subagents      *int `toml:"subagents"`          // running at once; 0 turns the tool off
 	SubagentSteps  *int `toml:"subagent_steps"`     // model requests of one child
@@ -36,6 +41,8 @@ type requestsFile struct {
 // limitsConfig is the resolved [limits] and [requests] settings.
 type limitsConfig struct {
 	promptBytes    Value[int]
+	imageBytes     Value[int]
+	promptImages   Value[int]
 	activeSessions Value[int]
 	retries        Value[int]
 	retryDelay     Value[time.Duration]
@@ -78,6 +85,8 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 		key  string
 		def  int
 	}{
+		{&c.imageBytes, "CROW_MAX_IMAGE_BYTES", l.ImageBytes, "limits.image_bytes", imagecheck.DefaultMaxImageBytes},
+		{&c.promptImages, "CROW_MAX_PROMPT_IMAGE_BYTES", l.PromptImageBytes, "limits.prompt_image_bytes", imagecheck.DefaultMaxPromptImageBytes},
 		{&c.replyBytes, "CROW_MAX_REPLY_BYTES", l.ReplyBytes, "limits.reply_bytes", provider.DefaultMaxReplyBytes},
 		{&c.argumentBytes, "CROW_MAX_ARGUMENTS_BYTES", l.ArgumentBytes, "limits.arguments_bytes", provider.DefaultMaxArgumentBytes},
 		{&c.eventBytes, "CROW_MAX_EVENT_BYTES", l.EventBytes, "limits.event_bytes", provider.DefaultMaxEventBytes},
@@ -96,6 +105,9 @@ func loadLimits(r resolver, l limitsFile, q requestsFile) (limitsConfig, error) 
 func (c limitsConfig) validate() error {
 	if c.promptBytes.V < 1024 {
 		return Usagef("prompt size limit %d bytes is too small: at least 1024 (from %s)", c.promptBytes.V, c.promptBytes.From)
+	}
+	if err := checkImageLimits(c.imageBytes.V, c.promptImages.V); err != nil {
+		return Usagef("%v (from %s, %s)", err, c.imageBytes.From, c.promptImages.From)
 	}
 	if c.activeSessions.V < 1 {
 		return Usagef("concurrent sessions limit %d: must be at least 1 (from %s)", c.activeSessions.V, c.activeSessions.From)
@@ -140,6 +152,16 @@ func (l limitsFile) validateFile(f *loadedFile, q requestsFile) error {
 	if v := l.ActiveSessions; v != nil && *v < 1 {
 		return f.errorAt("limits.active_sessions", "must be at least 1")
 	}
+	if l.ImageBytes != nil || l.PromptImageBytes != nil {
+		one, all := deref(l.ImageBytes, imagecheck.DefaultMaxImageBytes), deref(l.PromptImageBytes, imagecheck.DefaultMaxPromptImageBytes)
+		if err := checkImageLimits(one, all); err != nil {
+			key := "limits.prompt_image_bytes"
+			if l.ImageBytes != nil && (one < 1024 || one > maxImageBytes) {
+				key = "limits.image_bytes"
+			}
+			return f.errorAt(key, "%v", err)
+		}
+	}
 	for _, b := range []struct {
 		key string
 		v   *int
@@ -165,6 +187,36 @@ func (l limitsFile) validateFile(f *loadedFile, q requestsFile) error {
 	return nil
 }
 
+// maxImageBytes bounds the image limits: the line that carries a prompt's
+// images in base64 (imagecheck.LineBytes) stays under 1 GiB.
+const maxImageBytes = 512 << 20
+
+// checkImageLimits: one image and a prompt's images each from 1 KiB to
+// 512 MiB, and a prompt may hold at least one image.
+func checkImageLimits(one, all int) error {
+	switch {
+	case one < 1024 || one > maxImageBytes:
+		return fmt.Errorf("image size limit %d bytes: use 1024 to %d", one, maxImageBytes)
+	case all < 1024 || all > maxImageBytes:
+		return fmt.Errorf("prompt image limit %d bytes: use 1024 to %d", all, maxImageBytes)
+	case all < one:
+		return fmt.Errorf("prompt image limit %d bytes is smaller than one image's (%d)", all, one)
+	}
+	return nil
+}
+
+// ImageLimits are the limits of a prompt's images, which the agent checks
+// with imagecheck.CheckPrompt apart from the text's limit.
+func (c *Settings) ImageLimits() imagecheck.Limits {
+	return imagecheck.Limits{ImageBytes: c.limits.imageBytes.V, PromptImageBytes: c.limits.promptImages.V}
+}
+
+// lineBytesDefault is the line a prompt within the limits needs: its
+// images in base64 and its text (imagecheck.LineBytes).
+func (c limitsConfig) lineBytesDefault() int {
+	return imagecheck.LineBytes(c.promptBytes.V, c.promptImages.V)
+}
+
 // duration resolves a duration setting written like "500ms" or "2m".
 func (r resolver) duration(envName string, file *string, fileKey string, def time.Duration) (Value[time.Duration], error) {
 	s := r.str("", envName, file, fileKey, "")
@@ -181,6 +233,8 @@ func (r resolver) duration(envName string, file *string, fileKey string, def tim
 func (c limitsConfig) rows() []Row {
 	return []Row{
 		{"limits.prompt_bytes", strconv.Itoa(c.promptBytes.V), c.promptBytes.From},
+		{"limits.image_bytes", strconv.Itoa(c.imageBytes.V), c.imageBytes.From},
+		{"limits.prompt_image_bytes", strconv.Itoa(c.promptImages.V), c.promptImages.From},
 		{"limits.active_sessions", strconv.Itoa(c.activeSessions.V), c.activeSessions.From},
 		{"limits.reply_bytes", strconv.Itoa(c.replyBytes.V), c.replyBytes.From},
 		{"limits.arguments_bytes", strconv.Itoa(c.argumentBytes.V), c.argumentBytes.From},

@@ -128,3 +128,64 @@ func (c *Settings) discoverer(name string) func(context.Context, string) (provid
 		return provider.DiscoverWindow(ctx, oc, model)
 	}
 }
+
+// imageDiscoverer asks the endpoint of provider name whether a model reads
+// images (provider.DiscoverImages), with the key found at that moment.
+func (c *Settings) imageDiscoverer(name string) func(context.Context, string) (provider.DiscoveredImages, error) {
+	keys := c.keySource(name)
+	return func(ctx context.Context, model string) (provider.DiscoveredImages, error) {
+		oc := c.ClientConfig(name)
+		oc.APIKey = keys.key()
+		return provider.DiscoverImages(ctx, oc, model)
+	}
+}
+
+// ImageDiscoverer is imageDiscoverer for the provider model is configured
+// with (the default provider for a model not listed).
+func (c *Settings) ImageDiscoverer(model string) func(context.Context, string) (provider.DiscoveredImages, error) {
+	name := c.Provider.V
+	for _, m := range c.Models {
+		if m.Name == model && m.Provider != "" {
+			name = m.Provider
+		}
+	}
+	return c.imageDiscoverer(name)
+}
+
+// ImagesConfigured is the models table's images flag of model: nil when it
+// is unset or the model is not listed (the endpoint or the family then
+// decides).
+func (c *Settings) ImagesConfigured(model string) *bool {
+	for _, m := range c.Models {
+		if m.Name == model && m.ImagesSet {
+			v := m.Images
+			return &v
+		}
+	}
+	return nil
+}
+
+// ResolveImages decides whether model reads images: its configured flag,
+// else discovered (nil: not asked or the endpoint did not say), else its
+// family (provider.ResolveImages).
+func (c *Settings) ResolveImages(model string, discovered *provider.DiscoveredImages) provider.ImageSupport {
+	return provider.ResolveImages(model, c.ImagesConfigured(model), discovered)
+}
+
+// ImagesShown is what `config show` says of m's images flag: "yes" or "no"
+// when configured; unset, "auto" and what the model's family says (the
+// endpoint, asked by a running agent, may say otherwise).
+func (m ModelSpec) ImagesShown() string {
+	switch {
+	case m.ImagesSet && m.Images:
+		return "yes"
+	case m.ImagesSet:
+		return "no"
+	}
+	if yes, known := provider.ReadsImages(m.Name); known && yes {
+		return "auto: yes"
+	} else if known {
+		return "auto: no"
+	}
+	return "auto"
+}

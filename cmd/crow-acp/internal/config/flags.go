@@ -4,7 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 )
 
 // Flags are the command-line flags that override configuration, shared by
@@ -48,7 +49,7 @@ func AddFlags(fs *flag.FlagSet, groups Group) *Flags {
 		fs.StringVar(&cf.level, "log-level", "", "debug, info, warn or error (env CROW_LOG_LEVEL; file: log.level)")
 	}
 	if groups&FlagsWire != 0 {
-		fs.IntVar(&cf.maxLine, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted on stdin, in bytes (default %d)", acp.DefaultMaxLineBytes))
+		fs.IntVar(&cf.maxLine, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted on stdin, in bytes (default: what a prompt within limits.prompt_bytes and limits.prompt_image_bytes needs, %d with theirs)", imagecheck.LineBytes(agent.DefaultMaxPromptBytes, imagecheck.DefaultMaxPromptImageBytes)))
 	}
 	return cf
 }

@@ -52,7 +52,7 @@ func Migrate(ctx context.Context, w IO, from, to string, verbose bool, getenv fu
 		}
 		fmt.Fprintf(out, "\nverified in the destination: %s, %s and %s; content digests match\n",
 			transcript.Plural(report.Messages, "message"), transcript.Plural(report.Compactions, "compaction record"), transcript.Plural(report.Events, "event"))
-		fmt.Fprintf(out, "permission rules of the sessions' projects: %d", report.Rules)
+		fmt.Fprintf(out, "permission rules: %d", report.Rules)
 		if n := len(report.RuleConflicts); n > 0 {
 			fmt.Fprintf(out, ", %d with the other decision in the destination (not copied): %s", n, strings.Join(report.RuleConflicts, ", "))
 		}

@@ -13,7 +13,7 @@ import (
 // recorded longer than olderThan ago. Lifecycle and projection events
 // stay, so every session still loads and still verifies.
 func PruneFrames(ctx context.Context, cfg *config.Settings, w IO, olderThan time.Duration) error {
-	store, ok, err := openExisting(ctx, cfg)
+	store, ok, err := OpenExisting(ctx, cfg)
 	if err != nil {
 		return err
 	}

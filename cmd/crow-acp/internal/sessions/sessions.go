@@ -31,10 +31,10 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no session %q (crow-acp sessions list shows the stored ones)", e.ID)
 }
 
-// openExisting opens the database for a command that only reads or
+// OpenExisting opens the database for a command that only reads or
 // changes what it holds: a database that does not exist yet is reported
 // (ok false), not created.
-func openExisting(ctx context.Context, cfg *config.Settings) (store backend.Store, ok bool, err error) {
+func OpenExisting(ctx context.Context, cfg *config.Settings) (store backend.Store, ok bool, err error) {
 	if cfg.LocalDB() {
 		if _, err := os.Stat(cfg.DB.V); errors.Is(err, os.ErrNotExist) {
 			return nil, false, nil
@@ -50,7 +50,7 @@ func openExisting(ctx context.Context, cfg *config.Settings) (store backend.Stor
 // openFor opens the database for a command on session id: no database is
 // no such session. The caller closes the store.
 func openFor(ctx context.Context, cfg *config.Settings, id string) (backend.Store, error) {
-	store, ok, err := openExisting(ctx, cfg)
+	store, ok, err := OpenExisting(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ type ListOptions struct {
 
 // List prints the stored sessions, newest first.
 func List(ctx context.Context, cfg *config.Settings, w IO, o ListOptions) error {
-	store, ok, err := openExisting(ctx, cfg)
+	store, ok, err := OpenExisting(ctx, cfg)
 	if err != nil {
 		return err
 	}
