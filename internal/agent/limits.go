@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -56,33 +55,4 @@ func (a *Agent) tooManyTurns() error {
 	e := acp.InvalidRequest("Too many sessions are running a prompt: the limit is %d at once (setting limits.active_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it.", limit)
 	e.Data = map[string]any{"limit": limit}
 	return e
-}
-
-// windowForLimits is the session model's window, 0 when it is only assumed.
-func (a *Agent) windowForLimits(s *persistence.Session) int {
-	m := a.sessionModel(s)
-	if m.WindowAssumed {
-		return 0
-	}
-	return m.ContextWindow
-}
-
-// toolOutputLimit is how much of one tool result the model sees in session
-// s: the configured value, else scaled to the window.
-func (a *Agent) toolOutputLimit(s *persistence.Session) int {
-	if a.cfg.ToolOutputLimit > 0 {
-		return a.cfg.ToolOutputLimit
-	}
-	n, _ := request.ScaledLimits(a.windowForLimits(s))
-	return n
-}
-
-// maxModelCalls caps the model requests of one turn in session s: the
-// configured value, else scaled to the window.
-func (a *Agent) maxModelCalls(s *persistence.Session) int {
-	if a.cfg.MaxModelCalls > 0 {
-		return a.cfg.MaxModelCalls
-	}
-	_, n := request.ScaledLimits(a.windowForLimits(s))
-	return n
 }

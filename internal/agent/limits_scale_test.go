@@ -28,16 +28,21 @@ func TestScaledLimits(t *testing.T) {
 	}
 	a := agentWithModels(Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	s := &persistence.Session{}
-	if a.toolOutputLimit(s) != 32<<10 || a.maxModelCalls(s) != 200 {
-		t.Errorf("200k window: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	// limits are the session's limits as a turn takes them.
+	limits := func() (output, calls int) {
+		m := a.sessionModel(s)
+		return request.ToolOutputLimit(a.cfg.ToolOutputLimit, m), request.MaxModelCalls(a.cfg.MaxModelCalls, m)
+	}
+	if o, c := limits(); o != 32<<10 || c != 200 {
+		t.Errorf("200k window: %d bytes, %d requests", o, c)
 	}
 	a.cfg.ToolOutputLimit, a.cfg.MaxModelCalls = 4096, 7 // configured: kept as is
-	if a.toolOutputLimit(s) != 4096 || a.maxModelCalls(s) != 7 {
-		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	if o, c := limits(); o != 4096 || c != 7 {
+		t.Errorf("configured limits were scaled: %d bytes, %d requests", o, c)
 	}
 	a = agentWithModels(Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}})
-	if a.toolOutputLimit(s) != request.DefaultToolOutputLimit || a.maxModelCalls(s) != request.DefaultMaxModelCalls {
-		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	if o, c := limits(); o != request.DefaultToolOutputLimit || c != request.DefaultMaxModelCalls {
+		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", o, c)
 	}
 }
 

@@ -201,7 +201,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 	a.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
-	for call := 0; call < a.maxModelCalls(s); call++ {
+	for call := 0; call < request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)); call++ {
 		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			return "", err

@@ -117,3 +117,31 @@ const DefaultToolOutputLimit = 8 << 10
 
 // DefaultMaxModelCalls is the default cap on model requests per turn.
 const DefaultMaxModelCalls = 50
+
+// limitsWindow is m's window for the limits, 0 when it is only assumed.
+func limitsWindow(m Model) int {
+	if m.WindowAssumed {
+		return 0
+	}
+	return m.ContextWindow
+}
+
+// ToolOutputLimit is how much of one tool result the model m sees:
+// configured (when over 0), else scaled to m's window.
+func ToolOutputLimit(configured int, m Model) int {
+	if configured > 0 {
+		return configured
+	}
+	n, _ := ScaledLimits(limitsWindow(m))
+	return n
+}
+
+// MaxModelCalls caps the model requests of one turn with model m:
+// configured (when over 0), else scaled to m's window.
+func MaxModelCalls(configured int, m Model) int {
+	if configured > 0 {
+		return configured
+	}
+	_, n := ScaledLimits(limitsWindow(m))
+	return n
+}
