@@ -9,7 +9,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
-	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 )
 
 const configUsage = `Usage: crow-acp config show [--json] [flags]
@@ -100,9 +100,9 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 		}
 		_ = tw.Flush()
 		for _, m := range cfg.Models {
-			if in, cached, out, ok := agent.BuiltinPrice(m.Name); ok && !m.PricesSet && (m.Currency == "" || m.Currency == agent.DefaultCurrency) {
+			if in, cached, out, ok := request.BuiltinPrice(m.Name); ok && !m.PricesSet && (m.Currency == "" || m.Currency == request.DefaultCurrency) {
 				fmt.Fprintf(e.std.out, "  %s: built-in list price %s in, %s cached, %s out USD per 1M tokens (read %s; set prices to replace it)\n",
-					m.Name, priceOrDash(in), priceOrDash(cached), priceOrDash(out), agent.BuiltinPricesRead)
+					m.Name, priceOrDash(in), priceOrDash(cached), priceOrDash(out), request.BuiltinPricesRead)
 			}
 		}
 	}

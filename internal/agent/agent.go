@@ -1,7 +1,16 @@
-// Package agent is crow-acp's coding agent: sessions, the prompt turn, load
-// replay and the model context rebuilt from the store. It is the only package
-// that sees the wire (acp), the model (streaming) and the store
-// (persistence) together.
+// Package agent is crow-acp's coding agent, the acp.Agent of one
+// connection: initialize, the sessions (new, load, resume, fork, list,
+// close, delete: sessions.go; their stored metadata: meta.go; titles,
+// archive, config options, modes, extension methods), the prompt turn
+// (turn.go, tools.go, permission.go, subagent.go), the request it sends
+// (prepare.go, compact.go, usage.go, sysprompt.go) and load replay.
+// What a request is built from and measured against (the models and their
+// windows, the context rebuilt from the store) is package request.
+//
+// It is the only package that sees the wire (acp), the model client
+// (internal/provider) and the store (internal/persistence) together; it may
+// import them, internal/compaction and its own packages (request, tool,
+// prompt); only the commands (cmd/) import it.
 package agent
 
 import (
@@ -16,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -25,10 +35,10 @@ import (
 type Config struct {
 	// Models are the models a session can use (the "model" config option).
 	// Empty: just Model, with default attributes.
-	Models []Model
+	Models []request.Model
 	// Providers are the endpoints models name with Model.Provider; a model
 	// naming none (or one missing here) uses the client given to New.
-	Providers map[string]Provider
+	Providers map[string]request.Provider
 	// Model names the default model for new sessions; "" = the first of
 	// Models. A name missing from Models is added with default attributes.
 	Model   string
@@ -41,7 +51,7 @@ type Config struct {
 	SystemPromptAppend string
 	// MaxModelCalls caps model requests within one prompt turn; the turn
 	// then ends with stopReason "max_turn_requests". 0 = scaled to the
-	// model's window (scaledLimits; DefaultMaxModelCalls up to 60k tokens).
+	// model's window (request.ScaledLimits; request.DefaultMaxModelCalls up to 60k tokens).
 	MaxModelCalls int
 	// ListPageSize is the number of sessions per session/list page; 0 =
 	// persistence.DefaultListLimit.
@@ -55,7 +65,7 @@ type Config struct {
 	// of the first prompt.
 	ModelTitles bool
 	// PromptUsage: the prompt response carries the turn's token usage
-	// (ACP unstable `usage`; cost.go).
+	// (ACP unstable `usage`; request.TurnUsage).
 	PromptUsage bool
 	// Compaction holds the compaction thresholds; nil = compaction.Defaults().
 	// The window and output reserve come from each session's Model.
@@ -103,8 +113,8 @@ type Config struct {
 	CommandOutputCap int
 	// ToolOutputLimit is how much of one tool result the model sees, in
 	// bytes; the rest is kept and readable with read_output.
-	// 0 = scaled to the model's window (scaledLimits;
-	// DefaultToolOutputLimit up to 60k tokens).
+	// 0 = scaled to the model's window (request.ScaledLimits;
+	// request.DefaultToolOutputLimit up to 60k tokens).
 	ToolOutputLimit int
 	// ChildEnv is the environment of run_command and MCP stdio servers
 	// (tool.EnvPolicy); nil = tool.EnvPolicy{} applied to os.Environ().
@@ -166,13 +176,6 @@ func (a *Agent) framesLogged() bool {
 // than its text; once a second still keeps what a crash loses small.
 const DefaultPartialSaveInterval = time.Second
 
-// DefaultToolOutputLimit keeps one tool result near 2,000 tokens, which
-// leaves room in small (8k) context windows.
-const DefaultToolOutputLimit = 8 << 10
-
-// DefaultMaxModelCalls is the default cap on model requests per turn.
-const DefaultMaxModelCalls = 50
-
 // Agent implements acp.Agent for one connection.
 type Agent struct {
 	client acp.Client
@@ -190,13 +193,11 @@ type Agent struct {
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	sessions   map[string]*session      // what this process keeps per session, by id (state.go)
-	windows    map[string]learnedWindow // real context windows learned from the endpoint, by model
-	accepted   map[string]int           // the largest prompt each endpoint and model accepted (window.go)
+	sessions   map[string]*session // what this process keeps per session, by id (sessions.go)
 
-	discovery discovery     // window lookups running in the background
-	children  chan struct{} // one token per running subagent (subagent.go)
-	authSeen  authSeen      // what the endpoint last said about the key (logout.go)
+	models   *request.Models // the models, their endpoints and context windows
+	children chan struct{}   // one token per running subagent (subagent.go)
+	authSeen authSeen        // what the endpoint last said about the key (logout.go)
 }
 
 var (
@@ -220,7 +221,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 	if cfg.MaxConcurrentTurns <= 0 {
 		cfg.MaxConcurrentTurns = DefaultMaxConcurrentTurns
 	}
-	cfg.Models, cfg.Model = normalizeModels(cfg.Models, cfg.Model)
+	cfg.Models, cfg.Model = request.NormalizeModels(cfg.Models, cfg.Model)
 	settings := compaction.Defaults()
 	if cfg.Compaction != nil {
 		settings = *cfg.Compaction
@@ -252,12 +253,12 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		compact:  settings,
 		counters: make(map[string]compaction.Counter),
 		sessions: make(map[string]*session),
-		windows:  make(map[string]learnedWindow),
+		models:   request.NewModels(cfg.Models, cfg.Model, cfg.Providers, model, cfg.Windows, log),
 		closed:   make(chan struct{}),
 		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
 	}
 	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
-	a.startDiscovery()
+	a.models.StartDiscovery()
 	return a
 }
 
@@ -267,7 +268,7 @@ func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
 // Close releases the agent's session leases and stops the sessions' MCP
 // servers. Call it after the connection stopped serving.
 func (a *Agent) Close() {
-	a.stopDiscovery()
+	a.models.StopDiscovery()
 	a.closeOnce.Do(func() { close(a.closed) })
 	a.dropAll()
 	a.leases.close()
@@ -294,7 +295,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 			LoadSession: true,
 			PromptCapabilities: acp.PromptCapabilities{
 				EmbeddedContext: true,
-				Image:           a.anyModelTakesImages(),
+				Image:           a.models.TakesImages(),
 			},
 			SessionCapabilities: &acp.SessionCapabilities{
 				List:                  &acp.Marker{},

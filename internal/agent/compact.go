@@ -10,262 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// budget is a session's compaction state. It is only bookkeeping: losing it
-// (a restart) costs precision, never data.
-type budget struct {
-	failures  int   // consecutive failed automatic compactions (the breaker)
-	turn      *turn // the turn that already compacted automatically
-	sent      []int64
-	estimated int // our count of the last request
-	reported  int // the provider's prompt_tokens for it (0: not reported)
-	// window caps the window windowTurn's requests are measured
-	// against: the one its endpoint named when it refused a request
-	// (recoverOverflow), remembered or not.
-	window     int
-	windowTurn *turn
-}
-
-// turnWindow is the window the running turn's requests are measured
-// against after its endpoint refused one (0: none).
-func (sess *session) turnWindow() int {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if b := &sess.budget; b.windowTurn != nil && b.windowTurn == sess.turn {
-		return b.window
-	}
-	return 0
-}
-
-// prepareContext returns the messages for the next model request, rebuilt
-// from the store. It runs before every model request, including between
-// tool iterations of one turn: when the request would pass the compaction
-// threshold it compacts first, and when it cannot fit it fails with an
-// error that says why instead of sending a request the model would reject.
-func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]provider.Message, error) {
-	m := a.meterFor(s).within(sess.turnWindow())
-	view, err := a.activeView(ctx, sess, m.counter)
-	if err != nil {
-		return nil, storeError("build context", err)
-	}
-	fixed := a.fixedTokens(sess, s, m.counter)
-	entries := sess.cache.requestEntries(m.counter, a.systemPrompt(sess, s), view)
-	if entries, err = a.checkBudget(ctx, sess, s, m, view, entries, fixed); err != nil {
-		return nil, err
-	}
-	sess.remember(entries, fixed)
-	sess.withReasoningItems(entries)
-	return messagesOf(entries), nil
-}
-
-// meter is what one session's requests are measured with: the session's
-// model, its tokenizer, and the compaction settings with its window.
-type meter struct {
-	model   Model
-	counter compaction.Counter
-	st      compaction.Settings
-}
-
-// meterFor returns the meter of the session's current model. A model whose
-// window is only assumed gets Window 0: no automatic compaction.
-func (a *Agent) meterFor(s *persistence.Session) meter {
-	model := a.sessionModel(s)
-	st := a.compact
-	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
-	if model.WindowAssumed {
-		st.Window, st.OutputReserve = 0, 0
-	}
-	return meter{model: model, counter: a.counterFor(model), st: st}
-}
-
-// within is m measured against a window of at most tokens (0: m), with
-// its reply reserve cut as for a learned window (withLearnedWindow).
-func (m meter) within(tokens int) meter {
-	if tokens <= 0 || m.st.Window > 0 && m.st.Window <= tokens {
-		return m
-	}
-	m.st.Window, m.st.OutputReserve = tokens, m.model.OutputReserve
-	if m.st.OutputReserve >= tokens/2 {
-		m.st.OutputReserve = min(DefaultOutputReserve, tokens/4)
-	}
-	return m
-}
-
-// counterFor returns the (cached) token counter of a model.
-func (a *Agent) counterFor(m Model) compaction.Counter {
-	key := m.Name + "\x00" + m.Tokenizer
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.counters[key]; c != nil {
-		return c
-	}
-	c, err := compaction.NewCounter(m.Name, m.Tokenizer)
-	if err != nil {
-		a.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
-		c = compaction.Estimator{}
-	}
-	a.counters[key] = c
-	return c
-}
-
-// remember notes what the next request contains, so the provider's usage
-// report for it can be matched to it.
-func (sess *session) remember(entries []contextEntry, fixed int) {
-	ids := make([]int64, 0, len(entries))
-	total := fixed
-	for _, e := range entries[1:] {
-		ids = append(ids, e.messageID)
-		total += e.tokens
-	}
-	sess.mu.Lock()
-	b := &sess.budget
-	b.sent, b.estimated, b.reported = ids, total, 0
-	sess.mu.Unlock()
-}
-
-// observeUsage records the provider's prompt_tokens for the request just
-// made: it is the truth about what was sent.
-func (sess *session) observeUsage(res *provider.Result) {
-	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
-		return
-	}
-	sess.mu.Lock()
-	sess.budget.reported = res.Usage.PromptTokens
-	sess.mu.Unlock()
-}
-
-// measure returns the size of the next request: the provider's count of
-// the last request when the view still starts with what was sent, plus our
-// count of what is new; otherwise our count. ratio is reported/estimated of
-// the last request (1 without a report), used to scale the budget the
-// pipeline plans with.
-func (sess *session) measure(entries []contextEntry, fixed int) (used int, ratio float64) {
-	est := fixed
-	for _, e := range entries[1:] {
-		est += e.tokens
-	}
-	sess.mu.Lock()
-	b := &sess.budget
-	sent, estimated, reported := b.sent, b.estimated, b.reported
-	sess.mu.Unlock()
-	if reported == 0 || estimated == 0 {
-		return est, 1
-	}
-	ratio = min(max(float64(reported)/float64(estimated), 0.5), 3)
-	if len(entries)-1 >= len(sent) {
-		prefix := true
-		for i, id := range sent {
-			if entries[i+1].messageID != id {
-				prefix = false
-				break
-			}
-		}
-		if prefix {
-			return reported + (est - estimated), ratio
-		}
-	}
-	return int(float64(est) * ratio), ratio
-}
-
-// overflow is the error for a request that cannot be sent.
-func (m meter) overflow(used int, why string) error {
-	e := acp.InternalError("%s", sentence(fmt.Sprintf("The context window is full: the next model request needs %d tokens and %s has %d with %d reserved for the reply; %s",
-		used, m.model.Name, m.st.Window, m.st.Reserve(), why)))
-	e.Data = map[string]any{"reason": "context_window_exceeded", "tokens": used, "window": m.st.Window}
-	return e
-}
-
-// checkBudget compacts the view when the request would pass the threshold
-// (entries are the view's request messages) and returns the messages of
-// the request to send, with every guard: auto-compaction off → an error only when it does not
-// fit; at most one automatic compaction per turn; a breaker after
-// MaxFailures failures; the stall guard (in the pipeline).
-func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, entries []contextEntry, fixed int) ([]contextEntry, error) {
-	st := m.st
-	if st.Window <= 0 {
-		return entries, nil // window unknown: nothing to measure against (warned at start)
-	}
-	if fixed > st.Budget() {
-		return nil, m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
-	}
-	used, ratio := sess.measure(entries, fixed)
-	if used <= st.Trigger() {
-		return entries, nil
-	}
-	fits := used <= st.Budget()
-	if !st.Auto {
-		if fits {
-			return entries, nil
-		}
-		return nil, m.overflow(used, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session")
-	}
-	sess.mu.Lock()
-	b := &sess.budget
-	cur := sess.turn
-	failures, sameTurn := b.failures, cur != nil && b.turn == cur
-	if !sameTurn && failures < st.MaxFailures {
-		b.turn = cur
-	}
-	sess.mu.Unlock()
-	switch {
-	case failures >= st.MaxFailures:
-		if fits {
-			return entries, nil
-		}
-		return nil, m.overflow(used, fmt.Sprintf("automatic compaction stopped after %d failed attempts; run /compact or start a new session", failures))
-	case sameTurn:
-		if fits {
-			return entries, nil
-		}
-		return nil, m.overflow(used, "this turn already compacted once and its own messages no longer fit; send a new prompt to continue")
-	}
-
-	res, err := a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		sess.mu.Lock()
-		b.failures++
-		sess.mu.Unlock()
-		nv, verr := a.activeView(ctx, sess, m.counter)
-		if verr != nil {
-			return nil, storeError("build context", verr)
-		}
-		nentries := contextMessages(m.counter, a.systemPrompt(sess, s), nv)
-		after, _ := sess.measure(nentries, fixed)
-		if after <= st.Budget() {
-			return nentries, nil // over the threshold but it fits: go on, the failure is reported
-		}
-		if fitsWindow(st, after) {
-			// Over the budget, but the window holds it with room for a
-			// shorter reply: send it rather than call the window full.
-			a.log.Info("compaction could not bring the request under the budget; sending it, it fits the window",
-				zap.String("session", s.ID), zap.Int("tokens", after), zap.Int("window", st.Window), zap.Error(err))
-			return nentries, nil
-		}
-		var oe *compaction.OverflowError
-		if errors.As(err, &oe) {
-			return nil, m.overflow(used, oe.Reason+"; "+a.windowFix(m, fixed, after))
-		}
-		return nil, m.overflow(used, "compaction failed: "+err.Error())
-	}
-	sess.mu.Lock()
-	b.failures = 0
-	sess.mu.Unlock()
-	return contextMessages(m.counter, a.systemPrompt(sess, s), res), nil
-}
-
-// fitsWindow reports whether a request of used tokens fits st's window
-// itself, leaving a quarter of the reply reserve for the reply: the
-// endpoint takes it, though the reply may be cut short.
-func fitsWindow(st compaction.Settings, used int) bool {
-	return st.Window > 0 && used+st.Reserve()/4 <= st.Window
-}
 
 // compactOpts say how a compaction was asked for.
 type compactOpts struct {
@@ -277,37 +26,37 @@ type compactOpts struct {
 // runCompaction runs the pipeline on view, applies its plans, tells the
 // client, and returns the new view. ratio scales the budget to the
 // provider's reported counts.
-func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
-	st := m.st
+func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+	st := m.Settings
 	planned := st
 	if ratio != 1 && st.Window > 0 {
 		planned.Window = int(float64(st.Window) / ratio)
 		planned.OutputReserve = int(float64(st.Reserve()) / ratio)
 	}
 	ref := newID("cmp_")
-	a.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.model.Name})
+	a.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
 	if a.capabilities().SupportsCompaction() {
 		a.sendUpdate(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
 	persistCtx := context.WithoutCancel(ctx)
-	settings := settingsSnapshot(planned, m.counter.Name(), ref, o.manual, o.focus)
+	settings := settingsSnapshot(planned, m.Counter.Name(), ref, o.manual, o.focus)
 	x := &compaction.Compactor{
-		Counter:   m.counter,
+		Counter:   m.Counter,
 		Settings:  planned,
-		Summarize: a.summarizer(s.ID, m.model),
+		Summarize: a.summarizer(s.ID, m.Model),
 		Apply: func(ctx context.Context, p *compaction.Plan) ([]persistence.Message, error) {
 			rec := &persistence.Compaction{SessionID: s.ID, Policy: p.Policy, CompactedIDs: p.Compacted, KeptIDs: p.Kept,
 				TokensBefore: p.TokensBefore, TokensAfter: p.TokensAfter,
 				MessagesBefore: p.MessagesBefore, MessagesAfter: p.MessagesAfter, Settings: settings(p)}
 			for _, added := range p.Added {
-				added.TokenEncoding = m.counter.Name()
+				added.TokenEncoding = m.Counter.Name()
 			}
 			if err := sess.rewrite(func() error { return a.writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
 				return nil, storeError("compact", err)
 			}
 			a.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
 				zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter), zap.String("note", p.Note))
-			return a.activeView(persistCtx, sess, m.counter)
+			return a.activeView(persistCtx, sess, m.Counter)
 		},
 	}
 	if o.noModel {
@@ -323,7 +72,7 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 	if err != nil {
 		return nil, err
 	}
-	return a.activeView(ctx, sess, m.counter)
+	return a.activeView(ctx, sess, m.Counter)
 }
 
 // settingsSnapshot returns the Settings JSON stored with each record.
@@ -344,10 +93,10 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 // summarizer asks the session's model for a summary, without tools and
 // without streaming it to the client.
 // Failures that may pass are retried like a turn's requests.
-func (a *Agent) summarizer(sessionID string, model Model) compaction.Summarizer {
+func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
-		res, _, err := a.streamWithRetry(ctx, a.clientFor(model), sessionID, req, nil)
+		res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), sessionID, req, nil)
 		if err != nil {
 			return "", err
 		}
@@ -364,7 +113,7 @@ func (a *Agent) capabilities() acp.ClientCapabilities {
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.
-func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m meter, ref string, res compaction.Result, ratio float64, err error) {
+func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
 		if a.capabilities().SupportsCompaction() {
 			a.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
@@ -414,10 +163,10 @@ func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persiste
 		// Its own message: it must not merge into the reply around it.
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
-	if len(res.Plans) > 0 && m.st.Window > 0 {
+	if len(res.Plans) > 0 && m.Settings.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
-		a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.st.Window}})
+		a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
 	}
 }
 
@@ -440,21 +189,21 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed seedTicket) {
+func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
 	m := a.meterFor(s)
-	st := m.st
+	st := m.Settings
 	check := st.Window > 0 && st.Auto
 	var c compaction.Counter // without the check, the first turn counts
 	enc := ""
 	if check {
-		c, enc = m.counter, m.counter.Name()
+		c, enc = m.Counter, m.Counter.Name()
 	}
 	view, counted, err := loadedView(ctx, c, loaded)
 	if err != nil {
 		a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 		return
 	}
-	seed.seed(view, enc, counted)
+	seed.Seed(view, enc, counted)
 	if !check {
 		return
 	}
@@ -462,7 +211,7 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 		return
 	}
 	err = a.leases.briefly(ctx, sess, func(ctx context.Context) {
-		view, err := a.activeView(ctx, sess, m.counter)
+		view, err := a.activeView(ctx, sess, m.Counter)
 		if err != nil {
 			a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 			return
@@ -482,11 +231,11 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 
 // overOnLoad reports whether a loaded session's view is over the
 // compaction threshold (and can be compacted: the fixed head fits).
-func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m meter, view []persistence.Message) (fixed int, over bool) {
-	fixed = a.fixedTokens(sess, s, m.counter)
-	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
+	fixed = a.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
-	return fixed, used > m.st.Trigger() && fixed <= m.st.Budget()
+	return fixed, used > m.Settings.Trigger() && fixed <= m.Settings.Budget()
 }
 
 // loadedView is the model's view among the messages a load read, with
@@ -503,6 +252,6 @@ func loadedView(ctx context.Context, c compaction.Counter, loaded []persistence.
 	if c == nil {
 		return view, nil, nil
 	}
-	counted, err := countView(ctx, c, view)
+	counted, err := request.CountView(ctx, c, view)
 	return view, counted, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -123,12 +124,12 @@ var compactCommand = slashCommand{
 	hint:        "optional focus for the summary",
 	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
 		m := a.meterFor(s)
-		view, err := a.activeView(ctx, sess, m.counter)
+		view, err := a.activeView(ctx, sess, m.Counter)
 		if err != nil {
 			return "", storeError("compact", err)
 		}
-		fixed := a.fixedTokens(sess, s, m.counter)
-		_, ratio := sess.measure(contextMessages(m.counter, a.systemPrompt(sess, s), view), fixed)
+		fixed := a.fixedTokens(sess, s, m.Counter)
+		_, ratio := sess.measure(request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view), fixed)
 		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
 		switch {
 		case ctx.Err() != nil:

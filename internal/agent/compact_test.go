@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
@@ -42,14 +43,14 @@ func requestTokens(body []byte) int { return len(body) / 4 }
 // reserve, by the provider's own count. At most one compaction per turn.
 func TestSmallWindowLongSession(t *testing.T) {
 	const window = 6000
-	a, _, m := newTestAgent(t, Config{Model: "local-8b", Models: []Model{{Name: "local-8b", ContextWindow: window}}})
+	a, _, m := newTestAgent(t, Config{Model: "local-8b", Models: []request.Model{{Name: "local-8b", ContextWindow: window}}})
 	m.SetFallback(fakemodel.Reply{Text: prose(99, 120)})
 	ctx := context.Background()
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	budget := window - min(DefaultOutputReserve, window/4)
+	budget := window - min(request.DefaultOutputReserve, window/4)
 	seen := 0
 	for turn := 0; turn < 25; turn++ {
 		res, err := prompt(a, s.SessionID, fmt.Sprintf("Turn %d. %s", turn, prose(turn, 150+turn*7)))
@@ -119,7 +120,7 @@ func errData(t *testing.T, err error) map[string]any {
 func TestAutoCompactionOff(t *testing.T) {
 	st := compaction.Defaults()
 	st.Auto = false
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, Compaction: &st, NoTools: true})
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 2048}}, Compaction: &st, NoTools: true})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -150,7 +151,7 @@ func TestAutoCompactionOff(t *testing.T) {
 // agent stops trying (no more summary requests) and says so.
 func TestBreakerAfterThreeFailures(t *testing.T) {
 	// No tools: their schemas alone would take half of this small window.
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, NoTools: true})
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 2048}}, NoTools: true})
 	m.SetFallback(fakemodel.Reply{Text: "short summary"})
 	ctx := context.Background()
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
@@ -191,7 +192,7 @@ func TestBreakerAfterThreeFailures(t *testing.T) {
 // model call, and the next prompt fits.
 func TestCompactOnLoad(t *testing.T) {
 	ctx := context.Background()
-	big, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}})
+	big, _, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}})
 	m.SetFallback(fakemodel.Reply{Text: prose(5, 100)})
 	cwd := t.TempDir()
 	s, err := big.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd})
@@ -206,7 +207,7 @@ func TestCompactOnLoad(t *testing.T) {
 	// The same store, now served with a 4,096-token model by a new agent
 	// (as after a restart).
 	big.Close()
-	small := New(&recorder{}, big.store, big.model, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 4096}}}, nil)
+	small := New(&recorder{}, big.store, big.model, Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 4096}}}, nil)
 	before := len(m.Requests())
 	if _, err := small.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: s.SessionID, Cwd: cwd}); err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestCompactOnLoad(t *testing.T) {
 // messages the next model request carries.
 func TestContextBuildIsTheNextRequest(t *testing.T) {
 	ctx := context.Background()
-	a, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 32000}}})
+	a, _, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 32000}}})
 	m.SetFallback(fakemodel.Reply{Text: "noted"})
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -276,19 +277,19 @@ func TestContextBuildIsTheNextRequest(t *testing.T) {
 
 // TestModelTokenizer: the tokenizer is chosen per model and configurable.
 func TestModelTokenizer(t *testing.T) {
-	models, err := ParseModels("local;window=8192;tokenizer=cl100k_base, gpt-4o-mini, other;window=4096")
+	models, err := request.ParseModels("local;window=8192;tokenizer=cl100k_base, gpt-4o-mini, other;window=4096")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseModels("m;tokenizer=klingon"); err == nil {
+	if _, err := request.ParseModels("m;tokenizer=klingon"); err == nil {
 		t.Fatal("an unknown tokenizer was accepted")
 	}
 	a, _, _ := newTestAgent(t, Config{Model: "local", Models: models})
 	for name, want := range map[string]string{"local": "cl100k_base", "gpt-4o-mini": "o200k_base", "other": compaction.EncodingEstimate} {
 		meta, _ := json.Marshal(map[string]string{"model": name})
 		m := a.meterFor(&persistence.Session{ID: "s", Metadata: meta})
-		if m.model.Name != name || m.counter.Name() != want {
-			t.Errorf("model %s counts with %s (model %s), want %s", name, m.counter.Name(), m.model.Name, want)
+		if m.Model.Name != name || m.Counter.Name() != want {
+			t.Errorf("model %s counts with %s (model %s), want %s", name, m.Counter.Name(), m.Model.Name, want)
 		}
 	}
 }
@@ -305,7 +306,7 @@ func TestOneCompactionPerTurn(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		replies = append(replies, call(i))
 	}
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, NoTools: true}, replies...)
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 2048}}, NoTools: true}, replies...)
 	ctx := context.Background()
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -336,7 +337,7 @@ func TestOneCompactionPerTurn(t *testing.T) {
 // error on the first request, before any model call (never a compaction
 // loop).
 func TestFixedPartOverWindow(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "tiny", Models: []Model{{Name: "tiny", ContextWindow: 1024}},
+	a, _, m := newTestAgent(t, Config{Model: "tiny", Models: []request.Model{{Name: "tiny", ContextWindow: 1024}},
 		SystemPrompt: prose(1, 1500)})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -48,26 +49,26 @@ var modelOption = configOption{
 		for _, m := range a.cfg.Models {
 			// The window in use: discovered or learned from the endpoint
 			// once known, not only the configured or assumed one.
-			m = a.withLearnedWindow(m)
+			m = a.models.WithLearnedWindow(m)
 			out = append(out, acp.SessionConfigSelectOption{Value: m.Name, Name: m.DisplayName(), Description: modelDescription(m)})
 		}
 		return out
 	},
-	current: func(a *Agent, m sessionMeta) string { return a.modelNamed(m.Model).Name },
+	current: func(a *Agent, m sessionMeta) string { return a.models.Named(m.Model).Name },
 	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
 		_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
 		return err
 	},
 }
 
-func modelDescription(m Model) string {
+func modelDescription(m request.Model) string {
 	d := fmt.Sprintf("%s-token context", tokens(m.ContextWindow))
 	switch {
 	case m.WindowAssumed:
 		d = "context window not known yet (not configured; asked from the endpoint)"
 	case strings.HasPrefix(m.WindowSource, "discovered"):
 		d += " (told by the server)"
-	case strings.HasPrefix(m.WindowSource, learnedPrefix):
+	case strings.HasPrefix(m.WindowSource, request.LearnedPrefix):
 		d += " (learned from the server)"
 	}
 	if m.Images {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -12,7 +13,7 @@ import (
 // userParts converts a prompt to stored parts. Block types the agent did not
 // advertise, or that the session's model cannot read, are refused with
 // -32602 rather than silently dropped.
-func userParts(blocks []acp.ContentBlock, model Model) ([]persistence.Part, error) {
+func userParts(blocks []acp.ContentBlock, model request.Model) ([]persistence.Part, error) {
 	parts := make([]persistence.Part, 0, len(blocks))
 	for i, b := range blocks {
 		switch {

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // Cached prompt tokens are billed at the cached-input price, or at the
 // input price when none is set; a cached count above the prompt is capped.
 func TestModelCostCached(t *testing.T) {
-	m := Model{InputPrice: 2, CachedInputPrice: 0.5, OutputPrice: 8}
+	m := request.Model{InputPrice: 2, CachedInputPrice: 0.5, OutputPrice: 8}
 	u := provider.Usage{PromptTokens: 1_000_000, CachedTokens: 600_000, CompletionTokens: 100_000}
 	if got, want := m.Cost(u), 0.4*2+0.6*0.5+0.1*8; got != want {
 		t.Errorf("cost = %v, want %v", got, want)
@@ -35,16 +36,16 @@ func TestBuiltinPrices(t *testing.T) {
 		"gpt-4o": 2.5, "openai/gpt-4o-2024-08-06": 2.5, "GPT-4.1-mini": 0.4, "gpt-5": 1.25,
 		"gpt-4o-mini-tts": 0, "qwen3:8b": 0, "gpt-4o-mini-2024-07-18": 0.15,
 	} {
-		m := Model{Name: name}.withDefaults()
+		m := request.Model{Name: name}.WithDefaults()
 		if m.InputPrice != want || (want > 0) != m.Priced() || (want > 0 && m.Currency != "USD") {
 			t.Errorf("%s: input price %v (priced %v, %s), want %v", name, m.InputPrice, m.Priced(), m.Currency, want)
 		}
 	}
-	models, err := ParseModels("gpt-4o;in=0;out=0, gpt-4o-mini;in=1, gpt-4.1;currency=EUR")
+	models, err := request.ParseModels("gpt-4o;in=0;out=0, gpt-4o-mini;in=1, gpt-4.1;currency=EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	models, _ = normalizeModels(models, "")
+	models, _ = request.NormalizeModels(models, "")
 	if models[0].Priced() {
 		t.Errorf("prices of 0 switch cost off: %+v", models[0])
 	}
@@ -59,14 +60,14 @@ func TestBuiltinPrices(t *testing.T) {
 // The prompt response's usage sums what the provider reported for the
 // turn's requests, and is absent when it reported nothing.
 func TestTurnUsage(t *testing.T) {
-	var none *turnUsage
-	tu := &turnUsage{}
-	if tu.wire() != nil || none.wire() != nil {
+	var none *request.TurnUsage
+	tu := &request.TurnUsage{}
+	if tu.Wire() != nil || none.Wire() != nil {
 		t.Fatal("usage before any request")
 	}
-	tu.add(provider.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 80})
-	tu.add(provider.Usage{PromptTokens: 120, CompletionTokens: 5, ReasoningTokens: 3})
-	u := tu.wire()
+	tu.Add(provider.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 80})
+	tu.Add(provider.Usage{PromptTokens: 120, CompletionTokens: 5, ReasoningTokens: 3})
+	u := tu.Wire()
 	if u.InputTokens != 220 || u.OutputTokens != 15 || u.TotalTokens != 235 || *u.CachedReadTokens != 80 || *u.ThoughtTokens != 3 || u.CachedWriteTokens != nil {
 		t.Fatalf("usage %+v", u)
 	}
@@ -87,7 +88,7 @@ func TestAddCostStaysFinite(t *testing.T) {
 	}
 	m.addCost("EUR", math.NaN())
 	back := decodeMeta(encodeMeta(m))
-	if back.Mode != ModePlan || !finiteAmount(back.Cost["USD"]) || back.Cost["USD"] < 0.25 || len(back.Cost) != 1 {
+	if back.Mode != ModePlan || !request.FiniteAmount(back.Cost["USD"]) || back.Cost["USD"] < 0.25 || len(back.Cost) != 1 {
 		t.Fatalf("metadata after non-finite costs: %+v (encoded %s)", back, encodeMeta(m))
 	}
 	m.Cost["GBP"] = math.NaN() // however it got there, it is not stored
@@ -95,7 +96,7 @@ func TestAddCostStaysFinite(t *testing.T) {
 		t.Fatalf("encoded with a NaN cost: %s", b)
 	}
 	for _, spec := range []string{"m;in=NaN", "m;out=Inf", "m;cached=-1", "m;in=1e400"} {
-		if _, err := ParseModels(spec); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
+		if _, err := request.ParseModels(spec); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
 			t.Errorf("%s: %v, want the price refused", spec, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -34,7 +35,7 @@ func checkView(t *testing.T, a *Agent, sid, when string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := countView(ctx, c, want); err != nil {
+	if _, err := request.CountView(ctx, c, want); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
@@ -164,7 +165,7 @@ func TestTurnReadsOnlyNewMessages(t *testing.T) {
 func TestKeptContextFollowsModelSwitch(t *testing.T) {
 	const callID = "call_0123456789abcdef"
 	ctx := context.Background()
-	a, _, m := newTestAgent(t, Config{Model: "gpt-4o-mini", Models: []Model{{Name: "gpt-4o-mini"}, {Name: "mistral-large-latest"}}, DefaultMode: ModeBypass},
+	a, _, m := newTestAgent(t, Config{Model: "gpt-4o-mini", Models: []request.Model{{Name: "gpt-4o-mini"}, {Name: "mistral-large-latest"}}, DefaultMode: ModeBypass},
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: callID, Name: "list_files", Arguments: `{"path":"."}`}}},
 		fakemodel.Reply{Text: "listed"})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
@@ -214,7 +215,7 @@ func (c promptCounter) Count(text string) int {
 // Issue 19 item 4: the fixed prefix (system prompt and tool schemas) is
 // counted once per model and tool set, not for every request.
 func TestFixedPrefixCountedOnce(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 1 << 20}}})
+	a, _, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 1 << 20}}})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	var mu sync.Mutex
 	var counted int
@@ -246,29 +247,29 @@ func TestSeedRefusedAfterChanges(t *testing.T) {
 		name    string
 		gen     int64
 		held    bool
-		between func(cc *contextCache)
+		between func(cc *request.ContextCache)
 		want    bool
 	}{
-		{"nothing between", 3, false, func(*contextCache) {}, true},
-		{"no lease before", 0, false, func(*contextCache) {}, false},
-		{"a turn here holds the lease", 3, true, func(*contextCache) {}, false},
-		{"a lease here", 3, false, func(cc *contextCache) { cc.leased(4) }, false},
-		{"a change in place", 3, false, func(cc *contextCache) { cc.changed(7) }, false},
-		{"a dropped view", 3, false, func(cc *contextCache) { cc.reset() }, false},
+		{"nothing between", 3, false, func(*request.ContextCache) {}, true},
+		{"no lease before", 0, false, func(*request.ContextCache) {}, false},
+		{"a turn here holds the lease", 3, true, func(*request.ContextCache) {}, false},
+		{"a lease here", 3, false, func(cc *request.ContextCache) { cc.Leased(4) }, false},
+		{"a change in place", 3, false, func(cc *request.ContextCache) { cc.Changed(7) }, false},
+		{"a dropped view", 3, false, func(cc *request.ContextCache) { cc.Reset() }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cc contextCache
+			var cc request.ContextCache
 			if tc.gen != 0 {
-				cc.leased(tc.gen)
+				cc.Leased(tc.gen)
 			}
-			ticket := cc.ticket(tc.held)
+			ticket := cc.Ticket(tc.held)
 			tc.between(&cc)
-			ticket.seed(view, "", nil)
-			if cc.valid != tc.want {
-				t.Fatalf("seeded %v, want %v", cc.valid, tc.want)
+			ticket.Seed(view, "", nil)
+			if cc.Valid != tc.want {
+				t.Fatalf("seeded %v, want %v", cc.Valid, tc.want)
 			}
-			if tc.want && cc.last != 2 {
-				t.Fatalf("the seeded view ends at seq %d, want 2", cc.last)
+			if tc.want && cc.Last != 2 {
+				t.Fatalf("the seeded view ends at seq %d, want 2", cc.Last)
 			}
 		})
 	}
@@ -280,17 +281,17 @@ func TestSeedRefusedAfterChanges(t *testing.T) {
 // it, the next generation here keeps the view and any other drops it.
 func TestReleasedLeaseSeen(t *testing.T) {
 	view := []persistence.Message{{ID: 1, Seq: 1, IsActive: true}}
-	kept := func(own, seen int64, then func(cc *contextCache)) bool {
-		var cc contextCache
+	kept := func(own, seen int64, then func(cc *request.ContextCache)) bool {
+		var cc request.ContextCache
 		if own != 0 {
-			cc.leased(own)
+			cc.Leased(own)
 		}
-		cc.ticket(false).seed(view, "", nil)
-		cc.released(seen)
+		cc.Ticket(false).Seed(view, "", nil)
+		cc.Released(seen)
 		if then != nil {
 			then(&cc)
 		}
-		return cc.valid
+		return cc.Valid
 	}
 	if !kept(5, 5, nil) {
 		t.Error("this process's own released lease dropped the view")
@@ -298,21 +299,21 @@ func TestReleasedLeaseSeen(t *testing.T) {
 	if kept(5, 6, nil) {
 		t.Error("another process's released lease (6 after 5) kept the view")
 	}
-	var cc contextCache
-	cc.released(6)
-	cc.ticket(false).seed(view, "", nil)
-	if !cc.valid {
+	var cc request.ContextCache
+	cc.Released(6)
+	cc.Ticket(false).Seed(view, "", nil)
+	if !cc.Valid {
 		t.Fatal("a load after a released lease could not seed")
 	}
-	if cc.leased(7); !cc.valid {
+	if cc.Leased(7); !cc.Valid {
 		t.Error("the next lease (7 after the released 6) dropped the view")
 	}
-	if cc.leased(9); cc.valid {
+	if cc.Leased(9); cc.Valid {
 		t.Error("a gap (9 after 7) kept the view")
 	}
-	cc = contextCache{}
-	cc.released(0) // never leased
-	if !cc.ticket(false).ok {
+	cc = request.ContextCache{}
+	cc.Released(0) // never leased
+	if !cc.Ticket(false).Ok {
 		t.Error("a session never leased could not seed")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
@@ -36,26 +37,26 @@ func TestWindowDiscovery(t *testing.T) {
 		return provider.DiscoverWindow(ctx, oc, model)
 	}
 	cfg := Config{Model: "local", NoTools: true, Windows: store,
-		Providers: map[string]Provider{"": {Endpoint: m.URL(), Discover: discover}}}
+		Providers: map[string]request.Provider{"": {Endpoint: m.URL(), Discover: discover}}}
 	a := New(&recorder{}, store, provider.NewOpenAI(oc), cfg, nil)
 	start := time.Now()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, src := a.windowSource("local"); n != DefaultContextWindow || !strings.Contains(src, "assumed") {
+	if n, src := a.windowSource("local"); n != request.DefaultContextWindow || !strings.Contains(src, "assumed") {
 		t.Fatalf("before the lookup ends: %d from %q", n, src)
 	}
 	if time.Since(start) > 2*time.Second {
 		t.Fatal("session/new waited for the window lookup")
 	}
 	close(release)
-	a.discovery.wg.Wait()
+	a.models.WaitDiscovery()
 	n, src := a.windowSource("local")
 	if n != 16384 || src != "discovered: llama.cpp GET /props (default_generation_settings.n_ctx)" {
 		t.Fatalf("discovered %d from %q", n, src)
 	}
-	if got := a.meterFor(mustSession(t, a, s.SessionID)).st.Window; got != 16384 {
+	if got := a.meterFor(mustSession(t, a, s.SessionID)).Settings.Window; got != 16384 {
 		t.Fatalf("compaction measures against %d, want the discovered window", got)
 	}
 	a.Close()
@@ -66,10 +67,10 @@ func TestWindowDiscovery(t *testing.T) {
 		return provider.DiscoveredWindow{}, errors.New("must not be asked")
 	}
 	before := asked.Load()
-	cfg.Providers = map[string]Provider{"": {Endpoint: m.URL(), Discover: failing}}
+	cfg.Providers = map[string]request.Provider{"": {Endpoint: m.URL(), Discover: failing}}
 	b := New(&recorder{}, store, provider.NewOpenAI(oc), cfg, nil)
 	defer b.Close()
-	b.discovery.wg.Wait()
+	b.models.WaitDiscovery()
 	if n, src := b.windowSource("local"); n != 16384 || !strings.HasPrefix(src, "discovered: llama.cpp") {
 		t.Fatalf("from the cache: %d from %q", n, src)
 	}
@@ -99,7 +100,7 @@ func TestFirstRequestWaitsForDiscovery(t *testing.T) {
 	}
 	rec := &recorder{}
 	cfg := Config{Model: "local", NoTools: true, Windows: store,
-		Providers: map[string]Provider{"": {Endpoint: m.URL(), Discover: discover}}}
+		Providers: map[string]request.Provider{"": {Endpoint: m.URL(), Discover: discover}}}
 	a := New(rec, store, provider.NewOpenAI(oc), cfg, nil)
 	defer a.Close()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
@@ -143,10 +144,17 @@ func TestConfiguredWindowIsNotDiscovered(t *testing.T) {
 		asked.Add(1)
 		return provider.DiscoveredWindow{Tokens: 999999, Source: "x"}, nil
 	}
-	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 8192}},
-		Providers: map[string]Provider{"": {Discover: discover}}})
-	a.stopDiscovery()
+	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 8192}},
+		Providers: map[string]request.Provider{"": {Discover: discover}}})
+	a.models.StopDiscovery()
 	if n, _ := a.windowSource("m"); n != 8192 || asked.Load() != 0 {
 		t.Fatalf("window %d, asked %d times", n, asked.Load())
 	}
+}
+
+// windowSource reports a model's effective context window and where it
+// came from (Model.WindowSource), for tests.
+func (a *Agent) windowSource(model string) (int, string) {
+	m := a.models.Named(model)
+	return m.ContextWindow, m.WindowSource
 }

@@ -3,12 +3,14 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -117,3 +119,11 @@ func serverParserFailed(err error) bool {
 const parserAdvice = "the endpoint is reachable: the model server's own parser could not read the reply the model wrote (its tool-call markup), which is a fault of the server's chat template or parser for this model. " +
 	"Try again, update the server (llama.cpp), start llama-server with another --chat-template or --chat-template-file, " +
 	`or turn the tools off (CROW_TOOLS=off, or tools = "off" in the configuration file)`
+
+// overflow is the error for a request that cannot be sent.
+func overflow(m request.Meter, used int, why string) error {
+	e := acp.InternalError("%s", sentence(fmt.Sprintf("The context window is full: the next model request needs %d tokens and %s has %d with %d reserved for the reply; %s",
+		used, m.Model.Name, m.Settings.Window, m.Settings.Reserve(), why)))
+	e.Data = map[string]any{"reason": "context_window_exceeded", "tokens": used, "window": m.Settings.Window}
+	return e
+}

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -25,7 +26,7 @@ func TestErrorsReadAsOneSentence(t *testing.T) {
 		"cut midstream": modelError(errors.New("streaming: the stream broke off: unexpected EOF"), retryState{attempts: 1, forwarded: true}),
 		"store full":    storeError("save prompt", fmt.Errorf("sqlite: append: %w: database or disk is full", persistence.ErrStorageFull)),
 		"store other":   storeError("load session", errors.New("sqlite: query messages: disk I/O error\nmore")),
-		"overflow":      meter{model: Model{Name: "m"}}.overflow(9000, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session"),
+		"overflow":      overflow(request.Meter{Model: request.Model{Name: "m"}}, 9000, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session"),
 	} {
 		var e *acp.Error
 		if !errors.As(err, &e) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -302,24 +303,24 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	}
 	sess := a.session(s.ID)
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, sess, m.counter)
+	view, err := a.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.counter)
-	entries := contextMessages(m.counter, a.systemPrompt(sess, s), view)
+	fixed := a.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
-	st := m.st
+	st := m.Settings
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
 		Tokens: used, Window: st.Window, Budget: st.Budget(), CompactAt: st.Trigger(),
-		CompactionDue: st.Window > 0 && used > st.Trigger(), Tokenizer: m.counter.Name(), Model: m.model.Name}
+		CompactionDue: st.Window > 0 && used > st.Trigger(), Tokenizer: m.Counter.Name(), Model: m.Model.Name}
 	for i, e := range entries {
-		tokens := e.tokens
+		tokens := e.Tokens
 		if i == 0 {
 			tokens = fixed // the system prompt carries the fixed part (tool schemas included)
 		}
-		r.Messages = append(r.Messages, contextMessage{Role: e.msg.Role, Content: e.msg.Content, ToolCalls: e.msg.ToolCalls,
-			ToolCallID: e.msg.ToolCallID, Tokens: tokens, MessageID: e.messageID})
+		r.Messages = append(r.Messages, contextMessage{Role: e.Msg.Role, Content: e.Msg.Content, ToolCalls: e.Msg.ToolCalls,
+			ToolCallID: e.Msg.ToolCallID, Tokens: tokens, MessageID: e.MessageID})
 	}
 	for _, t := range a.toolDefinitions(sess, s) {
 		r.Tools = append(r.Tools, t.Name)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/internal/provider"
+	"github.com/crow-acp/crow-acp/internal/syncbuf"
 )
 
 // okModel answers every request with a short streamed text.
@@ -59,7 +59,7 @@ func FuzzAgent(f *testing.F) {
 		input := []byte(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
 		input = append(append(input, in...), '\n')
 		input = append(input, `{"jsonrpc":"2.0","id":"probe-9c1d","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`+"\n"...)
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		methods := requestMethods(input)
 		// The input stays open until every request has its answer, so
 		// turns run to the end instead of being cancelled by the close.
@@ -138,23 +138,6 @@ func requestMethods(input []byte) map[string]string {
 		out[string(id)] = m.Method
 	}
 	return out
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
 }
 
 var agentSeeds = []string{

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
@@ -47,10 +48,10 @@ func benchTurnAfter(b *testing.B, turns int) {
 	}
 	defer store.Close()
 	model := provider.NewOpenAI(provider.OpenAIConfig{BaseURL: url, APIKey: "sk-bench"})
-	a := New(&recorder{}, store, model, Config{Models: []Model{{Name: "gpt-4o-mini", ContextWindow: 1 << 30}}}, nil)
+	a := New(&recorder{}, store, model, Config{Models: []request.Model{{Name: "gpt-4o-mini", ContextWindow: 1 << 30}}}, nil)
 	defer a.Close()
 	cwd := b.TempDir()
-	counter := a.counterFor(a.modelNamed("gpt-4o-mini"))
+	counter := a.counterFor(a.models.Named("gpt-4o-mini"))
 	replyTokens := compaction.MessageTokens(counter, &persistence.Message{Role: persistence.RoleAssistant, Content: historyReply})
 	var sid string
 	// A fresh session with the history every 10 turns: the history stays

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -72,7 +73,7 @@ func importableID(id string) bool {
 // the code is printed by sessions show.
 func importedCosts(cost map[string]float64) map[string]float64 {
 	var out map[string]float64
-	for currency, v := range finiteCosts(cost) {
+	for currency, v := range request.FiniteCosts(cost) {
 		if len(currency) == 0 || len(currency) > 8 || strings.ContainsFunc(currency, func(r rune) bool {
 			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 		}) {

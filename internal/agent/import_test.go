@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -98,7 +99,7 @@ func FuzzAsImported(f *testing.F) {
 			}
 		}
 		back := decodeMeta(s.Metadata)
-		if back.Mode != ModeDefault || len(back.Cost) != len(finiteCosts(back.Cost)) {
+		if back.Mode != ModeDefault || len(back.Cost) != len(request.FiniteCosts(back.Cost)) {
 			t.Fatalf("imported metadata %s", s.Metadata)
 		}
 	})

@@ -139,7 +139,7 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) erro
 		go l.heartbeat()
 	}
 	l.mu.Unlock()
-	sess.cache.leased(lease.Generation)
+	sess.cache.Leased(lease.Generation)
 	if !lease.Abandoned {
 		return nil
 	}

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
@@ -19,22 +22,27 @@ func TestScaledLimits(t *testing.T) {
 		{65536, 16 << 10, 100}, {100000, 16 << 10, 100},
 		{128000, 32 << 10, 200}, {131072, 32 << 10, 200}, {200000, 32 << 10, 200},
 	} {
-		if o, c := scaledLimits(tc.window); o != tc.output || c != tc.calls {
+		if o, c := request.ScaledLimits(tc.window); o != tc.output || c != tc.calls {
 			t.Errorf("window %d: %d bytes, %d requests; want %d, %d", tc.window, o, c, tc.output, tc.calls)
 		}
 	}
-	a := &Agent{cfg: Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}}}
+	a := agentWithModels(Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	s := &persistence.Session{}
-	if a.toolOutputLimit(s) != 32<<10 || a.maxModelCalls(s) != 200 {
-		t.Errorf("200k window: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	// limits are the session's limits as a turn takes them.
+	limits := func() (output, calls int) {
+		m := a.sessionModel(s)
+		return request.ToolOutputLimit(a.cfg.ToolOutputLimit, m), request.MaxModelCalls(a.cfg.MaxModelCalls, m)
+	}
+	if o, c := limits(); o != 32<<10 || c != 200 {
+		t.Errorf("200k window: %d bytes, %d requests", o, c)
 	}
 	a.cfg.ToolOutputLimit, a.cfg.MaxModelCalls = 4096, 7 // configured: kept as is
-	if a.toolOutputLimit(s) != 4096 || a.maxModelCalls(s) != 7 {
-		t.Errorf("configured limits were scaled: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	if o, c := limits(); o != 4096 || c != 7 {
+		t.Errorf("configured limits were scaled: %d bytes, %d requests", o, c)
 	}
-	a = &Agent{cfg: Config{Model: "unknown", Models: []Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}}}
-	if a.toolOutputLimit(s) != DefaultToolOutputLimit || a.maxModelCalls(s) != DefaultMaxModelCalls {
-		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", a.toolOutputLimit(s), a.maxModelCalls(s))
+	a = agentWithModels(Config{Model: "unknown", Models: []request.Model{{Name: "unknown", ContextWindow: 128000, WindowAssumed: true}}})
+	if o, c := limits(); o != request.DefaultToolOutputLimit || c != request.DefaultMaxModelCalls {
+		t.Errorf("an assumed window scaled the limits: %d bytes, %d requests", o, c)
 	}
 }
 
@@ -51,7 +59,7 @@ func TestToolResultLimitFollowsTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		a, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: tc.window}}},
+		a, _, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: tc.window}}},
 			fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"big.txt"}`}}},
 			fakemodel.Reply{Text: "ok"})
 		s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: dir})
@@ -75,4 +83,10 @@ func TestToolResultLimitFollowsTheWindow(t *testing.T) {
 			t.Errorf("window %d: the model got %d bytes of a 20,000-byte file (cut: %v, want %v)", tc.window, len(result), got, tc.cut)
 		}
 	}
+}
+
+// agentWithModels is an agent of cfg with nothing but its models: enough
+// for the limits, which only read the session's model.
+func agentWithModels(cfg Config) *Agent {
+	return &Agent{cfg: cfg, models: request.NewModels(cfg.Models, cfg.Model, nil, nil, nil, zap.NewNop())}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence/persistencetest"
 	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
@@ -44,7 +45,7 @@ func BenchmarkLoadThenTurn10k(b *testing.B) {
 	defer m.Close()
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	conn := acp.NewConn(strings.NewReader(""), io.Discard, acp.Options{})
-	a := New(conn, store, newTestModel(m), Config{Model: "bench", NoTools: true, Models: []Model{{Name: "bench", ContextWindow: 8 << 20}}}, nil)
+	a := New(conn, store, newTestModel(m), Config{Model: "bench", NoTools: true, Models: []request.Model{{Name: "bench", ContextWindow: 8 << 20}}}, nil)
 	defer a.Close()
 	cwd := b.TempDir()
 	b.ReportAllocs()

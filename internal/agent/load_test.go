@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
@@ -37,7 +38,7 @@ func (c *readCounter) Messages(ctx context.Context, sessionID string, f persiste
 func storedSession(t *testing.T, turns int) (persistence.Store, string, *fakemodel.Server) {
 	t.Helper()
 	ctx := context.Background()
-	a, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}})
+	a, _, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}})
 	m.SetFallback(fakemodel.Reply{Text: prose(5, 100)})
 	s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -64,7 +65,7 @@ func TestLoadReadsMessagesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &readCounter{Store: stored}
-	a := New(&recorder{}, store, newTestModel(m), Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}}, nil)
+	a := New(&recorder{}, store, newTestModel(m), Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}}, nil)
 	t.Cleanup(a.Close)
 	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: id, Cwd: t.TempDir()}); err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestLoadReadsMessagesOnce(t *testing.T) {
 func TestLoadAnswersBeforeCompaction(t *testing.T) {
 	ctx := context.Background()
 	store, id, m := storedSession(t, 12)
-	small := Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 4096}}}
+	small := Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 4096}}}
 
 	var compactedAtResponse atomic.Int32
 	compactedAtResponse.Store(-1)
@@ -130,11 +131,11 @@ func TestLoadAnswersBeforeCompaction(t *testing.T) {
 // window) and without it.
 func TestFirstTurnAfterLoadReadsOnlyNew(t *testing.T) {
 	for _, cfg := range []Config{
-		{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}},
+		{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}},
 		{Model: "m", NoTools: true},
 		// Another tokenizer than the stored counts': the load counts in
 		// memory and the first turn stores those counts.
-		{Model: "gpt-4o", Models: []Model{{Name: "gpt-4o", ContextWindow: 100000}}},
+		{Model: "gpt-4o", Models: []request.Model{{Name: "gpt-4o", ContextWindow: 100000}}},
 	} {
 		t.Run(cfg.Model, func(t *testing.T) {
 			ctx := context.Background()
@@ -222,7 +223,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 func TestLoadSeedAfterCompactionOnLoad(t *testing.T) {
 	ctx := context.Background()
 	store, id, m := storedSession(t, 12)
-	a := New(&recorder{}, store, newTestModel(m), Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 4096}}}, nil)
+	a := New(&recorder{}, store, newTestModel(m), Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 4096}}}, nil)
 	t.Cleanup(a.Close)
 	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: id, Cwd: t.TempDir()}); err != nil {
 		t.Fatal(err)
@@ -265,7 +266,7 @@ func TestReplayReusedCallIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	a := New(rec, store, nil, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}}, nil)
+	a := New(rec, store, nil, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}}, nil)
 	defer a.Close()
 	if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: "reuse", Cwd: t.TempDir()}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/sqlite"
@@ -32,7 +33,7 @@ func compactionCaps() acp.ClientCapabilities {
 // could be compacted.
 func TestLoadOverThresholdNothingToCompact(t *testing.T) {
 	ctx := context.Background()
-	big, _, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 100000}}})
+	big, _, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 100000}}})
 	m.SetFallback(fakemodel.Reply{Text: prose(3, 40)})
 	cwd := t.TempDir()
 	s, err := big.NewSession(ctx, &acp.NewSessionRequest{Cwd: cwd})
@@ -51,7 +52,7 @@ func TestLoadOverThresholdNothingToCompact(t *testing.T) {
 	const reserve = 256
 	window := 3000
 	for range 3 {
-		probe := New(&recorder{}, big.store, big.model, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
+		probe := New(&recorder{}, big.store, big.model, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
 		used := storedRequestTokens(t, probe, s.SessionID)
 		probe.Close()
 		next := used + 40 + reserve
@@ -62,7 +63,7 @@ func TestLoadOverThresholdNothingToCompact(t *testing.T) {
 		window = next
 	}
 	rec := &recorder{}
-	small := New(rec, big.store, big.model, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
+	small := New(rec, big.store, big.model, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: window, OutputReserve: reserve}}}, nil)
 	t.Cleanup(small.Close)
 	if _, err := small.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1, ClientCapabilities: compactionCaps()}); err != nil {
 		t.Fatal(err)
@@ -89,13 +90,13 @@ func storedRequestTokens(t testing.TB, a *Agent, sessionID string) int {
 		t.Fatal(err)
 	}
 	mt := a.meterFor(sess)
-	view, err := a.activeView(ctx, a.session(sessionID), mt.counter)
+	view, err := a.activeView(ctx, a.session(sessionID), mt.Counter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := a.fixedTokens(a.session(sessionID), sess, mt.counter)
-	for _, e := range contextMessages(mt.counter, a.systemPrompt(a.session(sessionID), sess), view)[1:] {
-		used += e.tokens
+	used := a.fixedTokens(a.session(sessionID), sess, mt.Counter)
+	for _, e := range request.ContextMessages(mt.Counter, a.systemPrompt(a.session(sessionID), sess), view)[1:] {
+		used += e.Tokens
 	}
 	return used
 }
@@ -146,7 +147,7 @@ func FuzzCompactOnLoad(f *testing.F) {
 	used := func() int {
 		sid := "sess_measure"
 		storeTurns(f, store, sid, f.TempDir(), 1, 900, 0)
-		a := New(&recorder{}, store, model, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 100000}}}, nil)
+		a := New(&recorder{}, store, model, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 100000}}}, nil)
 		defer a.Close()
 		return storedRequestTokens(f, a, sid)
 	}()
@@ -159,7 +160,7 @@ func FuzzCompactOnLoad(f *testing.F) {
 		sid := fmt.Sprintf("sess_load_%d", n)
 		cwd := t.TempDir()
 		msgs := storeTurns(t, store, sid, cwd, int(turns), int(promptWords), int(toolWords))
-		cfg := Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: int(window), OutputReserve: int(reserve)}}}
+		cfg := Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: int(window), OutputReserve: int(reserve)}}}
 		if systemWords > 0 {
 			cfg.SystemPrompt = prose(7, int(systemWords))
 		}

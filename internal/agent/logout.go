@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 )
 
 // logout (stable) and auth/status (unstable): signing out removes the key
@@ -110,7 +111,7 @@ func (a *Agent) AuthStatus(_ context.Context, _ *acp.AuthStatusRequest) (*acp.Au
 
 // defaultEndpoint reports whether m is served by the agent's own endpoint,
 // the one Auth's key is for (clientFor's choice).
-func (a *Agent) defaultEndpoint(m Model) bool {
+func (a *Agent) defaultEndpoint(m request.Model) bool {
 	p, ok := a.cfg.Providers[m.Provider]
 	return !ok || p.Client == nil
 }

@@ -1,9 +1,10 @@
 package agent
 
 import (
-	"os"
 	"testing"
 	"time"
+
+	"github.com/crow-acp/crow-acp/internal/fixture"
 )
 
 // testDay is the day every agent of these tests lives in: the system
@@ -13,5 +14,5 @@ var testDay = time.Date(2026, time.March, 4, 10, 0, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) {
 	wallClock = func() time.Time { return testDay }
-	os.Exit(m.Run())
+	fixture.Main(m)
 }

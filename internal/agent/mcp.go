@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 )
 
@@ -22,7 +23,7 @@ func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
 	}
 	sess.mu.Unlock()
 	if old != nil {
-		goSafe(a.log, "closing MCP servers", func() {
+		request.GoSafe(a.log, "closing MCP servers", func() {
 			defer sess.closing.Done()
 			old.Close()
 		})

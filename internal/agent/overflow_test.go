@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -61,7 +62,7 @@ func (r *recorder) agentText() string {
 func TestOverflowRecovery(t *testing.T) {
 	for _, c := range overflowReplies {
 		t.Run(c.name, func(t *testing.T) {
-			a, rec, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
+			a, rec, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
 			s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +106,7 @@ func TestOverflowRecovery(t *testing.T) {
 // TestOverflowRetriesOnce: when the retried request is refused too, the
 // turn fails with a clear error; there is no third request.
 func TestOverflowRetriesOnce(t *testing.T) {
-	a, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
+	a, _, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestOverflowRetriesOnce(t *testing.T) {
 func TestOverflowWithAutoCompactionOff(t *testing.T) {
 	st := compaction.Defaults()
 	st.Auto = false
-	a, rec, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}, NoTools: true, Compaction: &st})
+	a, rec, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}, NoTools: true, Compaction: &st})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +164,8 @@ func TestOverflowWithAutoCompactionOff(t *testing.T) {
 // warned once, and the reported size becomes the window, so the next
 // request is compacted to fit it.
 func TestOllamaTruncationDetected(t *testing.T) {
-	ollama := map[string]Provider{"": {SilentTruncation: true}}
-	a, rec, m := newTestAgent(t, Config{Model: "qwen3:8b", Models: []Model{{Name: "qwen3:8b", ContextWindow: 40960}}, NoTools: true, Providers: ollama})
+	ollama := map[string]request.Provider{"": {SilentTruncation: true}}
+	a, rec, m := newTestAgent(t, Config{Model: "qwen3:8b", Models: []request.Model{{Name: "qwen3:8b", ContextWindow: 40960}}, NoTools: true, Providers: ollama})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	// (else the report is not believed), the request over twice 4096 (else
 	// it is not a truncation).
 	longHistory(t, a, m, s.SessionID, 3)
-	if accepted := a.acceptedFor(a.modelNamed("qwen3:8b")); accepted > 3500 {
+	if accepted := a.models.AcceptedFor(a.models.Named("qwen3:8b")); accepted > 3500 {
 		t.Fatalf("the history's largest request has %d tokens: it must stay far under the 4096 Ollama keeps", accepted)
 	}
 	m.Enqueue(fakemodel.Reply{Text: "Partial view.", Usage: &fakemodel.Usage{PromptTokens: 4096, CompletionTokens: 4, TotalTokens: 4100}})
@@ -210,7 +211,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	st.budget.estimated = 9000
 	st.mu.Unlock()
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 4096}}
-	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.modelNamed("qwen3:8b"), provider.Request{}, res) {
+	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
 		t.Fatal("the second truncation was not detected")
 	}
 	if n := strings.Count(rec.agentText(), "kept only"); n != 1 {
@@ -221,7 +222,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 // TestNoTruncationWithinEstimateError: a report within our counting error
 // is not a truncation.
 func TestNoTruncationWithinEstimateError(t *testing.T) {
-	a, rec, _ := newTestAgent(t, Config{Model: "m", NoTools: true, Providers: map[string]Provider{"": {SilentTruncation: true}}})
+	a, rec, _ := newTestAgent(t, Config{Model: "m", NoTools: true, Providers: map[string]request.Provider{"": {SilentTruncation: true}}})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -232,13 +233,21 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	st.mu.Unlock()
 	sess := mustSession(t, a, s.SessionID)
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 6000}}
-	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), provider.Request{}, res) || rec.agentText() != "" {
+	if a.detectTruncation(context.Background(), st, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
 		t.Fatal("a report at two thirds of our count read as a truncation")
 	}
 	// An endpoint that refuses instead of truncating is not judged at all.
-	a.cfg.Providers = nil
+	b, _, _ := newTestAgent(t, Config{Model: "m", NoTools: true})
+	bs, err := b.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bst := b.session(bs.SessionID)
+	bst.mu.Lock()
+	bst.budget.estimated = 9000
+	bst.mu.Unlock()
 	res.Usage.PromptTokens = 100
-	if a.detectTruncation(context.Background(), st, sess, a.modelNamed("m"), provider.Request{}, res) {
+	if b.detectTruncation(context.Background(), bst, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
 		t.Fatal("a provider that does not truncate silently was judged")
 	}
 }
@@ -265,14 +274,14 @@ var contradictingRefusals = []struct{ name, body string }{
 // the largest prompt it accepted: what it names when it turns strict.
 func contradictingSetup(t *testing.T) (a *Agent, rec *recorder, m *fakemodel.Server, sid, cwd string, window, accepted int) {
 	t.Helper()
-	a, rec, m = newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}})
+	a, rec, m = newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	cwd = t.TempDir()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
 	longHistory(t, a, m, s.SessionID, 8)
-	accepted = a.acceptedFor(a.modelNamed("big"))
+	accepted = a.models.AcceptedFor(a.models.Named("big"))
 	return a, rec, m, s.SessionID, cwd, accepted * 3 / 4, accepted
 }
 
@@ -316,7 +325,7 @@ func TestContradictingEndpointFittedWithinTurn(t *testing.T) {
 			}
 			// Not remembered: the next turn is measured against the
 			// configured window again, and is not compacted.
-			if n, src := a.windowSource("big"); n != 200000 || src != WindowConfigured {
+			if n, src := a.windowSource("big"); n != 200000 || src != request.WindowConfigured {
 				t.Fatalf("window %d from %q after a refusal under an accepted prompt", n, src)
 			}
 			compactions, _ := a.store.Compactions(context.Background(), sid)

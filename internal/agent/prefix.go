@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -20,10 +21,10 @@ func MeasurePrefix(cfg Config, cwd string, window int) PrefixRoom {
 	cfg.Providers, cfg.Windows, cfg.FrameLog = nil, nil, nil
 	a := New(nil, nil, nil, cfg, nil)
 	defer a.Close()
-	m := a.modelNamed(a.cfg.Model)
+	m := a.models.Named(a.cfg.Model)
 	m.ContextWindow = window
 	if m.OutputReserve >= window/2 {
-		m.OutputReserve = min(DefaultOutputReserve, window/4)
+		m.OutputReserve = min(request.DefaultOutputReserve, window/4)
 	}
 	st := a.compact
 	st.Window, st.OutputReserve = window, m.OutputReserve

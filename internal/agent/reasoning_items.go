@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/crow-acp/crow-acp/internal/provider"
+import (
+	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/provider"
+)
 
 // Reasoning items (OpenAI's Responses API) must go back with the function
 // calls they led to for the rest of the turn; they are opaque, encrypted,
@@ -23,7 +26,7 @@ func (sess *session) keepReasoningItems(messageID int64, items []provider.Reason
 
 // withReasoningItems attaches the turn's reasoning items to the messages of
 // a request.
-func (sess *session) withReasoningItems(entries []contextEntry) {
+func (sess *session) withReasoningItems(entries []request.ContextEntry) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if len(sess.items) == 0 {
@@ -31,8 +34,8 @@ func (sess *session) withReasoningItems(entries []contextEntry) {
 	}
 	byMsg := sess.items
 	for i := range entries {
-		if items, ok := byMsg[entries[i].messageID]; ok && entries[i].msg.Role == provider.RoleAssistant {
-			entries[i].msg.ReasoningItems = items
+		if items, ok := byMsg[entries[i].MessageID]; ok && entries[i].Msg.Role == provider.RoleAssistant {
+			entries[i].Msg.ReasoningItems = items
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 )
 
 // pipeEnd is the client's end of the agent's stdout: it keeps what was
@@ -41,7 +42,7 @@ func TestLoadReplaysInFewWrites(t *testing.T) {
 		if !batching {
 			client = struct{ acp.Client }{conn} // hides Batch
 		}
-		a := New(client, stored, nil, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 100000}}}, nil)
+		a := New(client, stored, nil, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 100000}}}, nil)
 		defer a.Close()
 		if _, err := a.LoadSession(ctx, &acp.LoadSessionRequest{SessionID: id, Cwd: cwd}); err != nil {
 			t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/fixture"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
@@ -67,10 +67,7 @@ func TestCloseSessionWaitsForItsMCPServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the test MCP server")
 	}
-	bin := filepath.Join(t.TempDir(), "mcp-notes-state")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/crow-acp/crow-acp/testdata/mcpserver").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/testdata/mcpserver")
 	ctx := context.Background()
 	a, _, _ := newTestAgent(t, Config{Model: "m", MCPConnectTimeout: 30 * time.Second})
 	t.Cleanup(a.Close)

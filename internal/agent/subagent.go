@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -251,7 +252,7 @@ type turnSubagents struct {
 // requests the child did not use; refusal, when not "", is why the task
 // call fails, for the model.
 func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
-	pool := a.maxModelCalls(s)
+	pool := request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s))
 	parent.mu.Lock()
 	defer parent.mu.Unlock()
 	t := parent.turn
@@ -407,7 +408,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	var run childRun
 	usage := acp.Usage{}
 	reported := false
-	steps := min(limits.MaxSteps, a.maxModelCalls(s))
+	steps := min(limits.MaxSteps, request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)))
 	stoppedAt := fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
 	if limits.turnLeft > 0 && limits.turnLeft < steps {
 		steps = limits.turnLeft

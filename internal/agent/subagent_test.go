@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
@@ -194,8 +195,8 @@ func FuzzTaskArgs(f *testing.F) {
 // A parent's cost includes what its subagents' model requests cost.
 func TestSubagentCostAddsToParent(t *testing.T) {
 	ctx := context.Background()
-	priced := Model{Name: "m", InputPrice: 1, OutputPrice: 2, PricesSet: true, Currency: "USD"}
-	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []Model{priced}},
+	priced := request.Model{Name: "m", InputPrice: 1, OutputPrice: 2, PricesSet: true, Currency: "USD"}
+	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []request.Model{priced}},
 		fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "task", Arguments: `{"description":"Look","prompt":"Look around."}`}},
 			Usage: &fakemodel.Usage{PromptTokens: 1000, CompletionTokens: 0}},
 		fakemodel.Reply{Text: "Found it.", Usage: &fakemodel.Usage{PromptTokens: 2000, CompletionTokens: 500}},

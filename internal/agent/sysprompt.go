@@ -10,6 +10,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
@@ -88,7 +89,7 @@ type probe struct {
 
 func (a *Agent) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
 	p := &probe{done: make(chan struct{})}
-	goSafe(a.log, "reading the session's environment", func() {
+	request.GoSafe(a.log, "reading the session's environment", func() {
 		defer close(p.done)
 		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, a.cfg.ChildEnv)
 	})
@@ -129,7 +130,7 @@ func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier
 // model, mode, directory or loaded instruction files change.
 func (a *Agent) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
-	model := a.modelNamed(meta.Model)
+	model := a.models.Named(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
 	env, ins, _ := a.facts(sess, s, tier)
 	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}

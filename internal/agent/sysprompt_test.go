@@ -14,6 +14,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
@@ -101,7 +102,7 @@ func TestSystemPromptTiersAndFacts(t *testing.T) {
 		{200000, "full", "# How to work", "How to work:"},
 	} {
 		t.Run(c.tier, func(t *testing.T) {
-			a, _, m := newTestAgent(t, Config{Model: "local-coder", Models: []Model{{Name: "local-coder", ContextWindow: c.window}}})
+			a, _, m := newTestAgent(t, Config{Model: "local-coder", Models: []request.Model{{Name: "local-coder", ContextWindow: c.window}}})
 			m.SetFallback(fakemodel.Reply{Text: "ok"})
 			cwd := t.TempDir()
 			s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})
@@ -149,7 +150,7 @@ func TestPromptDateFromConfigClock(t *testing.T) {
 // counts it for a model with that encoding; estimated is what the
 // character estimator, used for models without a known vocabulary, counts.
 func fixedPrefix(t *testing.T, window int) (fixed, system, estimated int) {
-	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: window}}})
+	a, _, _ := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: window}}})
 	s := &persistence.Session{ID: "s", Cwd: "/home/someone/src/github.com/example/a-fairly-long-project-name"}
 	for _, enc := range []string{"o200k_base", "cl100k_base"} {
 		c, err := compaction.NewCounter("", enc)
@@ -191,7 +192,7 @@ func TestSystemPromptGitStableAcrossRequests(t *testing.T) {
 	for i := range 25 {
 		writeFile(t, filepath.Join(cwd, "file"+string(rune('a'+i))+".txt"), "x")
 	}
-	a, _, m := newTestAgent(t, Config{Model: "big", Models: []Model{{Name: "big", ContextWindow: 200000}}})
+	a, _, m := newTestAgent(t, Config{Model: "big", Models: []request.Model{{Name: "big", ContextWindow: 200000}}})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})
 	if err != nil {
@@ -228,7 +229,7 @@ func writeFile(t *testing.T, path, text string) {
 // model too.
 func TestSystemPromptSettings(t *testing.T) {
 	a, _, m := newTestAgent(t, Config{Model: "a", SystemPrompt: "GLOBAL BASE", SystemPromptAppend: "GLOBAL EXTRA",
-		Models: []Model{{Name: "a"}, {Name: "b", SystemPrompt: "MODEL B BASE", SystemPromptAppend: "MODEL B EXTRA"}}})
+		Models: []request.Model{{Name: "a"}, {Name: "b", SystemPrompt: "MODEL B BASE", SystemPromptAppend: "MODEL B EXTRA"}}})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
@@ -354,7 +355,7 @@ func TestProjectInstructions(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "AGENTS.md"), filepath.Join(root, "svc", "AGENTS.md")); err != nil {
 		t.Skip("symlinks:", err)
 	}
-	a, rec, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 200000}}})
+	a, rec, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 200000}}})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: filepath.Join(root, "svc")})
 	if err != nil {
@@ -389,7 +390,7 @@ func TestProjectInstructionsCapped(t *testing.T) {
 	writeFile(t, filepath.Join(cwd, "AGENTS.md"), strings.Repeat("rule ", 1000)) // 5,000 bytes
 	writeFile(t, filepath.Join(cwd, "sub", "AGENTS.md"), "SUB RULES")
 	writeFile(t, filepath.Join(cwd, "sub", "x.go"), "package sub\n")
-	a, rec, m := newTestAgent(t, Config{Model: "m", Models: []Model{{Name: "m", ContextWindow: 8000}}})
+	a, rec, m := newTestAgent(t, Config{Model: "m", Models: []request.Model{{Name: "m", ContextWindow: 8000}}})
 	m.Enqueue(fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"sub/x.go"}`}}})
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: cwd})

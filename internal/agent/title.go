@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strings"
 	"unicode"
@@ -77,7 +78,7 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s
 		MaxTokens:   32,
 		InlineThink: model.InlineThink,
 	}
-	res, _, err := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, nil)
+	res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, nil)
 	if res != nil && res.Usage != nil && model.Priced() {
 		u := res.Usage
 		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
@@ -159,3 +160,65 @@ func lastSpace(r []rune) int {
 	}
 	return -1
 }
+
+// MaxUserTitleRunes bounds a title the user sets; longer ones are cut.
+const MaxUserTitleRunes = 200
+
+// NormalizeTitle is a user's title as stored: control characters dropped,
+// whitespace collapsed to single spaces, at most MaxUserTitleRunes runes.
+// "" means the title is unusable (empty after that).
+func NormalizeTitle(title string) string {
+	title = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(title, ""))
+	title = strings.Join(strings.Fields(title), " ")
+	if r := []rune(title); len(r) > MaxUserTitleRunes {
+		title = strings.TrimRightFunc(string(r[:MaxUserTitleRunes]), unicode.IsSpace)
+	}
+	return title
+}
+
+// SetSessionTitle stores the user's title; from then on no generated title
+// replaces it. The session need not be open here.
+func (a *Agent) SetSessionTitle(ctx context.Context, req *acp.SetSessionTitleRequest) (*acp.SetSessionTitleResponse, error) {
+	title := NormalizeTitle(req.Title)
+	if title == "" {
+		return nil, acp.InvalidParams("The title is empty once control characters and spaces are removed: pass the session's new name.")
+	}
+	sess := a.session(req.SessionID)
+	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
+		s.Title = title
+		m.TitleByUser = true
+	})
+	if err != nil {
+		return nil, a.metaError("set the session title", req.SessionID, err)
+	}
+	a.log.Info("session retitled", zap.String("session", s.ID))
+	if sess.isOpened() { // updates go only to a connection that has the session open
+		updated := isoTime(s.UpdatedAt)
+		acp.AfterResponse(ctx, func() {
+			a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &s.Title, UpdatedAt: &updated}})
+		})
+	}
+	return &acp.SetSessionTitleResponse{Title: s.Title}, nil
+}
+
+// RetitleStored sets the user's title of a stored session, for the
+// `sessions rename` command, as session/set_title does; it returns the
+// title as stored. A running crow-acp sees it at its next read of the
+// session.
+func RetitleStored(ctx context.Context, store SessionMarker, id, title string) (string, error) {
+	title = NormalizeTitle(title)
+	if title == "" {
+		return "", errors.New("the title is empty once control characters and spaces are removed")
+	}
+	err := changeStored(ctx, store, id, func(s *persistence.Session, m *sessionMeta) {
+		s.Title, m.TitleByUser = title, true
+	})
+	return title, err
+}
+
+var _ acp.SessionTitler = (*Agent)(nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -120,7 +121,7 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 		ClientTerminal:   caps.Terminal,
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
-		OutputLimit:      a.toolOutputLimit(s),
+		OutputLimit:      request.ToolOutputLimit(a.cfg.ToolOutputLimit, a.sessionModel(s)),
 		Reads:            sess.fileReads(),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -26,8 +27,8 @@ type turn struct {
 	// answered: the prompt has its answer; only writing it is left.
 	answered bool
 	// usage is what the provider reported for the turn's model requests
-	// (cost.go), for the prompt response.
-	usage turnUsage
+	// (request.TurnUsage), for the prompt response.
+	usage request.TurnUsage
 	// subagents is what its task calls started (subagent.go).
 	subagents turnSubagents
 }
@@ -84,7 +85,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 			res, err := cancelledResponse(ctx)
 			sess.markAnswered()
 			acp.AfterResponse(ctx, func() {
-				goSafe(a.log, "ending a cancelled turn", func() {
+				request.GoSafe(a.log, "ending a cancelled turn", func() {
 					<-ended
 					sess.endTurn()
 				})
@@ -135,7 +136,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
 
-	var usage *turnUsage // the turn's, for the prompt response
+	var usage *request.TurnUsage // the turn's, for the prompt response
 	if t := sess.runningTurn(); t != nil {
 		usage = &t.usage
 	}
@@ -152,7 +153,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	}
 	res := &acp.PromptResponse{StopReason: stop}
 	if a.cfg.PromptUsage {
-		res.Usage = usage.wire()
+		res.Usage = usage.Wire()
 	}
 	return res, nil
 }
@@ -200,7 +201,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 	a.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
-	for call := 0; call < a.maxModelCalls(s); call++ {
+	for call := 0; call < request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)); call++ {
 		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			return "", err
@@ -232,7 +233,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
 func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
-	a.awaitDiscovery(ctx, a.sessionModel(s).Name)
+	a.models.AwaitDiscovery(ctx, a.sessionModel(s).Name)
 	msgs, err := a.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	}
 	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
 	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
-		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.body}
+		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
 	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
 		switch ev.Kind {
 		case provider.EventText:
@@ -268,7 +269,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		reply.sent(ev, a.deliver(ctx, sess, u))
 		return nil
 	})
-	res, attempts, streamErr := a.streamWithRetry(ctx, a.clientFor(model), s.ID, req, onEvent)
+	res, attempts, streamErr := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, onEvent)
 	if res == nil {
 		res = &provider.Result{}
 	}
@@ -278,7 +279,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		sess.observeUsage(res)
 	}
 	if streamErr == nil {
-		a.noteAccepted(model, res)
+		a.models.NoteAccepted(model, res)
 	}
 	msg := reply.final(res)
 	switch {

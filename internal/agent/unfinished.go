@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -54,7 +55,7 @@ func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
 	sess.unfinished[m.ID] = &unfinishedReply{final: m, stored: stored}
 	if !sess.retrying {
 		sess.retrying = true
-		goSafe(a.log, "retrying unfinished replies", func() { a.retryUnfinished(sess) })
+		request.GoSafe(a.log, "retrying unfinished replies", func() { a.retryUnfinished(sess) })
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
 func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
-	if res.FinishReason != "" && a.defaultEndpoint(a.modelNamed(req.Model)) {
+	if res.FinishReason != "" && a.defaultEndpoint(a.models.Named(req.Model)) {
 		a.authSeen.answered() // the endpoint signing in is about (logout.go)
 	}
 	a.reportUsage(ctx, sess, s, req, res)
@@ -29,10 +29,10 @@ func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persist
 // own count instead, for the context meter only: no cost is billed on a
 // count of ours.
 func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
-	model := a.modelNamed(req.Model)
+	model := a.models.Named(req.Model)
 	u := res.Usage
 	if t := sess.runningTurn(); u != nil && t != nil {
-		t.usage.add(*u)
+		t.usage.Add(*u)
 	}
 	if u == nil {
 		if res.FinishReason == "" {
@@ -71,7 +71,7 @@ func (a *Agent) lastUsage(s *persistence.Session) *acp.UsageUpdate {
 	if m.Used == 0 {
 		return nil
 	}
-	model := a.modelNamed(m.Model)
+	model := a.models.Named(m.Model)
 	u := &acp.UsageUpdate{Used: m.Used, Size: model.ContextWindow}
 	if total, ok := m.Cost[model.Currency]; ok && model.Priced() {
 		u.Cost = &acp.Cost{Amount: total, Currency: model.Currency}

@@ -7,110 +7,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// learnedPrefix starts the source of a window learned from what the
-// endpoint did (a refusal, a truncation). In the process that saw it, such
-// a window beats every other, a configured one included (the request could
-// not be sent otherwise); from the cache, a later process takes it over a
-// built-in or assumed window, never over a configured one.
-const learnedPrefix = "learned from "
-
-// MinLearnedWindow is the smallest context window crow-acp believes an
-// endpoint: a smaller one, discovered or learned, is ignored (and logged).
-// No model server runs a chat model in less (llama.cpp's -c 512 is the
-// smallest seen), while one lying error or usage report ("maximum context
-// length is 300 tokens", prompt_tokens 1, n_ctx 1) would otherwise make
-// every later prompt refused.
-const MinLearnedWindow = 512
-
-// learnedWindow is a context window the endpoint told or showed us, which
-// beats the built-in or assumed one: found by asking it (discovery), or
-// shown by a refusal or a silent truncation.
-type learnedWindow struct {
-	tokens int
-	source string // for the user and `doctor`: where it was learned
-}
-
-// withLearnedWindow applies what was learned about m's window.
-func (a *Agent) withLearnedWindow(m Model) Model {
-	if c := a.discovery.cached; c != nil {
-		<-c // the cached windows are read (bounded: 2 s a model)
-	}
-	a.mu.Lock()
-	w, ok := a.windows[m.Name]
-	a.mu.Unlock()
-	if !ok || w.tokens <= 0 {
-		return m
-	}
-	m.ContextWindow, m.WindowAssumed, m.WindowSource = w.tokens, false, w.source
-	if m.OutputReserve >= w.tokens/2 {
-		m.OutputReserve = min(DefaultOutputReserve, w.tokens/4)
-	}
-	return m
-}
-
-// learnWindow records model's real window; it reports whether it changed.
-// The caller checked it against windowFloor.
-func (a *Agent) learnWindow(model string, tokens int, source string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if old, ok := a.windows[model]; ok && old.tokens == tokens {
-		return false
-	}
-	a.windows[model] = learnedWindow{tokens: tokens, source: source}
-	return true
-}
-
-// acceptedKey names an endpoint and model in Agent.accepted.
-func (a *Agent) acceptedKey(m Model) string { return a.providerOf(m).Endpoint + "\x00" + m.Name }
-
-// noteAccepted records the size of a prompt m's endpoint accepted, by its
-// own count: a window it tells later is never believed below it.
-func (a *Agent) noteAccepted(m Model, res *provider.Result) {
-	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
-		return
-	}
-	key := a.acceptedKey(m)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.accepted == nil {
-		a.accepted = make(map[string]int)
-	}
-	a.accepted[key] = max(a.accepted[key], res.Usage.PromptTokens)
-}
-
-// windowFloor is the smallest window m's endpoint may claim: MinLearnedWindow,
-// or the largest prompt it accepted in this process. why names it.
-func (a *Agent) windowFloor(m Model) (floor int, why string) {
-	if accepted := a.acceptedFor(m); accepted > MinLearnedWindow {
-		return accepted, fmt.Sprintf("the %d-token prompt this endpoint already accepted", accepted)
-	}
-	return MinLearnedWindow, fmt.Sprintf("the %d tokens crow-acp takes as the smallest real window", MinLearnedWindow)
-}
-
-// acceptedFor is the largest prompt m's endpoint accepted in this process
-// (0: none reported).
-func (a *Agent) acceptedFor(m Model) int {
-	key := a.acceptedKey(m)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.accepted[key]
-}
-
-// believable reports whether a window the endpoint claims for m is at or
-// over its floor; one under it is logged and ignored.
-func (a *Agent) believable(m Model, tokens int, source string) bool {
-	floor, why := a.windowFloor(m)
-	if tokens >= floor {
-		return true
-	}
-	a.log.Warn("ignoring a context window the endpoint claims: it is under "+why,
-		zap.String("model", m.Name), zap.Int("window", tokens), zap.Int("floor", floor), zap.String("source", source))
-	return false
-}
 
 // overflowRefusal is a model request the endpoint refused because its
 // prompt did not fit; err is what the client gets if it cannot be
@@ -146,46 +46,46 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	if refused <= 0 {
 		refused = sent
 	}
-	window, source := ov.Window, learnedPrefix+"the endpoint's error ("+ov.Shape+")"
+	window, source := ov.Window, request.LearnedPrefix+"the endpoint's error ("+ov.Shape+")"
 	remembered := window
 	if window <= 0 {
 		// The error named no window: it is below what was sent.
-		window, source = refused*9/10, learnedPrefix+"the endpoint's refusal of "+fmt.Sprint(refused)+" tokens ("+ov.Shape+")"
-		if m.st.Window > 0 && !m.model.WindowAssumed {
-			window = min(window, m.st.Window*9/10)
+		window, source = refused*9/10, request.LearnedPrefix+"the endpoint's refusal of "+fmt.Sprint(refused)+" tokens ("+ov.Shape+")"
+		if m.Settings.Window > 0 && !m.Model.WindowAssumed {
+			window = min(window, m.Settings.Window*9/10)
 		}
 		// The real window lies between what the endpoint took (by its
 		// count) and what it refused.
-		remembered = max(window, a.acceptedFor(m.model))
+		remembered = max(window, a.models.AcceptedFor(m.Model))
 	}
 	// What is remembered has a floor; this turn fits what the endpoint
 	// says now, or, when that is no window a model server runs, less
 	// than the prompt it refused.
-	learned := a.believable(m.model, remembered, source)
+	learned := a.models.Believable(m.Model, remembered, source)
 	if learned {
 		window = remembered // the model's window from now on, this turn included
 	}
-	if window < MinLearnedWindow {
+	if window < request.MinLearnedWindow {
 		window = refused * 9 / 10
 	}
-	if window < MinLearnedWindow {
+	if window < request.MinLearnedWindow {
 		return o.err
 	}
-	old, oldSource := m.model.ContextWindow, m.model.WindowSource
-	if learned && a.learnWindow(m.model.Name, remembered, source) {
-		a.cacheWindow(ctx, m.model, remembered, source)
+	old, oldSource := m.Model.ContextWindow, m.Model.WindowSource
+	if learned && a.models.LearnWindow(m.Model.Name, remembered, source) {
+		a.models.CacheWindow(ctx, m.Model, remembered, source)
 	}
 	a.log.Warn("the model endpoint refused a request that does not fit its context window; compacting and retrying once",
-		zap.String("session", s.ID), zap.String("model", m.model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
+		zap.String("session", s.ID), zap.String("model", m.Model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
 		zap.Int("promptTokens", ov.Prompt), zap.Int("estimated", sent), zap.String("shape", ov.Shape))
 	text := fmt.Sprintf("The model endpoint refused the request: it does not fit %s's context window of %d tokens (%s; %d was assumed).",
-		m.model.Name, remembered, source, old)
+		m.Model.Name, remembered, source, old)
 	switch {
 	case !learned:
-		_, floor := a.windowFloor(m.model)
+		_, floor := a.models.WindowFloor(m.Model)
 		text = fmt.Sprintf("The model endpoint refused the request as too long for %s, naming a window of %d tokens, under %s: it may serve the model with less context now (another provider behind a router, a server restarted with a smaller one). This turn is fitted to %d tokens; later turns keep the window of %d.",
-			m.model.Name, remembered, floor, window, old)
-	case oldSource == WindowConfigured:
+			m.Model.Name, remembered, floor, window, old)
+	case oldSource == request.WindowConfigured:
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
 	if !a.compact.Auto {
@@ -199,7 +99,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 	sess.mu.Lock()
 	b.window, b.windowTurn = window, sess.turn
 	sess.mu.Unlock()
-	m = a.meterFor(s).within(window)
+	m = a.meterFor(s).Within(window)
 	ratio := 1.0
 	if ov.Prompt > 0 && sent > 0 {
 		// The endpoint's count of the refused request calibrates ours.
@@ -208,13 +108,13 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		b.reported = ov.Prompt
 		sess.mu.Unlock()
 	}
-	view, err := a.activeView(ctx, sess, m.counter)
+	view, err := a.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.counter)
-	if int(float64(fixed)*ratio) > m.st.Budget() {
-		return m.overflow(fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, a.windowFix(m, fixed, fixed)))
+	fixed := a.fixedTokens(sess, s, m.Counter)
+	if int(float64(fixed)*ratio) > m.Settings.Budget() {
+		return overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(a.cfg.NoTools, fixed, fixed)))
 	}
 	// This is the turn's automatic compaction: no second one follows it.
 	sess.mu.Lock()
@@ -224,7 +124,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return m.overflow(sent, "the endpoint refused the request and compacting failed: "+err.Error())
+		return overflow(m, sent, "the endpoint refused the request and compacting failed: "+err.Error())
 	}
 	return nil
 }
@@ -259,8 +159,8 @@ const minTruncationCheck = 1024
 // whether the request was truncated (its usage then says nothing about the
 // context). Requests with images are not judged: what an image costs
 // differs too much between providers.
-func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model Model, req provider.Request, res *provider.Result) bool {
-	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.providerOf(model).SilentTruncation {
+func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
+	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.models.ProviderOf(model).SilentTruncation {
 		return false
 	}
 	sess.mu.Lock()
@@ -270,16 +170,14 @@ func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persiste
 	if sent < minTruncationCheck || float64(reported) >= truncationRatio*float64(sent) {
 		return false
 	}
-	if !a.believable(model, reported, "the endpoint's usage report") {
+	if !a.models.Believable(model, reported, "the endpoint's usage report") {
 		return true // its usage says nothing we can use
 	}
-	a.mu.Lock()
-	_, known := a.windows[model.Name]
-	a.mu.Unlock()
-	if !a.learnWindow(model.Name, reported, fmt.Sprintf(learnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported)) {
+	known := a.models.Learned(model.Name)
+	if !a.models.LearnWindow(model.Name, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported)) {
 		return true
 	}
-	a.cacheWindow(ctx, model, reported, fmt.Sprintf(learnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported))
+	a.models.CacheWindow(ctx, model, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported))
 	a.log.Warn("the model endpoint silently truncated the prompt; using what it kept as the context window",
 		zap.String("session", s.ID), zap.String("model", model.Name), zap.Int("sent", sent), zap.Int("kept", reported))
 	if !known {

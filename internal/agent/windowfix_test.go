@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
 // llamaCppAt is a provider whose endpoint reports a llama.cpp context of
 // window tokens.
-func llamaCppAt(window int) map[string]Provider {
-	return map[string]Provider{"": {Endpoint: "http://127.0.0.1:8080/v1", Discover: func(context.Context, string) (provider.DiscoveredWindow, error) {
+func llamaCppAt(window int) map[string]request.Provider {
+	return map[string]request.Provider{"": {Endpoint: "http://127.0.0.1:8080/v1", Discover: func(context.Context, string) (provider.DiscoveredWindow, error) {
 		return provider.DiscoveredWindow{Tokens: window, Source: "llama.cpp GET /props (default_generation_settings.n_ctx)"}, nil
 	}}}
 }
@@ -48,7 +49,7 @@ func TestServerWindowAdvice(t *testing.T) {
 // the agent uses (here discovered, 2048), not the assumed 128k.
 func TestModelOptionShowsWindowInUse(t *testing.T) {
 	a, _, _ := newTestAgent(t, Config{Model: "local", Providers: llamaCppAt(2048)})
-	a.discovery.wg.Wait()
+	a.models.WaitDiscovery()
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -134,14 +135,14 @@ func TestTimeoutInPlainWords(t *testing.T) {
 func TestOverBudgetRequestThatFitsIsSent(t *testing.T) {
 	// 2048 tokens, 512 reserved: a ~1,700-token first prompt is over the
 	// 1,536 budget and nothing older can be compacted.
-	a, _, m := newTestAgent(t, Config{Model: "small", Models: []Model{{Name: "small", ContextWindow: 2048}}, NoTools: true},
+	a, _, m := newTestAgent(t, Config{Model: "small", Models: []request.Model{{Name: "small", ContextWindow: 2048}}, NoTools: true},
 		fakemodel.Reply{Text: "answered"})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := prose(2, 1450)
-	if n := a.counterFor(a.modelNamed("small")).Count(p); n < 1550 || n > 1850 {
+	if n := a.counterFor(a.models.Named("small")).Count(p); n < 1550 || n > 1850 {
 		t.Fatalf("the prompt has %d tokens; the test wants it between the budget and the window", n)
 	}
 	res, err := prompt(a, s.SessionID, p)

@@ -3,42 +3,22 @@ package tool
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/fixture"
 )
-
-// buildNotesServer builds the test MCP server (testdata/mcpserver) once.
-var buildNotesServer = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "crow-mcp-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "mcp-notes")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/crow-acp/crow-acp/testdata/mcpserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 func notesServer(t *testing.T) acp.McpServer {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the test MCP server")
 	}
-	bin, err := buildNotesServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return acp.McpServer{Name: "notes", Command: bin}
+	return acp.McpServer{Name: "notes", Command: fixture.BuildBinary(t, "github.com/crow-acp/crow-acp/testdata/mcpserver")}
 }
 
 // withLimits sets the process's MCP limits for one test.

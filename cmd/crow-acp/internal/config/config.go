@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -258,9 +259,9 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		spec.EditTool = deref(m.EditTool, "")
 		cfg.Models = append(cfg.Models, spec)
 	}
-	// CROW_MODELS (see agent.ParseModels) replaces the file's list.
+	// CROW_MODELS (see request.ParseModels) replaces the file's list.
 	if spec := getenv("CROW_MODELS"); spec != "" {
-		list, err := agent.ParseModels(spec)
+		list, err := request.ParseModels(spec)
 		if err != nil {
 			return nil, Usagef("invalid models list (env CROW_MODELS): %v", err)
 		}
@@ -339,7 +340,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 	cfg.LogFile.V = ExpandHome(cfg.LogFile.V, getenv)
 	cfg.LogLevel = r.str("log-level", "CROW_LOG_LEVEL", fc.Log.Level, "log.level", defaultLogLevel)
 
-	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", agent.DefaultMaxModelCalls); err != nil {
+	if cfg.maxModelCalls, err = r.int("", "CROW_MAX_MODEL_CALLS", fc.MaxModelCalls, "max_model_calls", request.DefaultMaxModelCalls); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveCompaction(r, fc.Compaction); err != nil {
@@ -532,14 +533,14 @@ func defaultDBPath(getenv func(string) string) string {
 // Agent is what the agent gets from the configuration; version is the
 // program's, which the agent reports in initialize.
 func (c *Settings) Agent(version string) agent.Config {
-	models := make([]agent.Model, 0, len(c.Models))
+	models := make([]request.Model, 0, len(c.Models))
 	for _, m := range c.Models {
-		am := agent.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
+		am := request.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
 			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
 			CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet,
 			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
 			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}
-		// Validated when read (configfile.go, agent.ParseModels).
+		// Validated when read (configfile.go, request.ParseModels).
 		am.ReasoningHistory, _ = provider.ParseReasoningHistory(m.ReasoningHistory)
 		am.ToolCallIDs, _ = provider.ParseToolCallIDStyle(m.ToolCallIDs)
 		am.InlineThink, _ = provider.ParseInlineThink(m.InlineThink)
@@ -557,7 +558,7 @@ func (c *Settings) Agent(version string) agent.Config {
 		models = append(models, am)
 	}
 	if c.Selected == nil && (c.ContextWindow.V > 0 || c.outputReserve.V > 0) {
-		models = append(models, agent.Model{Name: c.Model.V, ContextWindow: c.ContextWindow.V, OutputReserve: c.outputReserve.V})
+		models = append(models, request.Model{Name: c.Model.V, ContextWindow: c.ContextWindow.V, OutputReserve: c.outputReserve.V})
 	}
 	ac := agent.Config{
 		Models:        models,

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -77,8 +77,8 @@ func (c *Settings) client(name string) provider.Client {
 // agentProviders gives the agent one client per provider that a model of
 // the list names, besides the default one (key ""), so that a session can
 // switch between models served by different endpoints.
-func (c *Settings) agentProviders() map[string]agent.Provider {
-	out := map[string]agent.Provider{"": {Endpoint: c.BaseURL.V, SilentTruncation: isOllama(c.Provider.V, c.BaseURL.V), Discover: c.discoverer(c.Provider.V)}}
+func (c *Settings) agentProviders() map[string]request.Provider {
+	out := map[string]request.Provider{"": {Endpoint: c.BaseURL.V, SilentTruncation: isOllama(c.Provider.V, c.BaseURL.V), Discover: c.discoverer(c.Provider.V)}}
 	for _, m := range c.Models {
 		if m.Provider == "" || m.Provider == c.Provider.V {
 			continue
@@ -87,7 +87,7 @@ func (c *Settings) agentProviders() map[string]agent.Provider {
 			continue
 		}
 		base := c.ClientConfig(m.Provider).BaseURL
-		out[m.Provider] = agent.Provider{Client: c.client(m.Provider), Endpoint: base,
+		out[m.Provider] = request.Provider{Client: c.client(m.Provider), Endpoint: base,
 			SilentTruncation: isOllama(m.Provider, base), Discover: c.discoverer(m.Provider)}
 	}
 	return out

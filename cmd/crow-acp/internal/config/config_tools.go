@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -113,7 +114,7 @@ func (c *Settings) resolveToolsAndSessions(r resolver, fc fileConfig) error {
 	if c.commandTimeout, err = r.duration("CROW_COMMAND_TIMEOUT", fc.CommandTimeout, "command_timeout", tool.DefaultCommandTimeout); err != nil {
 		return err
 	}
-	if c.toolOutputLimit, err = r.int("", "CROW_TOOL_OUTPUT_LIMIT", fc.ToolOutputLimit, "tool_output_limit", agent.DefaultToolOutputLimit); err != nil {
+	if c.toolOutputLimit, err = r.int("", "CROW_TOOL_OUTPUT_LIMIT", fc.ToolOutputLimit, "tool_output_limit", request.DefaultToolOutputLimit); err != nil {
 		return err
 	}
 	c.titles = r.str("", "CROW_TITLES", fc.SessionTitles, "session_titles", "local")

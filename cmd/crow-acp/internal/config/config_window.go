@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
@@ -33,7 +33,7 @@ func (c *Settings) cachedWindow(ctx context.Context) (persistence.ModelWindow, b
 
 // WithCachedWindow fills the context_window row with the selected model's
 // effective window and where it comes from, by the rule a new process
-// applies (agent.EffectiveWindow): a configured window; else one the agent
+// applies (request.EffectiveWindow): a configured window; else one the agent
 // cached from the endpoint (discovered, or learned from a refusal), unless
 // it is under the floor; else crow-acp's table of known models; else the
 // endpoint is asked at start.
@@ -43,19 +43,19 @@ func (c *Settings) WithCachedWindow(ctx context.Context, rows []Row) []Row {
 		cached = &w
 	}
 	configured, from := c.ConfiguredWindow()
-	tokens, source := agent.EffectiveWindow(c.Model.V, configured, cached)
+	tokens, source := request.EffectiveWindow(c.Model.V, configured, cached)
 	for i := range rows {
 		if rows[i].Key != "context_window" {
 			continue
 		}
 		r := &rows[i]
 		switch {
-		case source == agent.WindowConfigured:
+		case source == request.WindowConfigured:
 			r.Value, r.From = fmt.Sprintf("%d (configured)", tokens), from
 		case cached != nil && source == cached.Source:
 			r.Value = fmt.Sprintf("%d (%s)", tokens, source)
 			r.From = c.cacheSource(*cached)
-		case source == agent.WindowBuiltIn:
+		case source == request.WindowBuiltIn:
 			r.Value = fmt.Sprintf("%d (built in: crow-acp knows %s)", tokens, c.Model.V)
 		default:
 			r.Value = fmt.Sprintf("(not configured: asked from the endpoint at start; %d is assumed until it answers)", tokens)
@@ -81,10 +81,10 @@ func (c *Settings) ConfiguredWindow() (int, Source) {
 func unusedCache(w persistence.ModelWindow, source string) string {
 	why := "a discovered window does not replace a built-in one"
 	switch {
-	case source == agent.WindowConfigured:
+	case source == request.WindowConfigured:
 		why = "the configured window wins"
-	case w.Tokens < agent.MinLearnedWindow:
-		why = fmt.Sprintf("it is under the %d-token floor", agent.MinLearnedWindow)
+	case w.Tokens < request.MinLearnedWindow:
+		why = fmt.Sprintf("it is under the %d-token floor", request.MinLearnedWindow)
 	}
 	return fmt.Sprintf("the cached %d (%s) is not used: %s; crow-acp config forget-window clears it", w.Tokens, w.Source, why)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
 	"github.com/crow-acp/crow-acp/internal/agent"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
@@ -304,13 +305,13 @@ func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 		cached = &w
 	}
 	configured, from := cfg.ConfiguredWindow()
-	window, source := agent.EffectiveWindow(model, configured, cached)
+	window, source := request.EffectiveWindow(model, configured, cached)
 	switch {
-	case source == agent.WindowConfigured:
+	case source == request.WindowConfigured:
 		c.Detail = fmt.Sprintf("%d tokens for %s (configured: %s)", window, model, from)
 	case cached != nil && source == cached.Source:
 		c.Detail = fmt.Sprintf("%d tokens for %s (%s; cached in the session database, crow-acp config forget-window clears it)", window, model, source)
-	case source == agent.WindowBuiltIn:
+	case source == request.WindowBuiltIn:
 		c.Detail = fmt.Sprintf("%d tokens for %s (built in: crow-acp knows this model)", window, model)
 	default:
 		w, err := provider.DiscoverWindow(ctx, cfg.ClientConfig(cfg.Provider.V), model)
@@ -320,9 +321,9 @@ func checkWindow(ctx context.Context, cfg *config.Settings) Check {
 			c.Detail = "no context window configured for " + model + " and the endpoint does not tell it: compaction cannot know when the context is full"
 			c.Fix = "add a [[models]] entry with context_window, or set CROW_CONTEXT_WINDOW"
 			return c
-		case w.Tokens < agent.MinLearnedWindow:
+		case w.Tokens < request.MinLearnedWindow:
 			c.Status = "warn"
-			c.Detail = fmt.Sprintf("the endpoint claims a %d-token window for %s (%s), under the %d-token floor: crow-acp ignores it", w.Tokens, model, w.Source, agent.MinLearnedWindow)
+			c.Detail = fmt.Sprintf("the endpoint claims a %d-token window for %s (%s), under the %d-token floor: crow-acp ignores it", w.Tokens, model, w.Source, request.MinLearnedWindow)
 			c.Fix = "check the model server's context setting, or set CROW_CONTEXT_WINDOW"
 			return c
 		}

@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"testing"
@@ -103,5 +103,5 @@ func checkContext(t *testing.T, msgs []provider.Message) {
 // rebuild is the context a model request gets for a stored history (Order
 // expects seq order, which the store guarantees).
 func rebuild(system string, stored []persistence.Message) []provider.Message {
-	return messagesOf(contextMessages(compaction.Estimator{}, system, stored))
+	return MessagesOf(ContextMessages(compaction.Estimator{}, system, stored))
 }

@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func TestRequestEntriesMatchAFullBuild(t *testing.T) {
 	c := compaction.Estimator{}
 	ids := []string{"call_0", "call_1", "call_2", "c3"}
 	for run := range 300 {
-		var cc contextCache
+		var cc ContextCache
 		var view []persistence.Message
 		id := int64(0)
 		msg := func(role persistence.Role) persistence.Message {
@@ -57,8 +57,8 @@ func TestRequestEntriesMatchAFullBuild(t *testing.T) {
 			for n := 1 + r.IntN(4); n > 0; n-- {
 				view = append(view, msg(roles[r.IntN(len(roles))]))
 			}
-			got := cc.requestEntries(c, "system", slices.Clip(view))
-			want := contextMessages(c, "system", view)
+			got := cc.RequestEntries(c, "system", slices.Clip(view))
+			want := ContextMessages(c, "system", view)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("run %d step %d: entries differ\n got %+v\nwant %+v", run, step, got, want)
 			}

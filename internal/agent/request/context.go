@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"strings"
@@ -10,56 +10,56 @@ import (
 
 // The system prompt is written in sysprompt.go (agent/prompt).
 
-// contextEntry is one message of a model request with its token count and
+// ContextEntry is one message of a model request with its token count and
 // the stored message it comes from (0: the system prompt or a synthetic
 // result).
-type contextEntry struct {
-	msg       provider.Message
-	tokens    int
-	messageID int64
+type ContextEntry struct {
+	Msg       provider.Message
+	Tokens    int
+	MessageID int64
 }
 
-func messagesOf(entries []contextEntry) []provider.Message {
+func MessagesOf(entries []ContextEntry) []provider.Message {
 	out := make([]provider.Message, len(entries))
 	for i, e := range entries {
-		out[i] = e.msg
+		out[i] = e.Msg
 	}
 	return out
 }
 
-// contextMessages builds a request's messages from the stored view: the head (system
+// ContextMessages builds a request's messages from the stored view: the head (system
 // prompt), then the torso in compaction.Order (summaries as context, then
 // the active messages with every tool result right after its call). A call
 // whose result never reached the store is answered with a synthetic error
 // result, because model APIs reject a call without one. Roles alternate
 // (see alternate).
-func contextMessages(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
+func ContextMessages(c compaction.Counter, system string, view []persistence.Message) []ContextEntry {
 	return alternate(rawContextMessages(c, system, view))
 }
 
-func rawContextMessages(c compaction.Counter, system string, view []persistence.Message) []contextEntry {
+func rawContextMessages(c compaction.Counter, system string, view []persistence.Message) []ContextEntry {
 	ordered := compaction.Order(view)
-	out := make([]contextEntry, 0, len(ordered)+1)
-	out = append(out, contextEntry{msg: provider.Message{Role: provider.RoleSystem, Content: system}})
+	out := make([]ContextEntry, 0, len(ordered)+1)
+	out = append(out, ContextEntry{Msg: provider.Message{Role: provider.RoleSystem, Content: system}})
 	for i, m := range ordered {
-		e := contextEntry{tokens: m.TokenCount, messageID: m.ID}
+		e := ContextEntry{Tokens: m.TokenCount, MessageID: m.ID}
 		switch m.Role {
 		case persistence.RoleUser:
-			e.msg = provider.Message{Role: provider.RoleUser, Content: m.Content, Parts: imageParts(m.Parts)}
+			e.Msg = provider.Message{Role: provider.RoleUser, Content: m.Content, Parts: imageParts(m.Parts)}
 		case persistence.RoleSummary:
-			e.msg = provider.Message{Role: provider.RoleUser, Content: compaction.SummaryPrefix + m.Content}
+			e.Msg = provider.Message{Role: provider.RoleUser, Content: compaction.SummaryPrefix + m.Content}
 		case persistence.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
 				continue // an empty partial reply carries nothing
 			}
 			// The reasoning goes along; the request body keeps it only for
 			// models that want it back (provider.ReasoningHistory).
-			e.msg = provider.Message{Role: provider.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning}
+			e.Msg = provider.Message{Role: provider.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning}
 			for _, tc := range m.ToolCalls {
-				e.msg.ToolCalls = append(e.msg.ToolCalls, provider.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+				e.Msg.ToolCalls = append(e.Msg.ToolCalls, provider.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 			}
 		case persistence.RoleTool:
-			e.msg = provider.Message{Role: provider.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content}
+			e.Msg = provider.Message{Role: provider.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content}
 		default:
 			continue
 		}
@@ -73,9 +73,9 @@ func rawContextMessages(c compaction.Counter, system string, view []persistence.
 			if owner, answered := ownerOf(ordered, i); owner != nil {
 				for _, tc := range owner.ToolCalls {
 					if !answered[tc.ID] {
-						out = append(out, contextEntry{
-							msg:    provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Content: compaction.InterruptedResult},
-							tokens: compaction.SyntheticTokens(c, tc.ID),
+						out = append(out, ContextEntry{
+							Msg:    provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Content: compaction.InterruptedResult},
+							Tokens: compaction.SyntheticTokens(c, tc.ID),
 						})
 					}
 				}
@@ -99,11 +99,11 @@ func rawContextMessages(c compaction.Counter, system string, view []persistence.
 // keeps the first message's id (the context cache looks for a prompt's own
 // entry and, not finding it, keeps that part open); a merged assistant
 // keeps the last one's, which made the tool calls that follow.
-func alternate(entries []contextEntry) []contextEntry {
+func alternate(entries []ContextEntry) []ContextEntry {
 	merge := func(i int) bool {
-		r := entries[i].msg.Role
-		return i > 0 && r == entries[i-1].msg.Role && (r == provider.RoleUser || r == provider.RoleAssistant) &&
-			len(entries[i-1].msg.ToolCalls) == 0
+		r := entries[i].Msg.Role
+		return i > 0 && r == entries[i-1].Msg.Role && (r == provider.RoleUser || r == provider.RoleAssistant) &&
+			len(entries[i-1].Msg.ToolCalls) == 0
 	}
 	n := 0
 	for i := range entries {
@@ -114,21 +114,21 @@ func alternate(entries []contextEntry) []contextEntry {
 	if n == 0 {
 		return entries
 	}
-	out := make([]contextEntry, 0, len(entries)-n)
+	out := make([]ContextEntry, 0, len(entries)-n)
 	for i, e := range entries {
 		if !merge(i) {
 			out = append(out, e)
 			continue
 		}
 		last := &out[len(out)-1]
-		m := last.msg
-		m.Content = joinText(m.Content, e.msg.Content)
-		m.Reasoning = joinText(m.Reasoning, e.msg.Reasoning)
-		m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)], e.msg.Parts...)
-		m.ToolCalls, m.ReasoningItems = e.msg.ToolCalls, e.msg.ReasoningItems
-		last.msg, last.tokens = m, last.tokens+e.tokens
+		m := last.Msg
+		m.Content = joinText(m.Content, e.Msg.Content)
+		m.Reasoning = joinText(m.Reasoning, e.Msg.Reasoning)
+		m.Parts = append(m.Parts[:len(m.Parts):len(m.Parts)], e.Msg.Parts...)
+		m.ToolCalls, m.ReasoningItems = e.Msg.ToolCalls, e.Msg.ReasoningItems
+		last.Msg, last.Tokens = m, last.Tokens+e.Tokens
 		if m.Role == provider.RoleAssistant {
-			last.messageID = e.messageID
+			last.MessageID = e.MessageID
 		}
 	}
 	return out

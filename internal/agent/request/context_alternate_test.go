@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func TestContextRolesAlternate(t *testing.T) {
 		{ID: 8, Role: persistence.RoleAssistant, Content: "done", TokenCount: 1},
 		{ID: 9, Role: persistence.RoleUser, Content: "third prompt", TokenCount: 2},
 	}
-	got := contextMessages(compaction.Estimator{}, "sys", view)
+	got := ContextMessages(compaction.Estimator{}, "sys", view)
 	want := []struct {
 		role    provider.Role
 		content string
@@ -43,18 +43,18 @@ func TestContextRolesAlternate(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		for _, e := range got {
-			t.Logf("%s %q", e.msg.Role, e.msg.Content)
+			t.Logf("%s %q", e.Msg.Role, e.Msg.Content)
 		}
 		t.Fatalf("%d messages, want %d", len(got), len(want))
 	}
 	for i, w := range want {
 		e := got[i]
-		if e.msg.Role != w.role || e.msg.Content != w.content || e.tokens != w.tokens || e.messageID != w.id || len(e.msg.ToolCalls) != w.calls {
-			t.Errorf("message %d: %s %q tokens %d id %d calls %d; want %s %q %d %d %d", i, e.msg.Role, e.msg.Content, e.tokens, e.messageID, len(e.msg.ToolCalls), w.role, w.content, w.tokens, w.id, w.calls)
+		if e.Msg.Role != w.role || e.Msg.Content != w.content || e.Tokens != w.tokens || e.MessageID != w.id || len(e.Msg.ToolCalls) != w.calls {
+			t.Errorf("message %d: %s %q tokens %d id %d calls %d; want %s %q %d %d %d", i, e.Msg.Role, e.Msg.Content, e.Tokens, e.MessageID, len(e.Msg.ToolCalls), w.role, w.content, w.tokens, w.id, w.calls)
 		}
 	}
-	if len(got[1].msg.Parts) != 1 {
-		t.Errorf("the image of the merged prompt was lost: %+v", got[1].msg.Parts)
+	if len(got[1].Msg.Parts) != 1 {
+		t.Errorf("the image of the merged prompt was lost: %+v", got[1].Msg.Parts)
 	}
 	if view[3].Parts[0].Data != "AAAA" || len(view) != 9 {
 		t.Error("the stored view was changed")
@@ -65,26 +65,26 @@ func TestContextRolesAlternate(t *testing.T) {
 // a memoised prefix and the rest; a prompt with no reply at the boundary
 // still merges with the next.
 func TestContextCacheKeepsAlternation(t *testing.T) {
-	var cc contextCache
+	var cc ContextCache
 	c := compaction.Estimator{}
 	view := []persistence.Message{
 		{ID: 1, Role: persistence.RoleUser, Content: "one"},
 		{ID: 2, Role: persistence.RoleAssistant, Content: "One."},
 		{ID: 3, Role: persistence.RoleUser, Content: "two"},
 	}
-	cc.requestEntries(c, "sys", view)
+	cc.RequestEntries(c, "sys", view)
 	view = append(view, persistence.Message{ID: 4, Role: persistence.RoleUser, Content: "three"})
-	got := cc.requestEntries(c, "sys", view)
+	got := cc.RequestEntries(c, "sys", view)
 	view = append(view, persistence.Message{ID: 5, Role: persistence.RoleAssistant, Content: "Three."}, persistence.Message{ID: 6, Role: persistence.RoleUser, Content: "four"})
-	got2 := cc.requestEntries(c, "sys", view)
-	for _, entries := range [][]contextEntry{got, got2} {
+	got2 := cc.RequestEntries(c, "sys", view)
+	for _, entries := range [][]ContextEntry{got, got2} {
 		for i := 1; i < len(entries); i++ {
-			if entries[i].msg.Role == entries[i-1].msg.Role {
-				t.Fatalf("two %s messages in a row: %q, %q", entries[i].msg.Role, entries[i-1].msg.Content, entries[i].msg.Content)
+			if entries[i].Msg.Role == entries[i-1].Msg.Role {
+				t.Fatalf("two %s messages in a row: %q, %q", entries[i].Msg.Role, entries[i-1].Msg.Content, entries[i].Msg.Content)
 			}
 		}
 	}
-	if n := len(got2); n != 6 || got2[3].msg.Content != "two\n\nthree" || got2[5].msg.Content != "four" {
-		t.Errorf("request: %d messages, %q", n, got2[len(got2)-1].msg.Content)
+	if n := len(got2); n != 6 || got2[3].Msg.Content != "two\n\nthree" || got2[5].Msg.Content != "four" {
+		t.Errorf("request: %d messages, %q", n, got2[len(got2)-1].Msg.Content)
 	}
 }

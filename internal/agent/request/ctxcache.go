@@ -1,12 +1,10 @@
-package agent
+package request
 
 import (
 	"context"
 	"reflect"
 	"slices"
 	"sync"
-
-	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
@@ -32,12 +30,17 @@ import (
 // lease (a context report outside a turn) the view is read afresh and the
 // kept one is left alone.
 
-// contextCache is one session's kept view (in session).
-type contextCache struct {
+// MessageReader is what reading a session's view needs of the store.
+type MessageReader interface {
+	Messages(ctx context.Context, sessionID string, f persistence.MessageFilter) ([]persistence.Message, error)
+}
+
+// ContextCache is one session's kept view (in session).
+type ContextCache struct {
 	mu    sync.Mutex
-	valid bool
+	Valid bool
 	view  []persistence.Message // active messages in seq order, as last read
-	last  int64                 // the highest seq in view
+	Last  int64                 // the highest seq in view
 	dirty int64                 // the lowest seq changed in place since (0: none)
 	gen   int64                 // generation of the session's last lease this process knows (known: it does)
 	known bool
@@ -49,12 +52,12 @@ type contextCache struct {
 	pending    map[int64]int
 	pendingEnc string // the encoding of pending
 
-	// body keeps the encoded messages of the session's last model
+	// Body keeps the encoded messages of the session's last model
 	// request (the history is encoded once, not for every request).
-	body provider.BodyCache
+	Body provider.BodyCache
 
 	// entries are the request messages of the view's closed part
-	// (entries.go).
+	// (RequestEntries).
 	entries entriesMemo
 
 	// fixed is the last count of the fixed prefix (system prompt and tool
@@ -69,8 +72,8 @@ type fixedCount struct {
 	tokens  int
 }
 
-// reset drops the kept view.
-func (cc *contextCache) reset() {
+// Reset drops the kept view.
+func (cc *ContextCache) Reset() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	cc.drop()
@@ -78,10 +81,10 @@ func (cc *contextCache) reset() {
 	cc.epoch++
 }
 
-// changed marks the message with id changed in place: the view is read
+// Changed marks the message with id changed in place: the view is read
 // again from it on. A message the view does not hold needs nothing: it is
 // inactive, or newer than the view and read with the next update.
-func (cc *contextCache) changed(id int64) {
+func (cc *ContextCache) Changed(id int64) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	cc.epoch++
@@ -95,9 +98,9 @@ func (cc *contextCache) changed(id int64) {
 	}
 }
 
-// leased notes that this process acquired the session's lease with
+// Leased notes that this process acquired the session's lease with
 // generation gen; a gap since its last one means another holder.
-func (cc *contextCache) leased(gen int64) {
+func (cc *ContextCache) Leased(gen int64) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 
@@ -108,12 +111,12 @@ func (cc *contextCache) leased(gen int64) {
 	cc.epoch++
 }
 
-// released notes the generation of the session's lease found released (0:
+// Released notes the generation of the session's lease found released (0:
 // it was never leased) by a load that had nothing to repair and so took
 // no lease: whoever writes next takes the one after it, so a later lease
 // here finds any gap after it, as after a lease of its own. The view
 // stays only if that lease was this process's.
-func (cc *contextCache) released(gen int64) {
+func (cc *ContextCache) Released(gen int64) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 
@@ -125,8 +128,8 @@ func (cc *contextCache) released(gen int64) {
 }
 
 // drop forgets the view (cc.mu held).
-func (cc *contextCache) drop() {
-	cc.valid, cc.view, cc.last, cc.dirty, cc.pending = false, nil, 0, 0, nil
+func (cc *ContextCache) drop() {
+	cc.Valid, cc.view, cc.Last, cc.dirty, cc.pending = false, nil, 0, 0, nil
 }
 
 // A session/load reads every message of the session outside any turn, and
@@ -141,29 +144,29 @@ func (cc *contextCache) drop() {
 // one the load found when there was nothing to repair), so the next lease
 // here finds the gap in generations and drops the seed like any kept view.
 
-// seedTicket is taken before a load reads the messages; seed accepts the
+// SeedTicket is taken before a load reads the messages; seed accepts the
 // read only if nothing it cannot follow happened since.
-type seedTicket struct {
-	cc    *contextCache
+type SeedTicket struct {
+	cc    *ContextCache
 	epoch uint64
-	ok    bool
+	Ok    bool
 }
 
-// ticket opens a seed: only after a lease of this process or one found
+// Ticket opens a seed: only after a lease of this process or one found
 // released (a gap in generations can then be seen) and outside its turns (held: this
 // process's turn holds the session's lease and is writing).
-func (cc *contextCache) ticket(held bool) seedTicket {
+func (cc *ContextCache) Ticket(held bool) SeedTicket {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return seedTicket{cc: cc, epoch: cc.epoch, ok: !held && cc.known}
+	return SeedTicket{cc: cc, epoch: cc.epoch, Ok: !held && cc.known}
 }
 
-// seed makes view (the active messages a load read, in seq order, counted
+// Seed makes view (the active messages a load read, in seq order, counted
 // as they are) the kept view, with counts made in memory still to be
 // stored, unless something happened since the ticket. The view is shared
 // from then on: it is never written.
-func (t seedTicket) seed(view []persistence.Message, enc string, counted map[int64]int) {
-	if !t.ok {
+func (t SeedTicket) Seed(view []persistence.Message, enc string, counted map[int64]int) {
+	if !t.Ok {
 		return
 	}
 	cc := t.cc
@@ -172,36 +175,36 @@ func (t seedTicket) seed(view []persistence.Message, enc string, counted map[int
 	if cc.epoch != t.epoch {
 		return
 	}
-	cc.view, cc.last, cc.dirty, cc.valid = slices.Clip(view), 0, 0, true
+	cc.view, cc.Last, cc.dirty, cc.Valid = slices.Clip(view), 0, 0, true
 	cc.pending, cc.pendingEnc = counted, enc
 	if n := len(view); n > 0 {
-		cc.last = view[n-1].Seq
+		cc.Last = view[n-1].Seq
 	}
 	cc.entries = entriesMemo{}
 }
 
-// sync brings the view up to date with the store, counted with c, and
+// Sync brings the view up to date with the store, counted with c, and
 // returns it with the counts it made. The view is shared with earlier
 // callers, so what they were given is never written: a change copies it.
-func (cc *contextCache) sync(ctx context.Context, store Store, sessionID string, c compaction.Counter) ([]persistence.Message, map[int64]int, error) {
+func (cc *ContextCache) Sync(ctx context.Context, store MessageReader, sessionID string, c compaction.Counter) ([]persistence.Message, map[int64]int, error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if !cc.valid {
+	if !cc.Valid {
 		view, err := store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true})
 		if err != nil {
 			return nil, nil, err
 		}
-		counted, err := countView(ctx, c, view)
+		counted, err := CountView(ctx, c, view)
 		if err != nil {
 			return nil, nil, err
 		}
-		cc.view, cc.last, cc.dirty, cc.valid = view, 0, 0, true
+		cc.view, cc.Last, cc.dirty, cc.Valid = view, 0, 0, true
 		if n := len(view); n > 0 {
-			cc.last = view[n-1].Seq
+			cc.Last = view[n-1].Seq
 		}
 		return slices.Clip(cc.view), counted, nil
 	}
-	view, after := cc.view, cc.last
+	view, after := cc.view, cc.Last
 	if cc.dirty > 0 && cc.dirty <= after {
 		keep, _ := slices.BinarySearchFunc(view, cc.dirty, func(m persistence.Message, seq int64) int {
 			return int(m.Seq - seq)
@@ -216,13 +219,13 @@ func (cc *contextCache) sync(ctx context.Context, store Store, sessionID string,
 		view = slices.Clone(view)
 	}
 	view = append(view, newer...)
-	counted, err := countView(ctx, c, view)
+	counted, err := CountView(ctx, c, view)
 	if err != nil {
 		return nil, nil, err
 	}
 	cc.view, cc.dirty = view, 0
-	if n := len(newer); n > 0 && newer[n-1].Seq > cc.last {
-		cc.last = newer[n-1].Seq
+	if n := len(newer); n > 0 && newer[n-1].Seq > cc.Last {
+		cc.Last = newer[n-1].Seq
 	}
 	if len(cc.pending) > 0 && cc.pendingEnc == c.Name() {
 		// A seed's counts made with c: stored with this sync's.
@@ -248,9 +251,9 @@ func stale(view []persistence.Message, c compaction.Counter) bool {
 	return false
 }
 
-// countView counts with c the messages of view that are not, and returns
+// CountView counts with c the messages of view that are not, and returns
 // the counts it made by message id.
-func countView(ctx context.Context, c compaction.Counter, view []persistence.Message) (map[int64]int, error) {
+func CountView(ctx context.Context, c compaction.Counter, view []persistence.Message) (map[int64]int, error) {
 	enc := c.Name()
 	var counted map[int64]int
 	for i := range view {
@@ -271,9 +274,9 @@ func countView(ctx context.Context, c compaction.Counter, view []persistence.Mes
 	return counted, nil
 }
 
-// fixedTokens counts the head every request carries: system prompt and
+// FixedTokens counts the head every request carries: system prompt and
 // tool schemas, once per counter, prompt and tool set.
-func (cc *contextCache) fixedTokens(c compaction.Counter, system string, tools []provider.Tool) int {
+func (cc *ContextCache) FixedTokens(c compaction.Counter, system string, tools []provider.Tool) int {
 	cc.mu.Lock()
 	f := cc.fixed
 	cc.mu.Unlock()
@@ -287,53 +290,102 @@ func (cc *contextCache) fixedTokens(c compaction.Counter, system string, tools [
 	return n
 }
 
-// activeView returns the model's current view (active messages only: the
-// rebuild never reads compacted history) with token counts made with c,
-// counting (and caching in the store) those that are missing or were made
-// with another tokenizer. Under the session's lease it is the kept view
-// brought up to date; otherwise it is read afresh. The result is shared:
-// callers must not change its messages.
-func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
-	sessionID := sess.id
-	var view []persistence.Message
-	var counted map[int64]int
-	var err error
-	if sess.holdsLease() {
-		view, counted, err = sess.cache.sync(ctx, a.store, sessionID, c)
-	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
-		counted, err = countView(ctx, c, view)
+// entriesMemo keeps the request messages built from the closed part of the
+// last request's view: everything before its last user message, which the
+// next turn only adds after. So a request builds the messages of what
+// follows only, not of the whole history again.
+//
+// A tool result belongs to the nearest earlier assistant message that made
+// its call (compaction.Order), and a summary goes first: a later message
+// could change the closed part only as a result for a call made in it, or
+// as a summary. Both are checked; either builds everything again.
+type entriesMemo struct {
+	prefix  []persistence.Message // the closed part, a prefix of the view (shared, never changed)
+	counter string                // the counter of the synthetic results in entries
+	entries []ContextEntry        // contextMessages of prefix, without the system prompt; never handed out
+	calls   map[string]bool       // the call ids made in prefix
+}
+
+// RequestEntries is contextMessages(c, system, view). view must be the kept
+// view of the session (its messages are never changed once handed out).
+func (cc *ContextCache) RequestEntries(c compaction.Counter, system string, view []persistence.Message) []ContextEntry {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	memo := &cc.entries
+	cut := len(memo.prefix)
+	if cut > 0 && (memo.counter != c.Name() || len(view) < cut || &view[0] != &memo.prefix[0] || !closedAfter(view[cut:], memo.calls)) {
+		*memo, cut = entriesMemo{}, 0
 	}
-	if err != nil {
-		return nil, err
-	}
-	if len(counted) > 0 {
-		// A cache: a failed write costs a recount next time, nothing else.
-		if err := a.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
-			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+	rest := ContextMessages(c, system, view[cut:])
+	out := make([]ContextEntry, 0, len(memo.entries)+len(rest))
+	out = append(out, rest[0]) // the system prompt
+	out = append(out, memo.entries...)
+	out = append(out, rest[1:]...)
+	out = alternate(out)
+	memo.advance(c, view, out)
+	return out
+}
+
+// closedAfter reports whether msgs, following a closed part that made the
+// calls in calls, leave that part as it is.
+func closedAfter(msgs []persistence.Message, calls map[string]bool) bool {
+	var made map[string]bool
+	for i := range msgs {
+		switch m := &msgs[i]; m.Role {
+		case persistence.RoleSummary:
+			return false
+		case persistence.RoleAssistant:
+			for _, tc := range m.ToolCalls {
+				if made == nil {
+					made = make(map[string]bool)
+				}
+				made[tc.ID] = true
+			}
+		case persistence.RoleTool:
+			if !made[m.ToolCallID] && calls[m.ToolCallID] {
+				return false
+			}
 		}
 	}
-	return view, nil
+	return true
 }
 
-// fixedTokens counts the head every request carries: system prompt and
-// tool schemas (kept per session while they and the counter stay).
-func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
-	return sess.cache.fixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
-}
-
-// updateMessage writes m over its stored row and tells the session's kept
-// view (whether or not the write failed: it may have been applied). Every
-// in-place change of a message goes through it.
-func (sess *session) updateMessage(ctx context.Context, store Store, m *persistence.Message) error {
-	err := store.UpdateMessage(ctx, m)
-	sess.cache.changed(m.ID)
-	return err
-}
-
-// rewrite runs write, which changes the session's stored messages in place
-// (a compaction, an expand, collapse or delete of one, a repair, a delete
-// of the session), and drops the kept view whether or not it failed.
-func (sess *session) rewrite(write func() error) error {
-	defer sess.cache.reset()
-	return write()
+// advance moves the closed part up to the last user message of view, whose
+// request messages are out, when what follows it leaves it closed.
+func (memo *entriesMemo) advance(c compaction.Counter, view []persistence.Message, out []ContextEntry) {
+	last := -1
+	for i := len(view) - 1; i >= len(memo.prefix); i-- {
+		if view[i].Role == persistence.RoleUser {
+			last = i
+			break
+		}
+	}
+	if last <= len(memo.prefix) {
+		return
+	}
+	calls := make(map[string]bool, len(memo.calls))
+	for id := range memo.calls {
+		calls[id] = true
+	}
+	for i := len(memo.prefix); i < last; i++ {
+		for _, tc := range view[i].ToolCalls {
+			calls[tc.ID] = true
+		}
+	}
+	if !closedAfter(view[last:], calls) {
+		return
+	}
+	// The user message's entry ends the closed part's messages.
+	end := -1
+	for i := len(out) - 1; i > len(memo.entries); i-- {
+		if out[i].MessageID == view[last].ID {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return
+	}
+	memo.entries = append(memo.entries, out[1+len(memo.entries):end]...)
+	memo.prefix, memo.counter, memo.calls = view[:last:last], c.Name(), calls
 }

@@ -1,13 +1,17 @@
-package agent
+package request
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/compaction"
-	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -27,7 +31,7 @@ type Model struct {
 	// Prices per million tokens; both 0 = unknown, no cost is reported.
 	// CachedInputPrice is for prompt tokens the provider served from its
 	// cache (0 = InputPrice). PricesSet: the configuration named prices
-	// (even 0), so the built-in ones (cost.go) do not apply.
+	// (even 0), so the built-in ones (BuiltinPrice) do not apply.
 	InputPrice       float64
 	OutputPrice      float64
 	CachedInputPrice float64
@@ -92,8 +96,8 @@ func (m Model) DisplayName() string {
 // Priced reports whether a cost can be computed for this model.
 func (m Model) Priced() bool { return m.InputPrice > 0 || m.OutputPrice > 0 }
 
-// withDefaults fills unset attributes.
-func (m Model) withDefaults() Model {
+// WithDefaults fills unset attributes.
+func (m Model) WithDefaults() Model {
 	switch {
 	case m.ContextWindow > 0:
 		if m.WindowSource == "" {
@@ -116,18 +120,18 @@ func (m Model) withDefaults() Model {
 	return m
 }
 
-// normalizeModels returns the models list with defaults filled in and the
+// NormalizeModels returns the models list with defaults filled in and the
 // name of the default model: def if given (added to the list when missing),
 // else the first model. An empty list with no default yields no models.
-func normalizeModels(models []Model, def string) ([]Model, string) {
+func NormalizeModels(models []Model, def string) ([]Model, string) {
 	out := make([]Model, 0, len(models)+1)
 	found := false
 	for _, m := range models {
-		out = append(out, m.withDefaults())
+		out = append(out, m.WithDefaults())
 		found = found || m.Name == def
 	}
 	if def != "" && !found {
-		out = append([]Model{Model{Name: def}.withDefaults()}, out...)
+		out = append([]Model{Model{Name: def}.WithDefaults()}, out...)
 	}
 	if def == "" && len(out) > 0 {
 		def = out[0].Name
@@ -187,7 +191,7 @@ func (m *Model) setAttr(attr string) error {
 	}
 	price := func() (float64, error) {
 		p, err := strconv.ParseFloat(val, 64)
-		if err != nil || !finiteAmount(p) {
+		if err != nil || !FiniteAmount(p) {
 			return 0, fmt.Errorf("%s=%q: want a price per million tokens of 0 or more (not NaN or infinite), e.g. 0.15", key, val)
 		}
 		return p, nil
@@ -264,35 +268,158 @@ func (m *Model) setAttr(attr string) error {
 	return nil
 }
 
-// model returns the configured model with that name; unknown names (a model
-// removed from the configuration since the session chose it) fall back to
-// the default model.
-func (a *Agent) modelNamed(name string) Model {
-	for _, m := range a.cfg.Models {
-		if m.Name == name {
-			return a.withLearnedWindow(m)
-		}
-	}
-	for _, m := range a.cfg.Models {
-		if m.Name == a.cfg.Model {
-			return a.withLearnedWindow(m)
-		}
-	}
-	return a.withLearnedWindow(Model{Name: name}.withDefaults())
+// Provider is one model endpoint: the client that streams from it, and its
+// base URL, which names it in the window cache.
+type Provider struct {
+	Client   provider.Client
+	Endpoint string
+	// SilentTruncation: the endpoint cuts a prompt longer than its context
+	// without an error (Ollama past num_ctx), so the usage it reports is
+	// checked against what was sent (see detectTruncation).
+	SilentTruncation bool
+	// Discover asks the endpoint for a model's context window (nil: it
+	// cannot be asked); used for models without a configured window.
+	Discover func(ctx context.Context, model string) (provider.DiscoveredWindow, error)
 }
 
-// sessionModel is the model a session uses now.
-func (a *Agent) sessionModel(s *persistence.Session) Model {
-	return a.modelNamed(decodeMeta(s.Metadata).Model)
+// What a model request costs, and the token usage of a whole prompt turn
+// (the prompt response's `usage`, ACP unstable).
+
+// price is a model's public list price in USD per million tokens.
+type price struct{ in, cached, out float64 }
+
+// BuiltinPricesRead is the day the built-in prices were read. They are
+// OpenAI's standard (not batch, not priority) list prices: OpenAI's
+// pricing page as copied on deploybase.ai/articles/openai-pricing (March
+// 2026), cached input at OpenAI's discount per family (90% GPT-5, 75%
+// GPT-4.1 and o3/o4-mini, 50% GPT-4o; the adk-model crate's OpenAI table,
+// March 2026). Prices change: a model's prices in the configuration
+// (input_price, output_price, cached_input_price; in=, out=, cached= in
+// CROW_MODELS) replace these, and prices of 0 switch cost off.
+const BuiltinPricesRead = "2026-11-28"
+
+var builtinPrices = map[string]price{
+	"gpt-5":        {in: 1.25, cached: 0.125, out: 10},
+	"gpt-5-mini":   {in: 0.25, cached: 0.025, out: 2},
+	"gpt-5-nano":   {in: 0.05, cached: 0.005, out: 0.40},
+	"gpt-4.1":      {in: 2, cached: 0.50, out: 8},
+	"gpt-4.1-mini": {in: 0.40, cached: 0.10, out: 1.60},
+	"gpt-4.1-nano": {in: 0.10, cached: 0.025, out: 0.40},
+	"gpt-4o":       {in: 2.50, cached: 1.25, out: 10},
+	"gpt-4o-mini":  {in: 0.15, cached: 0.075, out: 0.60},
+	"o3":           {in: 2, cached: 0.50, out: 8},
+	"o4-mini":      {in: 1.10, cached: 0.275, out: 4.40},
 }
 
-// anyModelTakesImages decides promptCapabilities.image: images are
-// advertised only when a configured model can read them.
-func (a *Agent) anyModelTakesImages() bool {
-	for _, m := range a.cfg.Models {
-		if m.Images {
-			return true
+// datedSnapshot is the date OpenAI appends to a pinned snapshot's name.
+//
+// Compiled on first use: package initialisers run before initialize is
+// answered (TestStartupInitCost).
+var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-\d{4}-\d{2}-\d{2}$`) })
+
+// builtinPrice finds a model's list price by its name as OpenAI spells it,
+// after a router's "openai/" prefix and without a snapshot date
+// ("openai/gpt-4o-2024-08-06" is gpt-4o). Other names have none: a name
+// that merely starts like a known one (gpt-4o-mini-tts) is another model.
+func builtinPrice(name string) (price, bool) {
+	name = strings.ToLower(name)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	p, ok := builtinPrices[datedSnapshot().ReplaceAllString(name, "")]
+	return p, ok
+}
+
+// BuiltinPrice is the built-in list price of a model, in USD per million
+// tokens (input, cached input, output); ok is false for a model without one.
+func BuiltinPrice(name string) (in, cached, out float64, ok bool) {
+	p, ok := builtinPrice(name)
+	return p.in, p.cached, p.out, ok
+}
+
+// withBuiltinPrices gives a model the configuration did not price its
+// built-in list price, in USD.
+func (m Model) withBuiltinPrices() Model {
+	p, ok := builtinPrice(m.Name)
+	if !ok || (m.Currency != "" && m.Currency != DefaultCurrency) {
+		return m
+	}
+	m.InputPrice, m.CachedInputPrice, m.OutputPrice, m.Currency = p.in, p.cached, p.out, DefaultCurrency
+	return m
+}
+
+// Cost is the price of one request: uncached prompt tokens at the input
+// price, cached ones at the cached-input price (the input price when none
+// is set), completion tokens at the output price.
+func (m Model) Cost(u provider.Usage) float64 {
+	cached := min(max(u.CachedTokens, 0), u.PromptTokens)
+	cachedPrice := m.CachedInputPrice
+	if cachedPrice == 0 {
+		cachedPrice = m.InputPrice
+	}
+	return (float64(u.PromptTokens-cached)*m.InputPrice + float64(cached)*cachedPrice + float64(u.CompletionTokens)*m.OutputPrice) / 1e6
+}
+
+// FiniteAmount reports whether v is an amount JSON can hold and a cost can
+// be: finite, 0 or more.
+func FiniteAmount(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// FiniteCosts is cost without the amounts finiteAmount refuses (nil when
+// none is left).
+func FiniteCosts(cost map[string]float64) map[string]float64 {
+	var out map[string]float64
+	for currency, v := range cost {
+		if FiniteAmount(v) {
+			if out == nil {
+				out = make(map[string]float64, len(cost))
+			}
+			out[currency] = v
 		}
 	}
-	return false
+	return out
+}
+
+// TurnUsage adds up the usage the provider reported for a turn's model
+// requests; the running turn holds it (turn.usage).
+type TurnUsage struct {
+	mu       sync.Mutex
+	requests int
+	sum      provider.Usage
+}
+
+// Add counts one request's reported usage.
+func (t *TurnUsage) Add(u provider.Usage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.requests++
+	t.sum.PromptTokens += u.PromptTokens
+	t.sum.CompletionTokens += u.CompletionTokens
+	t.sum.CachedTokens += u.CachedTokens
+	t.sum.ReasoningTokens += u.ReasoningTokens
+}
+
+// Wire is the turn's usage for the prompt response: the sums over its
+// model requests (each request's prompt counts again, as the provider
+// bills it); nil when the provider reported none.
+func (t *TurnUsage) Wire() *acp.Usage {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.requests == 0 {
+		return nil
+	}
+	u := &acp.Usage{
+		InputTokens:  t.sum.PromptTokens,
+		OutputTokens: t.sum.CompletionTokens,
+		TotalTokens:  t.sum.PromptTokens + t.sum.CompletionTokens,
+	}
+	if t.sum.CachedTokens > 0 {
+		u.CachedReadTokens = &t.sum.CachedTokens
+	}
+	if t.sum.ReasoningTokens > 0 {
+		u.ThoughtTokens = &t.sum.ReasoningTokens
+	}
+	return u
 }

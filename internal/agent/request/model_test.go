@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"strings"
@@ -71,15 +71,15 @@ func TestParseModelsRejectsMistakes(t *testing.T) {
 }
 
 func TestNormalizeModels(t *testing.T) {
-	models, def := normalizeModels(nil, "m1")
+	models, def := NormalizeModels(nil, "m1")
 	if def != "m1" || len(models) != 1 || models[0].ContextWindow != DefaultContextWindow || models[0].OutputReserve != DefaultOutputReserve || models[0].Currency != "USD" {
 		t.Fatalf("a bare default model: got %+v, %q", models, def)
 	}
-	models, def = normalizeModels([]Model{{Name: "a", ContextWindow: 8000}, {Name: "b"}}, "")
+	models, def = NormalizeModels([]Model{{Name: "a", ContextWindow: 8000}, {Name: "b"}}, "")
 	if def != "a" || models[0].OutputReserve != 2000 {
 		t.Fatalf("first model is the default and the reserve fits a small window: got %+v, %q", models, def)
 	}
-	models, def = normalizeModels([]Model{{Name: "a"}}, "z")
+	models, def = NormalizeModels([]Model{{Name: "a"}}, "z")
 	if def != "z" || len(models) != 2 || models[0].Name != "z" {
 		t.Fatalf("a default missing from the list is added: got %+v, %q", models, def)
 	}
