@@ -50,8 +50,9 @@ var rules = map[string][]string{
 
 	"internal/checkpoint": {"internal/persistence", "internal/safegit", "internal/termsafe"},
 
-	"internal/agent/prompt": {"internal/safegit", "internal/termsafe"},
-	"internal/agent/tool":   {"acp", "internal/origin", "internal/provider"},
+	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
+	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
+	"internal/agent/tool":    {"acp", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 
@@ -66,7 +67,7 @@ var rules = map[string][]string{
 	"cmd/crow-acp/internal/config": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence/...",
 		"internal/provider", "internal/secret"},
 	"cmd/crow-acp/internal/doctor": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
-		"internal/agent", "internal/compaction", "internal/persistence/...", "internal/provider"},
+		"internal/agent", "internal/agent/request", "internal/compaction", "internal/persistence/...", "internal/provider"},
 	"cmd/crow-acp/internal/sessions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
 		"internal/agent", "internal/checkpoint", "internal/persistence/...", "internal/termsafe"},
 	"cmd/crow-acp/internal/permissions": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/sessions",
