@@ -27,6 +27,7 @@ var rules = map[string][]string{
 	"internal/deflate/...":  nil,
 	"internal/origin/...":   nil,
 	"internal/safegit/...":  nil,
+	"internal/gitignore":    nil,
 	"internal/migrations":   nil,
 	"internal/layout":       nil,
 	"internal/acptest":      nil,
@@ -52,7 +53,7 @@ var rules = map[string][]string{
 
 	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
 	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
-	"internal/agent/tool":    {"acp", "internal/origin", "internal/provider"},
+	"internal/agent/tool":    {"acp", "internal/gitignore", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 
@@ -63,7 +64,7 @@ var rules = map[string][]string{
 	"cmd/crow-acp/internal/transcript": {"internal/agent", "internal/persistence", "internal/termsafe"},
 	"cmd/crow-acp/internal/terminal":   {"acp", "cmd/crow-acp/internal/transcript", "internal/termsafe"},
 	"cmd/crow-acp/internal/chat": {"acp", "cmd/crow-acp/internal/terminal", "cmd/crow-acp/internal/transcript",
-		"internal/persistence", "internal/termsafe"},
+		"internal/gitignore", "internal/persistence", "internal/termsafe"},
 	"cmd/crow-acp/internal/config": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence/...",
 		"internal/provider", "internal/secret"},
 	"cmd/crow-acp/internal/doctor": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
