@@ -208,3 +208,39 @@ func TestEveryPackageIsOnTheMap(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPackageHasADoc: a newcomer reads what a package holds from its
+// package comment (go doc).
+func TestEveryPackageHasADoc(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	documented := map[string]bool{}
+	fset := token.NewFileSet()
+	for pkg := range imports(t, root) {
+		documented[pkg] = false
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		if _, ok := documented[pkg]; !ok || documented[pkg] {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		documented[pkg] = f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name) ||
+			f.Doc != nil && f.Name.Name == "main"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg, ok := range documented {
+		if !ok && !strings.HasPrefix(pkg, "testdata/") {
+			t.Errorf("%s has no package comment (\"Package NAME ...\", or a comment on package main)", pkg)
+		}
+	}
+}
