@@ -149,6 +149,12 @@ type Config struct {
 	// set it, so that no outcome depends on the day they run (the date's
 	// length moves the prompt's token count).
 	Now func() time.Time
+	// Checkpoints keeps what each turn changed, for /undo (undo.go); nil:
+	// nothing is recorded and the undo commands are not offered.
+	Checkpoints CheckpointStore
+	// CheckpointTrees is the directory of the work-tree snapshots
+	// (checkpoint.DefaultTreesDir); "": commands' effects are not covered.
+	CheckpointTrees string
 }
 
 // wallClock is the clock of an agent whose Config.Now is nil. The package's

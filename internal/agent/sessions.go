@@ -12,6 +12,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/secret"
@@ -461,6 +462,11 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	a.dropSession(req.SessionID)
 	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
+	}
+	if a.undoing() {
+		if err := checkpoint.RemoveTrees(a.cfg.CheckpointTrees, req.SessionID); err != nil {
+			a.log.Warn("remove the session's work-tree snapshots", zap.String("session", req.SessionID), zap.Error(err))
+		}
 	}
 	a.log.Info("session deleted", zap.String("session", req.SessionID))
 	return &acp.DeleteSessionResponse{}, nil
