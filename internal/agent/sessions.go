@@ -239,7 +239,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err != nil {
 		return nil, storeError("load session", err)
 	}
-	if err := a.replay(ctx, s.ID, msgs); err != nil {
+	if err := a.replay(ctx, s.ID, a.withoutUndone(ctx, s.ID, msgs)); err != nil {
 		return nil, err
 	}
 	// The compaction check counts with the model's tokenizer (whose

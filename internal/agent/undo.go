@@ -377,3 +377,39 @@ func markdownLine(s string) string {
 	r := strings.NewReplacer("\\", "\\\\", "`", "\\`", "|", "\\|", "*", "\\*", "_", "\\_", "<", "&lt;", "[", "\\[")
 	return r.Replace(s)
 }
+
+// withoutUndone is msgs without the messages an undo hid: a load replays
+// the conversation as it now stands (compacted messages, inactive too, are
+// still replayed).
+func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
+	src, ok := a.cfg.Checkpoints.(interface {
+		Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
+	})
+	if !ok {
+		return msgs
+	}
+	undos, err := src.Undos(ctx, sessionID)
+	if err != nil {
+		a.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
+		return msgs
+	}
+	hidden := map[int64]bool{}
+	for _, u := range undos {
+		if u.State == persistence.UndoDone {
+			for _, id := range u.Hidden {
+				hidden[id] = true
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return msgs
+	}
+	out := make([]persistence.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !m.IsActive && hidden[m.ID] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
