@@ -318,6 +318,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 			},
 			Auth:            a.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
+			Meta:            a.extMeta(),
 		},
 		AuthMethods: a.authMethods(req.ClientCapabilities),
 		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},

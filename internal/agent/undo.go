@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -412,4 +413,162 @@ func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []pers
 		out = append(out, m)
 	}
 	return out
+}
+
+// undoParams are _crow/undo's and _crow/redo's.
+type undoParams struct {
+	SessionID string `json:"sessionId"`
+	To        int    `json:"to,omitempty"` // prompt number; 0: the last prompt
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+}
+
+// undoFileInfo is one file of a report on the wire.
+type undoFileInfo struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"`
+	Diff   string `json:"diff,omitempty"`
+}
+
+// undoReport is a report on the wire: the files, what was not covered,
+// and the text /undo shows.
+type undoReport struct {
+	UndoID     int64          `json:"undoId,omitempty"`
+	Redo       bool           `json:"redo,omitempty"`
+	DryRun     bool           `json:"dryRun,omitempty"`
+	Files      []undoFileInfo `json:"files"`
+	NotCovered []string       `json:"notCovered"`
+	Text       string         `json:"text"`
+}
+
+func reportOf(r *checkpoint.Report) undoReport {
+	out := undoReport{UndoID: r.UndoID, Redo: r.Redo, DryRun: r.DryRun, Files: []undoFileInfo{}, NotCovered: []string{}, Text: r.Text()}
+	for _, f := range r.Files {
+		out.Files = append(out.Files, undoFileInfo{Path: f.Path, Action: f.Action, Reason: f.Reason, Diff: f.Diff})
+	}
+	out.NotCovered = append(out.NotCovered, r.NotCovered...)
+	return out
+}
+
+// promptInfo is a prompt on the wire.
+type promptInfo struct {
+	Number int    `json:"number"`
+	Text   string `json:"text"`
+}
+
+// _crow/prompts {sessionId} → {prompts: [{number, text}]}: the prompts the
+// conversation shows, the numbers _crow/undo's "to" takes.
+func extPrompts(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[sessionParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.extSession(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	src, ok := a.cfg.Checkpoints.(checkpoint.PromptSource)
+	if !ok {
+		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
+	}
+	ps, err := checkpoint.Prompts(ctx, src, p.SessionID)
+	if err != nil {
+		return nil, storeError("list prompts", err)
+	}
+	out := []promptInfo{}
+	for _, pr := range ps {
+		if !pr.Undone {
+			out = append(out, promptInfo{Number: pr.Number, Text: pr.Text})
+		}
+	}
+	return map[string]any{"prompts": out}, nil
+}
+
+// _crow/undo {sessionId, to?, dryRun?, force?} → {report, prompt, pending}:
+// what /undo (to: /rewind N) does, for a client's button.
+func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To < 0 {
+		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
+	}
+	return a.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
+		res, err := a.undo(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(res.report), "prompt": promptInfo{Number: res.prompt.Number, Text: res.prompt.Text}}, nil
+	})
+}
+
+// _crow/redo {sessionId, dryRun?, force?} → {report, pending}.
+func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To != 0 {
+		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
+	}
+	return a.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
+		rep, err := a.redo(ctx, sess, s, p.DryRun, p.Force)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(rep)}, nil
+	})
+}
+
+// withUndoLease runs fn with the session's lease held, when no turn runs in
+// it here or in another process (like changeCompaction); undos a killed
+// process left unfinished are reported first ("pending"). A refusal the
+// user can act on (errUndo) is -32600 with its text.
+func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
+	s, err := a.extSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !a.undoing() {
+		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
+	}
+	sess := a.session(s.ID)
+	busy := acp.InvalidRequest("A prompt is running in session %s: %s when it ends.", s.ID, op)
+	if sess.runningTurn() != nil {
+		return nil, busy
+	}
+	err = a.leases.hold(ctx, sess, nil)
+	if errors.Is(err, errHeldHere) {
+		return nil, busy
+	}
+	var leased *leasedError
+	if errors.As(err, &leased) {
+		return nil, acp.InvalidRequest("Cannot %s now. %s", op, leased.err.Message)
+	}
+	if err != nil {
+		return nil, storeError(op, err)
+	}
+	defer a.leases.release(ctx, sess)
+	pending := []undoReport{}
+	if st := a.checkpoints(sess); st != nil {
+		reps, err := checkpoint.PendingUndos(ctx, st, s.ID)
+		if err != nil {
+			return nil, storeError(op, err)
+		}
+		for _, r := range reps {
+			pending = append(pending, reportOf(r))
+		}
+	}
+	out, err := fn(sess, s)
+	var u *errUndo
+	if errors.As(err, &u) {
+		return nil, acp.InvalidRequest("Cannot %s: %s.", op, u.msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := out.(map[string]any)
+	res["pending"] = pending
+	return res, nil
 }
