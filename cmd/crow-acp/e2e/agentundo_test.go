@@ -163,6 +163,17 @@ func testAgentUndo(t *testing.T, dsn string) {
 		t.Errorf("the request after /rewind 1 holds the undone turns:\n%s", last)
 	}
 
+	// A client's button: the prompts as they now stand, and an undo's
+	// report without changing anything.
+	got, _ := request(t, p, v, methods, &next, "_crow/prompts", `{"sessionId":`+quote(sid)+`}`, "")
+	if !strings.Contains(string(got), `"prompts":[{"number":1,"text":"third"}]`) {
+		t.Errorf("_crow/prompts: %s", got)
+	}
+	got, _ = request(t, p, v, methods, &next, "_crow/undo", `{"sessionId":`+quote(sid)+`,"to":1,"dryRun":true}`, "")
+	if !strings.Contains(string(got), `"dryRun":true`) || !strings.Contains(string(got), `"prompt":{"number":1,"text":"third"}`) {
+		t.Errorf("_crow/undo dryRun: %s", got)
+	}
+
 	out = say("/permissions revoke all")
 	if !strings.Contains(out, "Revoked") {
 		t.Errorf("/permissions revoke all:\n%s", out)
