@@ -30,8 +30,11 @@ import (
 type session struct {
 	id string
 
-	mu     sync.Mutex
-	turn   *turn  // the running turn; nil: none (mu)
+	mu   sync.Mutex
+	turn *turn // the running turn; nil: none (mu)
+	// undone are the reports of undos a killed process left unfinished,
+	// found when the session was opened, not yet shown (mu; undo.go).
+	undone []*checkpoint.Report
 	budget budget // compaction bookkeeping (mu)
 	// items are the Responses API reasoning items of the running turn, by
 	// stored message (reasoning_items.go; mu).
@@ -321,7 +324,9 @@ func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
 		sess.cache.Released(0)
 		return nil
 	}
-	return a.leases.briefly(ctx, sess, func(context.Context) {})
+	// A crash may also have left an undo unfinished: reported once the
+	// session is open (afterOpen).
+	return a.leases.briefly(ctx, sess, func(ctx context.Context) { a.takePendingUndos(ctx, sess) })
 }
 
 // storageFault reports whether err is a full or read-only database.
@@ -338,6 +343,7 @@ func (a *Agent) afterOpen(ctx context.Context, sess *session, s *persistence.Ses
 	usage := a.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
 		a.announceInstructions(ctx, sess, s)
+		a.sendPendingUndos(ctx, sess)
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})

@@ -104,21 +104,39 @@ func (sess *session) snapshotBeforeCommand(ctx context.Context, s *persistence.S
 	return rec.SnapshotWorkTree(ctx, s, seq)
 }
 
-// reportPendingUndos tells the user about undos a killed process left
-// unfinished (checkpoint.PendingUndos), holding the session's lease.
-func (a *Agent) reportPendingUndos(ctx context.Context, sess *session, s *persistence.Session) {
+// takePendingUndos keeps the reports of undos a killed process left
+// unfinished, holding the session's lease, for sendPendingUndos.
+func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
 	st := a.checkpoints(sess)
 	if st == nil {
 		return
 	}
-	reps, err := checkpoint.PendingUndos(ctx, st, s.ID)
+	reps, err := checkpoint.PendingUndos(ctx, st, sess.id)
 	if err != nil {
-		a.log.Warn("pending undos", zap.String("session", s.ID), zap.Error(err))
+		a.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
 		return
 	}
+	sess.mu.Lock()
+	sess.undone = append(sess.undone, reps...)
+	sess.mu.Unlock()
+}
+
+// sendPendingUndos shows the reports takePendingUndos kept.
+func (a *Agent) sendPendingUndos(ctx context.Context, sess *session) {
+	sess.mu.Lock()
+	reps := sess.undone
+	sess.undone = nil
+	sess.mu.Unlock()
 	for _, r := range reps {
 		a.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
 	}
+}
+
+// reportPendingUndos tells the user about undos a killed process left
+// unfinished (checkpoint.PendingUndos), holding the session's lease.
+func (a *Agent) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
+	a.takePendingUndos(ctx, sess)
+	a.sendPendingUndos(ctx, sess)
 }
 
 func agentText(text string) acp.SessionUpdate {

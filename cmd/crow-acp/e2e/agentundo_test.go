@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"io/fs"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/acptest"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
@@ -37,7 +41,7 @@ type undoFile struct {
 }
 
 func testAgentUndo(t *testing.T, dsn string) {
-	model, _, env, cwd := procSetupOn(t, dsn)
+	model, db, env, cwd := procSetupOn(t, dsn)
 	env["CROW_MODEL"] = fakemodel.ModelID
 	home := t.TempDir()
 	env["HOME"], env["XDG_DATA_HOME"] = home, filepath.Join(home, "data")
@@ -198,6 +202,55 @@ func testAgentUndo(t *testing.T, dsn string) {
 		t.Errorf("session/load after the undo replays the undone turns:\n%s", r)
 	}
 	p.close()
+
+	// An undo killed midway (its record pending, its lease left by a dead
+	// process) is reported when the session is next opened.
+	abandonUndo(t, db, sid)
+	p = startProc(t, env)
+	request(t, p, v, methods, &next, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`, "")
+	request(t, p, v, methods, &next, "session/resume", `{"sessionId":`+quote(sid)+`,"cwd":`+quote(cwd)+`,"mcpServers":[]}`, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f := p.recv(time.Until(deadline))
+		if err := v.ValidateAgentFrame(f, func(raw json.RawMessage) string { return methods[string(raw)] }); err != nil {
+			t.Error(err)
+		}
+		if strings.Contains(string(f), "an interrupted undo") && strings.Contains(string(f), "a.txt") {
+			break
+		}
+	}
+	p.close()
+}
+
+// abandonUndo stores, for session sid, an undo record left pending and the
+// session's lease held by a process that no longer runs: what an agent
+// killed midway through an undo leaves.
+func abandonUndo(t *testing.T, db, sid string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := backend.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	l := &persistence.Lease{SessionID: sid, Owner: "conn_dead", PID: dead.Process.Pid, Host: host}
+	if err := store.AcquireLease(ctx, l, time.Minute, ""); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := store.Messages(ctx, sid, persistence.MessageFilter{})
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("messages: %v", err)
+	}
+	u := &persistence.Undo{SessionID: sid, FromTurn: msgs[len(msgs)-1].Seq, State: persistence.UndoPending,
+		Files: []persistence.UndoFile{{Path: "a.txt", Action: persistence.UndoRestored}}}
+	if err := store.WithFence(l.Fence()).(checkpoint.Store).CreateUndo(ctx, u); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // promptReply sends text as a prompt of session sid, answers every
