@@ -2,15 +2,16 @@
 // connection: initialize, the sessions (new, load, resume, fork, list,
 // close, delete: sessions.go; their stored metadata: meta.go; titles,
 // archive, config options, modes, extension methods), the prompt turn
-// (turn.go, tools.go, permission.go, subagent.go), the request it sends
+// (turn.go, tools.go, permission.go, subagent.go; undo.go records what the
+// turn's tools change and serves /undo, /rewind, /redo), the request it sends
 // (prepare.go, compact.go, usage.go, sysprompt.go) and load replay.
 // What a request is built from and measured against (the models and their
 // windows, the context rebuilt from the store) is package request.
 //
 // It is the only package that sees the wire (acp), the model client
 // (internal/provider) and the store (internal/persistence) together; it may
-// import them, internal/compaction and its own packages (request, tool,
-// prompt); only the commands (cmd/) import it.
+// import them, internal/compaction, internal/checkpoint and its own
+// packages (request, tool, prompt); only the commands (cmd/) import it.
 package agent
 
 import (
