@@ -69,7 +69,12 @@ func testAgentUndo(t *testing.T, dsn string) {
 	git("init", "-q")
 	git("add", ".")
 	git("commit", "-q", "-m", "start")
-	git("stash", "list") // the user's stash and config stay as they are
+	// The user's stash, refs, index and config stay as they are.
+	if err := os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("stashed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("stash", "-q")
+	git("config", "user.name", "someone")
 	dotGit := hashTree(t, filepath.Join(cwd, ".git"))
 
 	v := acptest.MustValidatorFor(t, "sdk-2.4.0/v1/schema.unstable.json")
