@@ -16,6 +16,7 @@ import (
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/framelog"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/secret"
@@ -105,6 +106,8 @@ func connectAgent(ctx context.Context, cfg *config.Settings, store backend.Store
 	agentCfg := cfg.Agent(version)
 	agentCfg.ConnectionID = agent.NewConnectionID()
 	agentCfg.Windows = store // windows the endpoints told, kept across processes
+	// Each turn's changes are kept, for /undo.
+	agentCfg.Checkpoints, agentCfg.CheckpointTrees = store, checkpoint.DefaultTreesDir(os.Getenv)
 	// A database that cannot record the connection (read-only, full) turns
 	// the frame log off by itself; the connection is served without it.
 	jr := framelog.Open(ctx, store, framelog.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: agentCfg.MaxPromptBytes})

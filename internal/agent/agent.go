@@ -2,15 +2,16 @@
 // connection: initialize, the sessions (new, load, resume, fork, list,
 // close, delete: sessions.go; their stored metadata: meta.go; titles,
 // archive, config options, modes, extension methods), the prompt turn
-// (turn.go, tools.go, permission.go, subagent.go), the request it sends
+// (turn.go, tools.go, permission.go, subagent.go; undo.go records what the
+// turn's tools change and serves /undo, /rewind, /redo), the request it sends
 // (prepare.go, compact.go, usage.go, sysprompt.go) and load replay.
 // What a request is built from and measured against (the models and their
 // windows, the context rebuilt from the store) is package request.
 //
 // It is the only package that sees the wire (acp), the model client
 // (internal/provider) and the store (internal/persistence) together; it may
-// import them, internal/compaction and its own packages (request, tool,
-// prompt); only the commands (cmd/) import it.
+// import them, internal/compaction, internal/checkpoint and its own
+// packages (request, tool, prompt); only the commands (cmd/) import it.
 package agent
 
 import (
@@ -149,6 +150,12 @@ type Config struct {
 	// set it, so that no outcome depends on the day they run (the date's
 	// length moves the prompt's token count).
 	Now func() time.Time
+	// Checkpoints keeps what each turn changed, for /undo (undo.go); nil:
+	// nothing is recorded and the undo commands are not offered.
+	Checkpoints CheckpointStore
+	// CheckpointTrees is the directory of the work-tree snapshots
+	// (checkpoint.DefaultTreesDir); "": commands' effects are not covered.
+	CheckpointTrees string
 }
 
 // wallClock is the clock of an agent whose Config.Now is nil. The package's
@@ -312,6 +319,7 @@ func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.
 			},
 			Auth:            a.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
+			Meta:            a.extMeta(),
 		},
 		AuthMethods: a.authMethods(req.ClientCapabilities),
 		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},

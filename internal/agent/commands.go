@@ -25,6 +25,10 @@ func (a *Agent) slashCommands() []slashCommand {
 	if a.forker() != nil {
 		cmds = append(cmds, forkCommand)
 	}
+	if a.undoing() {
+		cmds = append(cmds, undoCommand, rewindCommand, redoCommand)
+	}
+	cmds = append(cmds, permissionsCommand)
 	return cmds
 }
 

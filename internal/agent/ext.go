@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
@@ -28,6 +29,24 @@ var extMethods = map[string]extHandler{
 	"_crow/compaction/delete":   extCompactionDelete,
 	"_crow/context/build":       extContextBuild,
 	"_crow/debug/stats":         extDebugStats,
+	"_crow/prompts":             extPrompts,
+	"_crow/undo":                extUndo,
+	"_crow/redo":                extRedo,
+}
+
+// extMeta is initialize's agentCapabilities._meta: the extension methods
+// this agent serves ({"crow": {"extMethods": [...]}}), so that a client
+// can offer, say, an undo button only when _crow/undo is there.
+func (a *Agent) extMeta() acp.Meta {
+	names := make([]string, 0, len(extMethods))
+	for n := range extMethods {
+		if a.undoing() || (n != "_crow/undo" && n != "_crow/redo" && n != "_crow/prompts") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	raw, _ := json.Marshal(map[string]any{"crow": map[string]any{"extMethods": names}})
+	return raw
 }
 
 // HandleExtMethod dispatches an extension request.

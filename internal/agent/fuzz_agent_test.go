@@ -73,7 +73,7 @@ func FuzzAgent(f *testing.F) {
 			inW.Close()
 		}()
 		conn := acp.NewConn(inR, &out, acp.Options{MaxLineBytes: 1 << 16})
-		a := agent.New(conn, store, okModel{}, agent.Config{Model: "m", ConnectionID: "fuzz",
+		a := agent.New(conn, store, okModel{}, agent.Config{Model: "m", ConnectionID: "fuzz", Checkpoints: store, CheckpointTrees: filepath.Join(dir, "trees"),
 			Retry: agent.RetryPolicy{MaxAttempts: 1}}, nil)
 		done := make(chan struct{})
 		go func() { _ = conn.Serve(ctx, a); a.Close(); close(done) }()
@@ -159,5 +159,9 @@ var agentSeeds = []string{
 	`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}`,
 	`{"jsonrpc":"2.0","id":15,"method":"session/prompt","params":{"sessionId":"sess_fuzz","prompt":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}}`,
 	"{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"sess_fuzz\",\"prompt\":[{\"type\":\"text\",\"text\":\"\xff\xfe\x00\"}]}}",
+	`{"jsonrpc":"2.0","id":17,"method":"_crow/undo","params":{"sessionId":"sess_fuzz","to":-3,"dryRun":true}}`,
+	`{"jsonrpc":"2.0","id":18,"method":"_crow/prompts","params":{"sessionId":"sess_fuzz"}}`,
+	`{"jsonrpc":"2.0","id":19,"method":"session/prompt","params":{"sessionId":"sess_fuzz","prompt":[{"type":"text","text":"/rewind 99999999999999999999 --force"}]}}`,
+	`{"jsonrpc":"2.0","id":20,"method":"session/prompt","params":{"sessionId":"sess_fuzz","prompt":[{"type":"text","text":"/permissions revoke 1 x all"}]}}`,
 	strings.Repeat("x", 100),
 }

@@ -154,7 +154,7 @@ func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Ses
 	}
 	save := func(allow bool, keys ...string) error {
 		for _, k := range keys {
-			r := &persistence.PermissionRule{Cwd: s.Cwd, Key: k, Allow: allow}
+			r := &persistence.PermissionRule{Cwd: s.Cwd, Key: k, Allow: allow, SessionID: s.ID}
 			if err := a.writes(sess).SetPermissionRule(context.WithoutCancel(ctx), r); err != nil {
 				return storeError("save permission rule", err)
 			}

@@ -190,7 +190,7 @@ func resolveToolName(name string, obj map[string]any, schemas map[string]toolSch
 		case "insert":
 			r.Refusal = name + " insert is not available here: use edit_file with old_string set to the line to insert after (read the file first) and new_string set to that line followed by the new text."
 		case "undo_edit":
-			r.Refusal = name + " undo_edit is not available here: there is no undo; read the file and use edit_file to put back what you changed."
+			r.Refusal = name + " undo_edit is not available to you: read the file and use edit_file to put back what you changed (the user can undo a whole prompt with /undo)."
 		default:
 			return ""
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/secret"
@@ -29,8 +30,11 @@ import (
 type session struct {
 	id string
 
-	mu     sync.Mutex
-	turn   *turn  // the running turn; nil: none (mu)
+	mu   sync.Mutex
+	turn *turn // the running turn; nil: none (mu)
+	// undone are the reports of undos a killed process left unfinished,
+	// found when the session was opened, not yet shown (mu; undo.go).
+	undone []*checkpoint.Report
 	budget budget // compaction bookkeeping (mu)
 	// items are the Responses API reasoning items of the running turn, by
 	// stored message (reasoning_items.go; mu).
@@ -238,7 +242,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err != nil {
 		return nil, storeError("load session", err)
 	}
-	if err := a.replay(ctx, s.ID, msgs); err != nil {
+	if err := a.replay(ctx, s.ID, a.withoutUndone(ctx, s.ID, msgs)); err != nil {
 		return nil, err
 	}
 	// The compaction check counts with the model's tokenizer (whose
@@ -320,7 +324,9 @@ func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
 		sess.cache.Released(0)
 		return nil
 	}
-	return a.leases.briefly(ctx, sess, func(context.Context) {})
+	// A crash may also have left an undo unfinished: reported once the
+	// session is open (afterOpen).
+	return a.leases.briefly(ctx, sess, func(ctx context.Context) { a.takePendingUndos(ctx, sess) })
 }
 
 // storageFault reports whether err is a full or read-only database.
@@ -337,6 +343,7 @@ func (a *Agent) afterOpen(ctx context.Context, sess *session, s *persistence.Ses
 	usage := a.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
 		a.announceInstructions(ctx, sess, s)
+		a.sendPendingUndos(ctx, sess)
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})
@@ -461,6 +468,11 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	a.dropSession(req.SessionID)
 	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
+	}
+	if a.undoing() {
+		if err := checkpoint.RemoveTrees(a.cfg.CheckpointTrees, req.SessionID); err != nil {
+			a.log.Warn("remove the session's work-tree snapshots", zap.String("session", req.SessionID), zap.Error(err))
+		}
 	}
 	a.log.Info("session deleted", zap.String("session", req.SessionID))
 	return &acp.DeleteSessionResponse{}, nil

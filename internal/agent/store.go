@@ -32,6 +32,9 @@ type Store interface {
 
 	PermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
 	SetPermissionRule(ctx context.Context, r *persistence.PermissionRule) error
+	ListPermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
+	DeletePermissionRules(ctx context.Context, cwd string, ids []int64) ([]persistence.PermissionRule, error)
+	ClearPermissionRules(ctx context.Context, cwd string) ([]persistence.PermissionRule, error)
 
 	LeaseStore
 }

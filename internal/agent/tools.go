@@ -22,6 +22,10 @@ import (
 // tool call.
 const planTool = "update_plan"
 
+// commandTool runs shell commands: the work tree is kept before a turn's
+// first one (undo.go).
+const commandTool = "run_command"
+
 // toolMeta is what a stored tool result carries (persistence.Message.Meta)
 // so that session/load replays the call as it happened.
 type toolMeta struct {
@@ -128,6 +132,9 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 		},
 	}
 	a.elicitInto(env, caps)
+	if !isSubagent(s) {
+		sess.recordChanges(env, s)
+	}
 	return env
 }
 
@@ -309,6 +316,13 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		return finish(tool.Failure("%s", why), persistence.StatusComplete)
 	}
 
+	if c.Name == commandTool {
+		// The work tree is kept before the turn's first command, so that
+		// /undo can take back what commands changed (undo.go).
+		if err := sess.snapshotBeforeCommand(persistCtx, s); err != nil {
+			return finish(tool.Failure("not run: the work tree could not be recorded for undo: %v", err), persistence.StatusComplete)
+		}
+	}
 	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
 	res := act.Run(ctx, func(content []acp.ToolCallContent) {
 		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -31,6 +32,10 @@ type turn struct {
 	usage request.TurnUsage
 	// subagents is what its task calls started (subagent.go).
 	subagents turnSubagents
+	// seq is the seq of the turn's prompt message and rec records what its
+	// tools change (undo.go); rec is nil when nothing is recorded.
+	seq int64
+	rec *checkpoint.Recorder
 }
 
 // Prompt runs one turn: the user message is committed before the model is
@@ -108,6 +113,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 		return nil, storeError("prompt", err)
 	}
 	defer a.leases.release(ctx, sess)
+	a.reportPendingUndos(turnCtx, sess, s)
 
 	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
 		stop, err := cmd.run(turnCtx, a, sess, s, input)
@@ -131,6 +137,8 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
+	a.startRecording(sess, s, user.Seq)
+	defer a.endRecording(persistCtx, sess, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
 	}

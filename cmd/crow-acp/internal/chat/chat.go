@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -667,6 +668,12 @@ func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handl
 			return false, false, nil // the agent's own command wins
 		}
 		return false, true, c.setOption(ctx, conn, strings.TrimPrefix(name, "/"), arg)
+	case "/rewind":
+		n, err := strconv.Atoi(strings.Fields(arg + " x")[0])
+		if err != nil || !c.agentHas(name) {
+			return false, false, nil // the agent's list, or its answer
+		}
+		return c.rewind(ctx, conn, text, n), true, nil
 	case "/resume":
 		if arg == "" {
 			return false, true, errors.New("/resume needs a session id (/sessions lists them)")
@@ -679,6 +686,39 @@ func (c *Chat) command(ctx context.Context, conn Conn, text string) (quit, handl
 		return false, false, nil
 	}
 	return false, true, nil
+}
+
+// rewind sends /rewind N to the agent and, once prompt N is gone from the
+// session, puts its text in the input line to edit and send again.
+func (c *Chat) rewind(ctx context.Context, conn Conn, text string, n int) (quit bool) {
+	before, err := c.prompts(ctx, conn)
+	if err != nil || n < 1 || n > len(before) || before[n-1].Number != n {
+		return c.turn(conn, []acp.ContentBlock{acp.TextBlock(text)}) // the agent says why
+	}
+	if quit := c.turn(conn, []acp.ContentBlock{acp.TextBlock(text)}); quit {
+		return true
+	}
+	if after, err := c.prompts(ctx, conn); err == nil && len(after) < n {
+		if p, ok := c.lines.(interface{ Prefill(string) }); ok {
+			p.Prefill(before[n-1].Text)
+		}
+	}
+	return false
+}
+
+// promptInfo is a prompt of _crow/prompts.
+type promptInfo struct {
+	Number int    `json:"number"`
+	Text   string `json:"text"`
+}
+
+// prompts lists the session's prompts as the agent numbers them.
+func (c *Chat) prompts(ctx context.Context, conn Conn) ([]promptInfo, error) {
+	var res struct {
+		Prompts []promptInfo `json:"prompts"`
+	}
+	err := conn.Call(ctx, "_crow/prompts", map[string]string{"sessionId": c.session}, &res)
+	return res.Prompts, err
 }
 
 func (c *Chat) help() {

@@ -44,6 +44,19 @@ type editor struct {
 	// inRead is set while Readline runs: readline itself says it reads
 	// only once its input loop waits for a key, after it drew the prompt.
 	inRead atomic.Bool
+	// prefill is the text the next line starts with (Prefill).
+	prefill atomic.Pointer[string]
+}
+
+// Prefill puts text in the line being read, or the next one: what the
+// person edits and sends again (a prompt /rewind took back).
+func (e *editor) Prefill(text string) {
+	text = strings.ReplaceAll(text, "\n", pasteNewline)
+	if e.inRead.Load() {
+		e.rl.Operation.SetBuffer(text)
+		return
+	}
+	e.prefill.Store(&text)
 }
 
 func newEditor(in io.Reader, out io.Writer, historyFile string, complete completer) (*editor, error) {
@@ -94,7 +107,11 @@ func (e *editor) readShown() (string, error) {
 		return "", io.EOF
 	}
 	e.inRead.Store(true)
-	line, err := e.rl.Readline()
+	first := ""
+	if p := e.prefill.Swap(nil); p != nil {
+		first = *p
+	}
+	line, err := e.rl.ReadlineWithDefault(first)
 	e.inRead.Store(false)
 	return unpaste(line), err
 }

@@ -1,0 +1,592 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/tool"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
+	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/termsafe"
+)
+
+// CheckpointStore is the store that keeps checkpoints (the backend's): its
+// fenced view (WithFence) is a checkpoint.Store. The frame log's wrapper is
+// not one, so the agent is given the backend store for them.
+type CheckpointStore interface {
+	WithFence(f persistence.Fence) persistence.Store
+}
+
+// undoing reports whether turns are recorded and can be undone.
+func (a *Agent) undoing() bool { return a.cfg.Checkpoints != nil }
+
+// checkpoints is the session's checkpoint store, fenced by its lease; nil
+// when undo is off or the lease is not held here.
+func (a *Agent) checkpoints(sess *session) checkpoint.Store {
+	if a.cfg.Checkpoints == nil {
+		return nil
+	}
+	sess.mu.Lock()
+	h := sess.lease
+	sess.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	st, _ := a.cfg.Checkpoints.WithFence(h.fence).(checkpoint.Store)
+	return st
+}
+
+// startRecording makes the running turn record checkpoints: turn is the
+// seq of its prompt message. Subagents only read: nothing to record.
+func (a *Agent) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
+	st := a.checkpoints(sess)
+	t := sess.runningTurn()
+	if st == nil || t == nil || isSubagent(s) {
+		return
+	}
+	sess.mu.Lock()
+	t.seq = turnSeq
+	t.rec = &checkpoint.Recorder{Store: st, Trees: a.cfg.CheckpointTrees}
+	sess.mu.Unlock()
+}
+
+// endRecording records the work tree as the turn left it (when its
+// commands were snapshotted before), however the turn ended.
+func (a *Agent) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
+	rec, seq := sess.recorder()
+	if rec == nil {
+		return
+	}
+	if err := rec.EndTurn(ctx, s, seq); err != nil {
+		a.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
+	}
+}
+
+// recorder is the running turn's checkpoint recorder and turn, or nil.
+func (sess *session) recorder() (*checkpoint.Recorder, int64) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.turn == nil {
+		return nil, 0
+	}
+	return sess.turn.rec, sess.turn.seq
+}
+
+// recordChanges sets env's hooks so that every file a tool changes is
+// checkpointed first: a checkpoint that cannot be stored refuses the change.
+func (sess *session) recordChanges(env *tool.Env, s *persistence.Session) {
+	rec, seq := sess.recorder()
+	if rec == nil {
+		return
+	}
+	env.BeforeChange = func(ctx context.Context, p tool.Path) error {
+		return rec.BeforeChange(context.WithoutCancel(ctx), s, seq, p.Abs)
+	}
+	env.AfterChange = func(ctx context.Context, p tool.Path) {
+		_ = rec.AfterChange(context.WithoutCancel(ctx), s, seq, p.Abs)
+	}
+}
+
+// snapshotBeforeCommand keeps the work tree before the turn's first
+// command; an error is the store's (nothing was recorded).
+func (sess *session) snapshotBeforeCommand(ctx context.Context, s *persistence.Session) error {
+	rec, seq := sess.recorder()
+	if rec == nil {
+		return nil
+	}
+	return rec.SnapshotWorkTree(ctx, s, seq)
+}
+
+// takePendingUndos keeps the reports of undos a killed process left
+// unfinished, holding the session's lease, for sendPendingUndos.
+func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
+	st := a.checkpoints(sess)
+	if st == nil {
+		return
+	}
+	reps, err := checkpoint.PendingUndos(ctx, st, sess.id)
+	if err != nil {
+		a.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
+		return
+	}
+	sess.mu.Lock()
+	sess.undone = append(sess.undone, reps...)
+	sess.mu.Unlock()
+}
+
+// sendPendingUndos shows the reports takePendingUndos kept.
+func (a *Agent) sendPendingUndos(ctx context.Context, sess *session) {
+	sess.mu.Lock()
+	reps := sess.undone
+	sess.undone = nil
+	sess.mu.Unlock()
+	for _, r := range reps {
+		a.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
+	}
+}
+
+// reportPendingUndos tells the user about undos a killed process left
+// unfinished (checkpoint.PendingUndos), holding the session's lease.
+func (a *Agent) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
+	a.takePendingUndos(ctx, sess)
+	a.sendPendingUndos(ctx, sess)
+}
+
+func agentText(text string) acp.SessionUpdate {
+	return acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text)}}
+}
+
+// undoRequest is one /undo, /rewind N or _crow/undo.
+type undoRequest struct {
+	to     int // prompt number; 0: the last prompt
+	dryRun bool
+	force  bool
+}
+
+// undoResult is what an undo did, with the prompt it went back to.
+type undoResult struct {
+	report *checkpoint.Report
+	prompt checkpoint.Prompt // the first prompt undone
+}
+
+// errUndo is a refusal the user can act on (no such prompt, nothing to
+// redo): a reply, not a failure of the request.
+type errUndo struct{ msg string }
+
+func (e *errUndo) Error() string { return e.msg }
+
+// undo runs an undo in session sess, whose lease this process holds.
+func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
+	st := a.checkpoints(sess)
+	if st == nil {
+		return nil, errors.New("undo: the session's lease is not held")
+	}
+	ps, err := a.prompts(ctx, st, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	turnSeq, err := checkpoint.TurnOf(ps, r.to)
+	if err != nil {
+		return nil, &errUndo{err.Error()}
+	}
+	res := &undoResult{}
+	for _, p := range ps {
+		if p.Turn == turnSeq {
+			res.prompt = p
+		}
+	}
+	err = sess.rewrite(func() error {
+		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
+		return err
+	})
+	if errors.Is(err, persistence.ErrConflict) {
+		return nil, &errUndo{"another undo of this session is unfinished; try again"}
+	}
+	if err != nil {
+		return nil, storeError("undo", err)
+	}
+	a.contextChanged(sess)
+	return res, nil
+}
+
+// redo re-applies the session's last undo.
+func (a *Agent) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
+	st := a.checkpoints(sess)
+	if st == nil {
+		return nil, errors.New("redo: the session's lease is not held")
+	}
+	var rep *checkpoint.Report
+	err := sess.rewrite(func() (err error) {
+		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
+		return err
+	})
+	switch {
+	case errors.Is(err, checkpoint.ErrNothingToRedo):
+		return nil, &errUndo{"nothing to redo: the last change of this session is not an undo"}
+	case errors.Is(err, persistence.ErrConflict):
+		return nil, &errUndo{"nothing to redo: the session has new messages since its undo"}
+	case err != nil:
+		return nil, storeError("redo", err)
+	}
+	a.contextChanged(sess)
+	return rep, nil
+}
+
+// contextChanged forgets what the provider counted of the session's
+// context: an undo or redo changed which messages it holds.
+func (a *Agent) contextChanged(sess *session) {
+	sess.mu.Lock()
+	sess.budget.sent, sess.budget.reported = nil, 0
+	sess.mu.Unlock()
+}
+
+// prompts lists the session's prompts (checkpoint.Prompts).
+func (a *Agent) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
+	src, ok := st.(checkpoint.PromptSource)
+	if !ok {
+		return nil, errors.New("the store lists no prompts")
+	}
+	ps, err := checkpoint.Prompts(ctx, src, sessionID)
+	if err != nil {
+		return nil, storeError("list prompts", err)
+	}
+	return ps, nil
+}
+
+// undoArgs parses "[N] [--force] [--dry-run]".
+func undoArgs(input string, number bool) (undoRequest, error) {
+	var r undoRequest
+	for _, f := range strings.Fields(input) {
+		switch {
+		case f == "--force":
+			r.force = true
+		case f == "--dry-run":
+			r.dryRun = true
+		case number && r.to == 0:
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				return r, fmt.Errorf("%q is not a prompt number (/rewind lists them)", f)
+			}
+			r.to = n
+		default:
+			return r, fmt.Errorf("unexpected %q", f)
+		}
+	}
+	return r, nil
+}
+
+// reply sends text as the agent's answer to a slash command.
+func (a *Agent) reply(ctx context.Context, sess *session, text string) (acp.StopReason, error) {
+	a.sendUpdate(ctx, sess, agentText(text))
+	return acp.StopEndTurn, nil
+}
+
+// undoReply answers an undo: errUndo as text, anything else an error.
+func (a *Agent) undoReply(ctx context.Context, sess *session, text string, err error) (acp.StopReason, error) {
+	var u *errUndo
+	if errors.As(err, &u) {
+		return a.reply(ctx, sess, "[Undo: "+u.msg+".]\n")
+	}
+	if err != nil {
+		return "", err
+	}
+	return a.reply(ctx, sess, text)
+}
+
+// reportText is a report for the conversation: the file lines in a code
+// block (paths and diffs are the workspace's).
+func reportText(head string, rep *checkpoint.Report) string {
+	var b strings.Builder
+	b.WriteString(head)
+	restored, deleted, skipped := rep.Counts()
+	fmt.Fprintf(&b, " (%d restored, %d deleted, %d skipped)\n\n", restored, deleted, skipped)
+	if t := strings.TrimRight(rep.Text(), "\n"); t != "" {
+		b.WriteString(fenced(t))
+	}
+	return b.String()
+}
+
+// fenced puts text in a Markdown code block whose fence no line of it closes.
+func fenced(text string) string {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	return fence + "\n" + text + "\n" + fence + "\n"
+}
+
+var undoCommand = slashCommand{
+	name:        "undo",
+	description: "Undo the last prompt: its files go back to how they were, its messages leave the conversation (--force also overwrites files changed since)",
+	hint:        "[--force]",
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
+		r, err := undoArgs(input, false)
+		if err != nil {
+			return a.reply(ctx, sess, "[Usage: /undo [--force]: "+err.Error()+".]\n")
+		}
+		res, err := a.undo(ctx, sess, s, r)
+		if err != nil {
+			return a.undoReply(ctx, sess, "", err)
+		}
+		return a.reply(ctx, sess, reportText(fmt.Sprintf("[Undid prompt %d.]", res.prompt.Number), res.report))
+	},
+}
+
+var rewindCommand = slashCommand{
+	name:        "rewind",
+	description: "List the prompts; /rewind N goes back to before prompt N (files and conversation) and shows its text to send again",
+	hint:        "[N] [--force]",
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
+		r, err := undoArgs(input, true)
+		if err != nil {
+			return a.reply(ctx, sess, "[Usage: /rewind [N] [--force]: "+err.Error()+".]\n")
+		}
+		if r.to == 0 {
+			st := a.checkpoints(sess)
+			if st == nil {
+				return "", errors.New("rewind: the session's lease is not held")
+			}
+			ps, err := a.prompts(ctx, st, s.ID)
+			if err != nil {
+				return "", err
+			}
+			return a.reply(ctx, sess, promptList(ps))
+		}
+		res, err := a.undo(ctx, sess, s, r)
+		if err != nil {
+			return a.undoReply(ctx, sess, "", err)
+		}
+		text := reportText(fmt.Sprintf("[Rewound to before prompt %d.]", res.prompt.Number), res.report)
+		text += "\nPrompt " + strconv.Itoa(res.prompt.Number) + " was (edit it and send it again):\n\n" + fenced(res.prompt.Text)
+		return a.reply(ctx, sess, text)
+	},
+}
+
+// promptList is /rewind's list: the prompts the conversation shows, numbered.
+func promptList(ps []checkpoint.Prompt) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if p.Undone {
+			continue
+		}
+		line, _, cut := strings.Cut(strings.TrimSpace(p.Text), "\n")
+		if r := []rune(line); len(r) > 100 {
+			line, cut = string(r[:100]), true
+		}
+		if cut {
+			line += " …"
+		}
+		fmt.Fprintf(&b, "%d. %s\n", p.Number, markdownLine(line))
+	}
+	if b.Len() == 0 {
+		return "[No prompts to rewind to.]\n"
+	}
+	return "Prompts (/rewind N goes back to before prompt N):\n\n" + b.String()
+}
+
+var redoCommand = slashCommand{
+	name:        "redo",
+	description: "Redo the last undo, while nothing new happened in the session",
+	hint:        "[--force]",
+	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
+		r, err := undoArgs(input, false)
+		if err != nil {
+			return a.reply(ctx, sess, "[Usage: /redo [--force]: "+err.Error()+".]\n")
+		}
+		rep, err := a.redo(ctx, sess, s, r.dryRun, r.force)
+		if err != nil {
+			return a.undoReply(ctx, sess, "", err)
+		}
+		return a.reply(ctx, sess, reportText("[Redid the last undo.]", rep))
+	},
+}
+
+// markdownLine makes one line of stored or workspace text safe in a
+// Markdown reply: terminal controls shown (termsafe), the characters that
+// would start code or a table cell escaped.
+func markdownLine(s string) string {
+	s = termsafe.Line(s)
+	r := strings.NewReplacer("\\", "\\\\", "`", "\\`", "|", "\\|", "*", "\\*", "_", "\\_", "<", "&lt;", "[", "\\[")
+	return r.Replace(s)
+}
+
+// withoutUndone is msgs without the messages an undo hid: a load replays
+// the conversation as it now stands (compacted messages, inactive too, are
+// still replayed).
+func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
+	src, ok := a.cfg.Checkpoints.(interface {
+		Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
+	})
+	if !ok {
+		return msgs
+	}
+	undos, err := src.Undos(ctx, sessionID)
+	if err != nil {
+		a.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
+		return msgs
+	}
+	hidden := map[int64]bool{}
+	for _, u := range undos {
+		if u.State == persistence.UndoDone {
+			for _, id := range u.Hidden {
+				hidden[id] = true
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return msgs
+	}
+	out := make([]persistence.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if !m.IsActive && hidden[m.ID] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// undoParams are _crow/undo's and _crow/redo's.
+type undoParams struct {
+	SessionID string `json:"sessionId"`
+	To        int    `json:"to,omitempty"` // prompt number; 0: the last prompt
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+}
+
+// undoFileInfo is one file of a report on the wire.
+type undoFileInfo struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"`
+	Diff   string `json:"diff,omitempty"`
+}
+
+// undoReport is a report on the wire: the files, what was not covered,
+// and the text /undo shows.
+type undoReport struct {
+	UndoID     int64          `json:"undoId,omitempty"`
+	Redo       bool           `json:"redo,omitempty"`
+	DryRun     bool           `json:"dryRun,omitempty"`
+	Files      []undoFileInfo `json:"files"`
+	NotCovered []string       `json:"notCovered"`
+	Text       string         `json:"text"`
+}
+
+func reportOf(r *checkpoint.Report) undoReport {
+	out := undoReport{UndoID: r.UndoID, Redo: r.Redo, DryRun: r.DryRun, Files: []undoFileInfo{}, NotCovered: []string{}, Text: r.Text()}
+	for _, f := range r.Files {
+		out.Files = append(out.Files, undoFileInfo{Path: f.Path, Action: f.Action, Reason: f.Reason, Diff: f.Diff})
+	}
+	out.NotCovered = append(out.NotCovered, r.NotCovered...)
+	return out
+}
+
+// promptInfo is a prompt on the wire.
+type promptInfo struct {
+	Number int    `json:"number"`
+	Text   string `json:"text"`
+}
+
+// _crow/prompts {sessionId} → {prompts: [{number, text}]}: the prompts the
+// conversation shows, the numbers _crow/undo's "to" takes.
+func extPrompts(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[sessionParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.extSession(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	src, ok := a.cfg.Checkpoints.(checkpoint.PromptSource)
+	if !ok {
+		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
+	}
+	ps, err := checkpoint.Prompts(ctx, src, p.SessionID)
+	if err != nil {
+		return nil, storeError("list prompts", err)
+	}
+	out := []promptInfo{}
+	for _, pr := range ps {
+		if !pr.Undone {
+			out = append(out, promptInfo{Number: pr.Number, Text: pr.Text})
+		}
+	}
+	return map[string]any{"prompts": out}, nil
+}
+
+// _crow/undo {sessionId, to?, dryRun?, force?} → {report, prompt, pending}:
+// what /undo (to: /rewind N) does, for a client's button.
+func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To < 0 {
+		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
+	}
+	return a.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
+		res, err := a.undo(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(res.report), "prompt": promptInfo{Number: res.prompt.Number, Text: res.prompt.Text}}, nil
+	})
+}
+
+// _crow/redo {sessionId, dryRun?, force?} → {report, pending}.
+func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To != 0 {
+		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
+	}
+	return a.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
+		rep, err := a.redo(ctx, sess, s, p.DryRun, p.Force)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(rep)}, nil
+	})
+}
+
+// withUndoLease runs fn with the session's lease held, when no turn runs in
+// it here or in another process (like changeCompaction); undos a killed
+// process left unfinished are reported first ("pending"). A refusal the
+// user can act on (errUndo) is -32600 with its text.
+func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
+	s, err := a.extSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !a.undoing() {
+		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
+	}
+	sess := a.session(s.ID)
+	busy := acp.InvalidRequest("A prompt is running in session %s: %s when it ends.", s.ID, op)
+	if sess.runningTurn() != nil {
+		return nil, busy
+	}
+	err = a.leases.hold(ctx, sess, nil)
+	if errors.Is(err, errHeldHere) {
+		return nil, busy
+	}
+	var leased *leasedError
+	if errors.As(err, &leased) {
+		return nil, acp.InvalidRequest("Cannot %s now. %s", op, leased.err.Message)
+	}
+	if err != nil {
+		return nil, storeError(op, err)
+	}
+	defer a.leases.release(ctx, sess)
+	pending := []undoReport{}
+	if st := a.checkpoints(sess); st != nil {
+		reps, err := checkpoint.PendingUndos(ctx, st, s.ID)
+		if err != nil {
+			return nil, storeError(op, err)
+		}
+		for _, r := range reps {
+			pending = append(pending, reportOf(r))
+		}
+	}
+	out, err := fn(sess, s)
+	var u *errUndo
+	if errors.As(err, &u) {
+		return nil, acp.InvalidRequest("Cannot %s: %s.", op, u.msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := out.(map[string]any)
+	res["pending"] = pending
+	return res, nil
+}
