@@ -27,6 +27,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -90,9 +91,13 @@ type Config struct {
 	// Retry is the policy for failed model requests (zero value:
 	// DefaultRetryPolicy).
 	Retry RetryPolicy
-	// MaxPromptBytes caps one prompt (text, embedded resources, images);
-	// a larger one is refused with -32602. 0 = DefaultMaxPromptBytes.
+	// MaxPromptBytes caps one prompt's text and embedded resources (its
+	// images have their own limits, Images); a larger one is refused with
+	// -32602. 0 = DefaultMaxPromptBytes.
 	MaxPromptBytes int
+	// Images bounds a prompt's images and an image read_file gives the
+	// model (imagecheck's defaults for zero values).
+	Images imagecheck.Limits
 	// MaxConcurrentTurns caps the sessions running a prompt at once; one
 	// more is refused with -32600. 0 = DefaultMaxConcurrentTurns.
 	MaxConcurrentTurns int

@@ -44,7 +44,14 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, storeError("prompt", err)
 	}
-	parts, err := userParts(req.Prompt, a.sessionModel(s))
+	model := a.sessionModel(s)
+	if hasImage(req.Prompt) && !model.Images {
+		// The endpoint may still be telling whether it reads images
+		// (bounded: 5 s).
+		a.models.AwaitImages(ctx, model.Name)
+		model = a.sessionModel(s)
+	}
+	parts, err := userParts(req.Prompt, model)
 	if err != nil {
 		return nil, err
 	}
