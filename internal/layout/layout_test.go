@@ -52,7 +52,7 @@ var rules = map[string][]string{
 
 	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
 	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
-	"internal/agent/tool":    {"acp", "internal/origin", "internal/provider"},
+	"internal/agent/tool":    {"acp", "internal/imagecheck", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 

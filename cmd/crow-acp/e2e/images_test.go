@@ -3,8 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/base64"
-	be "encoding/binary"
 	"encoding/json"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,14 +18,13 @@ import (
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
-// pngOf is a PNG of n bytes: the signature, an IHDR of 1280x800 and
-// filler (what imagecheck reads is the header; the model never decodes
-// the fake's image).
+// pngOf is a PNG of n bytes: a real 1280x800 image followed by filler
+// (what imagecheck reads is the header; the fake model never decodes it).
 func pngOf(n int) string {
 	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
-	_ = be.Write(&b, be.BigEndian, [2]uint32{1280, 800})
-	b.Write([]byte{8, 6, 0, 0, 0, 0, 0, 0, 0})
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 1280, 800))); err != nil {
+		panic(err)
+	}
 	for i := 0; b.Len() < n; i++ {
 		b.WriteByte(byte(i * 7))
 	}
@@ -71,7 +74,10 @@ func TestImagesBinary(t *testing.T) {
 	model, _, env, cwd := procSetup(t)
 	env["CROW_MODEL"] = "gpt-4o"
 	env["CROW_MAX_IMAGE_BYTES"] = strconv.Itoa(4 << 20)
-	model.SetFallback(fakemodel.Reply{Text: "A screenshot."})
+	// What OpenAI reports for a request with an image (its tokens by its
+	// size, not the base64's bytes/4, the fake's default estimate).
+	usage := &fakemodel.Usage{PromptTokens: 3000, CompletionTokens: 10, TotalTokens: 3010}
+	model.SetFallback(fakemodel.Reply{Text: "A screenshot.", Usage: usage})
 	img := pngOf(3 << 20)
 
 	s := startSession(t, env)
@@ -108,6 +114,35 @@ func TestImagesBinary(t *testing.T) {
 			t.Errorf("%s image: %.300s; want -32602 %s", c.problem, res, c.problem)
 		}
 	}
+	// read_file of a PNG (read inside the project: no permission asked):
+	// the tool message names it, the image follows as a user message's
+	// image part.
+	shot := pngOf(200 << 10)
+	raw, _ := base64.StdEncoding.DecodeString(shot)
+	if err := os.WriteFile(filepath.Join(cwd, "shot.png"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model.Enqueue(fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"shot.png"}`}}, Usage: usage},
+		fakemodel.Reply{Text: "A screenshot of the app.", Usage: usage})
+	if res := s.call("session/prompt", `{"sessionId":`+quote(sid)+`,"prompt":[{"type":"text","text":"Look at shot.png"}]}`); !strings.Contains(string(res[len(res)-1]), `"end_turn"`) {
+		t.Fatalf("read_file prompt: %.300s", res[len(res)-1])
+	}
+	shotURL := `"url":"data:image/png;base64,` + shot + `"`
+	reqs := model.Requests()
+	if len(reqs) != 3 || !strings.Contains(string(reqs[2]), shotURL) || !strings.Contains(string(reqs[2]), `shot.png is a PNG image, 200.0 KB, 1280×800 pixels`) {
+		t.Fatalf("the request after read_file (%d requests) lacks the image or its description: %s", len(reqs), brief(reqs[len(reqs)-1]))
+	}
+	var body struct {
+		Messages []struct {
+			Role    string
+			Content json.RawMessage
+		}
+	}
+	mustJSON(t, reqs[2], &body)
+	n := len(body.Messages)
+	if n < 2 || body.Messages[n-2].Role != "tool" || body.Messages[n-1].Role != "user" || !strings.Contains(string(body.Messages[n-1].Content), shotURL) {
+		t.Fatalf("the image does not follow the tool result as a user message: roles %+v", body.Messages)
+	}
 	s.p.close()
 
 	// A new process replays the image and sends it again.
@@ -123,13 +158,13 @@ func TestImagesBinary(t *testing.T) {
 			}
 		}
 	}
-	if images != 1 || users != 2 {
-		t.Fatalf("load replayed %d user chunks, %d with the image; want the prompt's text and image only (the refused ones not stored)", users, images)
+	if images != 1 || users != 3 {
+		t.Fatalf("load replayed %d user chunks, %d with the image; want the prompts' text and the image only (the refused ones not stored)", users, images)
 	}
 	if res := s.call("session/prompt", `{"sessionId":`+quote(sid)+`,"prompt":[{"type":"text","text":"And now?"}]}`); !strings.Contains(string(res[len(res)-1]), `"end_turn"`) {
 		t.Fatalf("prompt after load: %.300s", res[len(res)-1])
 	}
-	if reqs := model.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1]), url) {
+	if reqs := model.Requests(); len(reqs) != 4 || !strings.Contains(string(reqs[3]), url) || !strings.Contains(string(reqs[3]), shotURL) {
 		t.Fatalf("the rebuilt request (%d requests) does not carry the image", len(reqs))
 	}
 	s.p.close()
@@ -146,5 +181,25 @@ func TestImagesBinary(t *testing.T) {
 	if !strings.Contains(string(res), `-32602`) || !strings.Contains(string(res), "images = true") || !strings.Contains(string(res), "deepseek-chat") {
 		t.Errorf("text-only model's refusal: %.400s", res)
 	}
+	// Its read_file of the PNG tells the format, size and dimensions, and
+	// that it cannot see it.
+	model.Enqueue(fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "call_2", Name: "read_file", Arguments: `{"path":"shot.png"}`}}, Usage: usage},
+		fakemodel.Reply{Text: "I cannot see it.", Usage: usage})
+	s.call("session/prompt", `{"sessionId":`+quote(sid)+`,"prompt":[{"type":"text","text":"Look at shot.png"}]}`)
+	reqs = model.Requests()
+	if last := string(reqs[len(reqs)-1]); strings.Contains(last, "image_url") || !strings.Contains(last, "1280×800 pixels. The current model cannot see images") {
+		t.Errorf("text-only model's read_file of a PNG: %.600s", last)
+	}
 	s.p.close()
+}
+
+// brief is a request's messages after the system prompt, base64 cut out.
+func brief(req []byte) string {
+	var body struct{ Messages []json.RawMessage }
+	_ = json.Unmarshal(req, &body)
+	var out []string
+	for _, m := range body.Messages[min(1, len(body.Messages)):] {
+		out = append(out, regexp.MustCompile(`[A-Za-z0-9+/]{200,}`).ReplaceAllString(string(m), "B64"))
+	}
+	return strings.Join(out, "\n")
 }
