@@ -14,6 +14,7 @@ import (
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
+	"github.com/crow-acp/crow-acp/internal/provider"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
 )
 
@@ -79,5 +80,52 @@ func TestOldImagesGoFirst(t *testing.T) {
 	}
 	if text := rec.agentText(); !strings.Contains(text, "older image") {
 		t.Errorf("the user was not told: %q", text)
+	}
+}
+
+// TestImagesDiscovered: a model of no known family that its endpoint says
+// reads images (llama.cpp with a vision projector) gets them once the
+// background lookup answers: initialize advertises them and a prompt's
+// image waits for the answer rather than being refused. Configured off
+// (image=false), the same model refuses images naming the setting.
+func TestImagesDiscovered(t *testing.T) {
+	yes := true
+	for _, c := range []struct {
+		name       string
+		configured *bool
+		want       bool
+	}{{"discovered", nil, true}, {"configured off", new(bool), false}} {
+		t.Run(c.name, func(t *testing.T) {
+			store := newTestStore(t)
+			m := fakemodel.Start()
+			defer m.Close()
+			m.SetDiscovery(fakemodel.Discovery{Flavor: "llama.cpp", Model: "my-vlm", Window: 16384, Images: &yes})
+			m.SetFallback(fakemodel.Reply{Text: "A cat."})
+			oc := provider.OpenAIConfig{BaseURL: m.URL()}
+			cfg := Config{Model: "my-vlm", NoTools: true, Models: []request.Model{{Name: "my-vlm", ImagesConfigured: c.configured}},
+				Providers: map[string]request.Provider{"": {Endpoint: m.URL(),
+					DiscoverImages: func(ctx context.Context, model string) (provider.DiscoveredImages, error) {
+						return provider.DiscoverImages(ctx, oc, model)
+					}}}}
+			a := New(&recorder{}, store, provider.NewOpenAI(oc), cfg, nil)
+			defer a.Close()
+			ctx := context.Background()
+			s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.Prompt(ctx, &acp.PromptRequest{SessionID: s.SessionID, Prompt: []acp.ContentBlock{
+				acp.TextBlock("What is it?"), {Image: &acp.ImageContent{MimeType: "image/png", Data: screenshot(t)}}}})
+			if c.want != (err == nil) {
+				t.Fatalf("prompt with an image: %v; want accepted %v", err, c.want)
+			}
+			if !c.want && !strings.Contains(err.Error(), "images = true") {
+				t.Errorf("refusal does not name the setting: %v", err)
+			}
+			init, _ := a.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1})
+			if init.AgentCapabilities.PromptCapabilities.Image != c.want {
+				t.Errorf("promptCapabilities.image = %v, want %v", init.AgentCapabilities.PromptCapabilities.Image, c.want)
+			}
+		})
 	}
 }
