@@ -107,7 +107,7 @@ func connectAgent(ctx context.Context, cfg *config.Settings, store backend.Store
 	agentCfg.Windows = store // windows the endpoints told, kept across processes
 	// A database that cannot record the connection (read-only, full) turns
 	// the frame log off by itself; the connection is served without it.
-	jr := framelog.Open(ctx, store, framelog.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: cfg.PromptFrameBytes()})
+	jr := framelog.Open(ctx, store, framelog.Options{ConnectionID: agentCfg.ConnectionID, Logger: log, MaxPromptBytes: agentCfg.MaxPromptBytes})
 	connOpts := acp.Options{MaxLineBytes: cfg.MaxLineBytes.V, Logger: log, OnFrame: jr.OnFrame}
 	agentStore := jr.Store(store)
 	agentCfg.FrameLog = jr

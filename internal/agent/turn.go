@@ -58,6 +58,10 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err := a.checkPromptSize(parts); err != nil {
 		return nil, err
 	}
+	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {
+		// Within its limits: the frame log need not hold it for a refusal.
+		fl.PromptAccepted(s.ID)
+	}
 	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
 	if err != nil {
 		return nil, err

@@ -54,3 +54,43 @@ func TestLoadReplayingFullSizeImages(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptedPromptIsNotHeld: a prompt over the text limit (its images
+// make it so) is held only until the agent accepts it: it is committed
+// with the next write, before its turn ends, and a cancel waiting behind it
+// follows it. One refused as too large still leaves only a marker.
+func TestAcceptedPromptIsNotHeld(t *testing.T) {
+	h := newHarness(t, Options{MaxPromptBytes: 64}, "sess_a")
+	h.keep(acp.Inbound, loadReq(1, "session/load"))
+	h.keep(acp.Outbound, okResult(1))
+	h.j.Record(h.ctx, "sess_a", persistence.EventSessionLoaded, map[string]any{})
+	prompt := func(id int, data string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"sess_a","prompt":[{"type":"image","mimeType":"image/png","data":%q}]}}`, id, data)
+	}
+	refused := prompt(2, strings.Repeat("B", 300))
+	h.send(acp.Inbound, refused)
+	h.send(acp.Outbound, `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"too large","data":{"index":0,"problem":"too_large","size":225,"limit":100}}}`)
+	accepted := prompt(3, strings.Repeat("A", 300))
+	h.keep(acp.Inbound, accepted)
+	h.keep(acp.Inbound, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`)
+	h.j.PromptAccepted("sess_a")
+	h.j.Flush(h.ctx)
+	found := false
+	for _, e := range h.events("sess_a") {
+		for _, f := range eventFrames(t, &e) {
+			found = found || string(f) == accepted
+			if strings.Contains(string(f), `"id":2,"method"`) && strings.Contains(string(f), "BBBB") {
+				t.Error("the refused prompt's body was kept")
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the accepted prompt is still held before its answer")
+	}
+	h.keep(acp.Outbound, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	h.j.Close()
+	back := framesOf(t, h.events("sess_a"))
+	if n := strings.Count(strings.Join(back, "\n"), accepted); n != 1 {
+		t.Fatalf("the accepted prompt is in the log %d times, want once", n)
+	}
+}

@@ -211,12 +211,6 @@ func (c *Settings) ImageLimits() imagecheck.Limits {
 	return imagecheck.Limits{ImageBytes: c.limits.imageBytes.V, PromptImageBytes: c.limits.promptImages.V}
 }
 
-// PromptFrameBytes is the largest session/prompt frame within the limits:
-// its text and its images in base64. The frame log holds a larger one
-// until its answer (it may be refused for its size, and then only a marker
-// is kept).
-func (c *Settings) PromptFrameBytes() int { return c.limits.lineBytesDefault() }
-
 // lineBytesDefault is the line a prompt within the limits needs: its
 // images in base64 and its text (imagecheck.LineBytes).
 func (c limitsConfig) lineBytesDefault() int {
