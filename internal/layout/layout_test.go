@@ -27,6 +27,7 @@ var rules = map[string][]string{
 	"internal/deflate/...":  nil,
 	"internal/origin/...":   nil,
 	"internal/safegit/...":  nil,
+	"internal/gitignore":    nil,
 	"internal/migrations":   nil,
 	"internal/layout":       nil,
 	"internal/acptest":      nil,
@@ -52,7 +53,7 @@ var rules = map[string][]string{
 
 	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
 	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
-	"internal/agent/tool":    {"acp", "internal/imagecheck", "internal/origin", "internal/provider"},
+	"internal/agent/tool":    {"acp", "internal/gitignore", "internal/imagecheck", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 
@@ -63,7 +64,7 @@ var rules = map[string][]string{
 	"cmd/crow-acp/internal/transcript": {"internal/agent", "internal/persistence", "internal/termsafe"},
 	"cmd/crow-acp/internal/terminal":   {"acp", "cmd/crow-acp/internal/transcript", "internal/termsafe"},
 	"cmd/crow-acp/internal/chat": {"acp", "cmd/crow-acp/internal/terminal", "cmd/crow-acp/internal/transcript",
-		"internal/persistence", "internal/termsafe"},
+		"internal/gitignore", "internal/persistence", "internal/termsafe"},
 	"cmd/crow-acp/internal/config": {"acp", "internal/agent/...", "internal/compaction", "internal/imagecheck", "internal/persistence/...",
 		"internal/provider", "internal/secret"},
 	"cmd/crow-acp/internal/doctor": {"cmd/crow-acp/internal/config", "cmd/crow-acp/internal/transcript",
@@ -204,6 +205,42 @@ func TestEveryPackageIsOnTheMap(t *testing.T) {
 		}
 		if !strings.Contains(string(doc), pkg+"/") {
 			t.Errorf("docs/development.md does not name %s/", pkg)
+		}
+	}
+}
+
+// TestEveryPackageHasADoc: a newcomer reads what a package holds from its
+// package comment (go doc).
+func TestEveryPackageHasADoc(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	documented := map[string]bool{}
+	fset := token.NewFileSet()
+	for pkg := range imports(t, root) {
+		documented[pkg] = false
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		if _, ok := documented[pkg]; !ok || documented[pkg] {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		documented[pkg] = f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name) ||
+			f.Doc != nil && f.Name.Name == "main"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg, ok := range documented {
+		if !ok && !strings.HasPrefix(pkg, "testdata/") {
+			t.Errorf("%s has no package comment (\"Package NAME ...\", or a comment on package main)", pkg)
 		}
 	}
 }

@@ -52,22 +52,41 @@ var ErrNoWindow = errors.New("the endpoint does not report the model's context w
 // {root} is the base URL without its trailing /v1. Every response is
 // untrusted and bounded; the first believable answer wins.
 func DiscoverWindow(ctx context.Context, cfg OpenAIConfig, model string) (DiscoveredWindow, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultDiscoverTimeout)
-	defer cancel()
-	base := baseURL(cfg)
-	root := strings.TrimSuffix(base, "/v1")
-	hc := httpClient(cfg)
-	probes := []struct {
-		method, url, source string
-		body                []byte
-		read                func([]byte, string) (int, string)
-	}{
+	base, root := endpointRoots(cfg)
+	probes := []endpointProbe[int]{
 		{"GET", base + "/models", "GET /models", nil, WindowFromModels},
 		{"GET", root + "/props", "llama.cpp GET /props", nil, func(b []byte, _ string) (int, string) { return WindowFromProps(b) }},
 		{"POST", root + "/api/show", "Ollama POST /api/show", showRequest(model), func(b []byte, _ string) (int, string) { return WindowFromOllamaShow(b) }},
 		{"GET", root + "/api/v0/models", "LM Studio GET /api/v0/models", nil, WindowFromLMStudio},
 	}
-	var last error = ErrNoWindow
+	n, source, err := askEndpoint(ctx, cfg, model, probes, func(n int) bool { return n > 0 }, ErrNoWindow)
+	return DiscoveredWindow{Tokens: n, Source: source}, err
+}
+
+// endpointRoots are the base URL of cfg and the server's root (the base
+// without its trailing /v1), where servers' own metadata routes live.
+func endpointRoots(cfg OpenAIConfig) (base, root string) {
+	base = baseURL(cfg)
+	return base, strings.TrimSuffix(base, "/v1")
+}
+
+// endpointProbe is one request that may tell something of a model, and
+// how to read its answer (the zero T and "" when it does not tell).
+type endpointProbe[T any] struct {
+	method, url, source string
+	body                []byte
+	read                func(body []byte, model string) (T, string)
+}
+
+// askEndpoint makes the probes in turn, within DefaultDiscoverTimeout in
+// all, and returns the first answer told (with the request and field that
+// told it); none wraps the last failure when no probe tells.
+func askEndpoint[T any](ctx context.Context, cfg OpenAIConfig, model string, probes []endpointProbe[T], told func(T) bool, none error) (T, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultDiscoverTimeout)
+	defer cancel()
+	hc := httpClient(cfg)
+	var zero T
+	var last error = none
 	for _, p := range probes {
 		body, err := probe(ctx, hc, cfg, p.method, p.url, p.body)
 		if err != nil {
@@ -77,11 +96,11 @@ func DiscoverWindow(ctx context.Context, cfg OpenAIConfig, model string) (Discov
 			}
 			continue
 		}
-		if n, field := p.read(body, model); n > 0 {
-			return DiscoveredWindow{Tokens: n, Source: p.source + " (" + field + ")"}, nil
+		if v, field := p.read(body, model); told(v) {
+			return v, p.source + " (" + field + ")", nil
 		}
 	}
-	return DiscoveredWindow{}, fmt.Errorf("%w (last probe: %v)", ErrNoWindow, last)
+	return zero, "", fmt.Errorf("%w (last probe: %v)", none, last)
 }
 
 func showRequest(model string) []byte {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // DiscoveredImages is whether a model reads images, as its endpoint
@@ -32,36 +30,26 @@ var ErrNoImageInfo = errors.New("the endpoint does not say whether the model rea
 // The first probe that answers either way wins; ErrNoImageInfo (wrapped)
 // when none does, and the caller falls back to ReadsImages.
 func DiscoverImages(ctx context.Context, cfg OpenAIConfig, model string) (DiscoveredImages, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultDiscoverTimeout)
-	defer cancel()
-	base := baseURL(cfg)
-	root := strings.TrimSuffix(base, "/v1")
-	hc := httpClient(cfg)
-	probes := []struct {
-		method, url, source string
-		body                []byte
-		read                func([]byte, string) (bool, bool, string)
-	}{
-		{"GET", base + "/models", "GET /models", nil, ImagesFromModels},
-		{"GET", root + "/props", "llama.cpp GET /props", nil, func(b []byte, _ string) (bool, bool, string) { return ImagesFromProps(b) }},
-		{"POST", root + "/api/show", "Ollama POST /api/show", showRequest(model), func(b []byte, _ string) (bool, bool, string) { return ImagesFromOllamaShow(b) }},
-		{"GET", root + "/api/v0/models", "LM Studio GET /api/v0/models", nil, ImagesFromLMStudio},
-	}
-	var last error = ErrNoImageInfo
-	for _, p := range probes {
-		body, err := probe(ctx, hc, cfg, p.method, p.url, p.body)
-		if err != nil {
-			last = err
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		if yes, ok, field := p.read(body, model); ok {
-			return DiscoveredImages{Yes: yes, Source: p.source + " (" + field + ")"}, nil
+	base, root := endpointRoots(cfg)
+	// An answer either way is told: the reader's ok becomes part of the value.
+	type answer struct{ yes, ok bool }
+	read := func(f func([]byte, string) (bool, bool, string)) func([]byte, string) (answer, string) {
+		return func(b []byte, model string) (answer, string) {
+			yes, ok, field := f(b, model)
+			return answer{yes, ok}, field
 		}
 	}
-	return DiscoveredImages{}, fmt.Errorf("%w (last probe: %v)", ErrNoImageInfo, last)
+	bodyOnly := func(f func([]byte) (bool, bool, string)) func([]byte, string) (bool, bool, string) {
+		return func(b []byte, _ string) (bool, bool, string) { return f(b) }
+	}
+	probes := []endpointProbe[answer]{
+		{"GET", base + "/models", "GET /models", nil, read(ImagesFromModels)},
+		{"GET", root + "/props", "llama.cpp GET /props", nil, read(bodyOnly(ImagesFromProps))},
+		{"POST", root + "/api/show", "Ollama POST /api/show", showRequest(model), read(bodyOnly(ImagesFromOllamaShow))},
+		{"GET", root + "/api/v0/models", "LM Studio GET /api/v0/models", nil, read(ImagesFromLMStudio)},
+	}
+	a, source, err := askEndpoint(ctx, cfg, model, probes, func(a answer) bool { return a.ok }, ErrNoImageInfo)
+	return DiscoveredImages{Yes: a.yes, Source: source}, err
 }
 
 // ImagesFromModels reads OpenRouter's architecture.input_modalities for

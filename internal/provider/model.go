@@ -1,4 +1,4 @@
-// Package streaming is crow-acp's seam to the language model: a small
+// Package provider is crow-acp's seam to the language model: a small
 // interface that streams one chat completion as events, an implementation on
 // openai-go for any OpenAI-compatible endpoint, and the delta parser that
 // turns raw chunks into those events.

@@ -13,6 +13,8 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+
+	"github.com/crow-acp/crow-acp/internal/gitignore"
 )
 
 // File access beneath a held root. Every tool reaches a file by opening
@@ -232,7 +234,7 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 	}
 	defer r.Close()
 	stop := errors.New("stop")
-	ig := newIgnorer(r)
+	ig := gitignore.New(r)
 	err = fs.WalkDir(r.FS(), p.Rel, func(name string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -257,7 +259,7 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 		if !d.IsDir() && ownFile(p.own, filepath.Join(p.Root, filepath.FromSlash(name))) {
 			return nil
 		}
-		if ig.ignored(name, d.IsDir()) {
+		if ig.Ignored(name, d.IsDir()) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

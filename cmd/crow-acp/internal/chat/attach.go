@@ -18,6 +18,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/transcript"
+	"github.com/crow-acp/crow-acp/internal/gitignore"
 )
 
 // Bounds of what @path attaches: a text file is embedded whole up to
@@ -210,7 +211,7 @@ func completePaths(cwd, typed string) []string {
 	}
 	entries, _ := f.ReadDir(maxDirEntries)
 	f.Close()
-	ig := newIgnorer(root)
+	ig := gitignore.New(root)
 	var out []string
 	for _, e := range entries {
 		name := e.Name()
@@ -225,7 +226,7 @@ func completePaths(cwd, typed string) []string {
 				continue // it leaves the project, or points nowhere
 			}
 		}
-		if ig.ignored(path.Join(cleanDir, name), isDir) {
+		if ig.IgnoredPath(path.Join(cleanDir, name), isDir) {
 			continue
 		}
 		if isDir {

@@ -1,4 +1,8 @@
-package tool
+// Package gitignore is the part of gitignore(5) crow-acp honours when it
+// lists, searches or completes the files of a workspace. The files are the
+// workspace's, so untrusted: what is read and kept is bounded. It imports
+// nothing else of crow-acp.
+package gitignore
 
 import (
 	"io"
@@ -8,7 +12,7 @@ import (
 	"strings"
 )
 
-// The part of gitignore(5) search and list_files honour, so that build
+// The part of gitignore(5) search, list_files and the chat's completion honour, so that build
 // output, dependencies and caches do not drown the results: a .gitignore
 // in each directory (patterns relative to it, deeper files overriding
 // shallower ones) and .git/info/exclude at the root, with "!" negation, a
@@ -30,16 +34,17 @@ const (
 	maxIgnoreWildcards = 256
 )
 
-type ignorePattern struct {
+// Pattern is one compiled line of an ignore file.
+type Pattern struct {
 	re      *regexp.Regexp
 	negate  bool
 	dirOnly bool
 }
 
-// parseIgnore compiles the patterns of one ignore file; lines it cannot
+// Parse compiles the patterns of one ignore file; lines it cannot
 // read are skipped, as git does.
-func parseIgnore(text string) []ignorePattern {
-	var out []ignorePattern
+func Parse(text string) []Pattern {
+	var out []Pattern
 	wildcards := 0
 	for _, line := range strings.Split(text, "\n") {
 		if len(out) == maxIgnorePatterns {
@@ -56,7 +61,7 @@ func parseIgnore(text string) []ignorePattern {
 		if line == "" { // a line of spaces
 			continue
 		}
-		var p ignorePattern
+		var p Pattern
 		if line[0] == '!' {
 			p.negate, line = true, line[1:]
 		}
@@ -149,7 +154,7 @@ func ignoreRegexp(g string) (string, int, bool) {
 
 // match reports whether the patterns decide rel (slash-separated, relative
 // to the ignore file's directory): matched, and if so whether ignored.
-func matchIgnore(ps []ignorePattern, rel string, isDir bool) (matched, ignored bool) {
+func Match(ps []Pattern, rel string, isDir bool) (matched, ignored bool) {
 	for i := len(ps) - 1; i >= 0; i-- { // the last matching line wins
 		p := ps[i]
 		if p.dirOnly && !isDir {
@@ -162,33 +167,33 @@ func matchIgnore(ps []ignorePattern, rel string, isDir bool) (matched, ignored b
 	return false, false
 }
 
-// ignorer answers for one walk beneath a root, loading each directory's
-// .gitignore once.
-type ignorer struct {
+// Matcher answers beneath a root, loading each directory's .gitignore once
+// (not safe for concurrent use).
+type Matcher struct {
 	r    *os.Root
-	dirs map[string][]ignorePattern // by directory beneath the root ("." for the root)
+	dirs map[string][]Pattern // by directory beneath the root ("." for the root)
 }
 
-func newIgnorer(r *os.Root) *ignorer {
-	ig := &ignorer{r: r, dirs: map[string][]ignorePattern{}}
-	return ig
+// New returns a Matcher for the workspace held open as r.
+func New(r *os.Root) *Matcher {
+	return &Matcher{r: r, dirs: map[string][]Pattern{}}
 }
 
-func (ig *ignorer) load(dir string) []ignorePattern {
+func (ig *Matcher) load(dir string) []Pattern {
 	if ps, ok := ig.dirs[dir]; ok {
 		return ps
 	}
-	var ps []ignorePattern
+	var ps []Pattern
 	if dir == "." {
 		// .git/info/exclude ranks below the root's .gitignore.
-		ps = parseIgnore(ig.read(".git/info/exclude"))
+		ps = Parse(ig.read(".git/info/exclude"))
 	}
-	ps = append(ps, parseIgnore(ig.read(path.Join(dir, ".gitignore")))...)
+	ps = append(ps, Parse(ig.read(path.Join(dir, ".gitignore")))...)
 	ig.dirs[dir] = ps
 	return ps
 }
 
-func (ig *ignorer) read(name string) string {
+func (ig *Matcher) read(name string) string {
 	f, err := ig.r.Open(name)
 	if err != nil {
 		return ""
@@ -201,9 +206,11 @@ func (ig *ignorer) read(name string) string {
 	return string(b)
 }
 
-// ignored reports whether name (slash-separated, beneath the root) is
-// ignored by the .gitignore files of its directory and those above it.
-func (ig *ignorer) ignored(name string, isDir bool) bool {
+// Ignored reports whether name (slash-separated, beneath the root) is
+// ignored by the .gitignore files of its directory and those above it,
+// for a walk that does not enter ignored directories (name's own parents
+// are not checked: see IgnoredPath).
+func (ig *Matcher) Ignored(name string, isDir bool) bool {
 	ignored := false
 	dir := "."
 	for {
@@ -211,7 +218,7 @@ func (ig *ignorer) ignored(name string, isDir bool) bool {
 		if dir != "." {
 			rel = name[len(dir)+1:]
 		}
-		if m, ign := matchIgnore(ig.load(dir), rel, isDir); m {
+		if m, ign := Match(ig.load(dir), rel, isDir); m {
 			ignored = ign
 		}
 		next, _, ok := strings.Cut(rel, "/")
@@ -220,4 +227,19 @@ func (ig *ignorer) ignored(name string, isDir bool) bool {
 		}
 		dir = path.Join(dir, next)
 	}
+}
+
+// IgnoredPath reports whether name (slash-separated, beneath the root) is
+// ignored itself or lies in an ignored directory (git never looks inside
+// one), for a path not reached by a walk (a completion). .git itself is
+// always ignored.
+func (ig *Matcher) IgnoredPath(name string, isDir bool) bool {
+	parts := strings.Split(name, "/")
+	for i := range parts {
+		last := i == len(parts)-1
+		if parts[i] == ".git" || ig.Ignored(strings.Join(parts[:i+1], "/"), isDir || !last) {
+			return true
+		}
+	}
+	return false
 }

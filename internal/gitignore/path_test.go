@@ -1,15 +1,14 @@
-package chat
+package gitignore
 
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
-// TestIgnored: the gitignore rules completion honours, read from the
+// TestIgnoredPath: the gitignore rules the chat's completion honours, read from the
 // files of a real directory.
-func TestIgnored(t *testing.T) {
+func TestIgnoredPath(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {
 		p := filepath.Join(dir, name)
@@ -28,7 +27,7 @@ func TestIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	ig := newIgnorer(root)
+	ig := New(root)
 	for _, tc := range []struct {
 		name    string
 		dir     bool
@@ -51,27 +50,8 @@ func TestIgnored(t *testing.T) {
 		{".git", true, true},
 		{"main.go", false, false},
 	} {
-		if got := ig.ignored(tc.name, tc.dir); got != tc.ignored {
-			t.Errorf("ignored(%q, dir=%v) = %v, want %v", tc.name, tc.dir, got, tc.ignored)
+		if got := ig.IgnoredPath(tc.name, tc.dir); got != tc.ignored {
+			t.Errorf("IgnoredPath(%q, dir=%v) = %v, want %v", tc.name, tc.dir, got, tc.ignored)
 		}
 	}
-}
-
-// FuzzParseIgnore: whatever a workspace's .gitignore holds, parsing and
-// matching neither panic nor exceed the bounds on what is kept.
-func FuzzParseIgnore(f *testing.F) {
-	for _, s := range []string{
-		"*.log\n!keep.log\n/build/\n", "[a-\n", "\\", "**/**/**", "a\x00b\n\x1b[2J\n", "\xff\xfe*\n",
-		strings.Repeat("*", 5000), strings.Repeat("a*\n", 3000), "[!]]\n[^a]\n",
-	} {
-		f.Add(s, "a/b/c.log")
-	}
-	f.Fuzz(func(t *testing.T, text, name string) {
-		rules := parseIgnore(text)
-		if len(rules) > maxIgnorePatterns {
-			t.Fatalf("%d rules kept", len(rules))
-		}
-		decide(rules, name, false)
-		decide(rules, name, true)
-	})
 }
