@@ -158,7 +158,8 @@ func NormalizeModels(models []Model, def string) ([]Model, string) {
 //	gpt-4o-mini;window=128000;image;in=0.15;out=0.60, qwen3:8b;window=32768;title=Qwen 3 8B
 //
 // Attributes: window (tokens), reserve (output tokens kept free), image (the
-// model accepts images; also image=true/false), in, out and cached (prices
+// model reads images; image=false: it does not; unset: its endpoint or its
+// family decides, see Model.ImagesConfigured), in, out and cached (prices
 // per million tokens: input, output, cached input), currency (ISO 4217, default USD), title (display name),
 // tokenizer (the encoding compaction counts with: auto, estimate,
 // o200k_base, cl100k_base), reasoning (what goes back of the model's
