@@ -286,9 +286,14 @@ func (a *Agent) record(ctx context.Context, sessionID string, kind persistence.E
 	}
 }
 
+// initImagesWait bounds how long initialize waits for the endpoint to say
+// whether the default model reads images (only when its family does not).
+const initImagesWait = time.Second
+
 // Initialize negotiates the protocol version and reports what crow-acp
 // really supports.
-func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.InitializeResponse, error) {
+func (a *Agent) Initialize(ctx context.Context, req *acp.InitializeRequest) (*acp.InitializeResponse, error) {
+	a.models.SettleImages(ctx, initImagesWait)
 	a.mu.Lock()
 	a.clientCaps = req.ClientCapabilities
 	a.mu.Unlock()

@@ -85,7 +85,8 @@ func TestOldImagesGoFirst(t *testing.T) {
 
 // TestImagesDiscovered: a model of no known family that its endpoint says
 // reads images (llama.cpp with a vision projector) gets them once the
-// background lookup answers: initialize advertises them and a prompt's
+// background lookup answers: initialize, sent right away, waits for it
+// (briefly) and advertises them and a prompt's
 // image waits for the answer rather than being refused. Configured off
 // (image=false), the same model refuses images naming the setting.
 func TestImagesDiscovered(t *testing.T) {
@@ -110,6 +111,12 @@ func TestImagesDiscovered(t *testing.T) {
 			a := New(&recorder{}, store, provider.NewOpenAI(oc), cfg, nil)
 			defer a.Close()
 			ctx := context.Background()
+			// initialize, right at the start, waits (briefly) for the
+			// endpoint's answer.
+			init, _ := a.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1})
+			if init.AgentCapabilities.PromptCapabilities.Image != c.want {
+				t.Errorf("promptCapabilities.image = %v, want %v", init.AgentCapabilities.PromptCapabilities.Image, c.want)
+			}
 			s, err := a.NewSession(ctx, &acp.NewSessionRequest{Cwd: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -121,10 +128,6 @@ func TestImagesDiscovered(t *testing.T) {
 			}
 			if !c.want && !strings.Contains(err.Error(), "images = true") {
 				t.Errorf("refusal does not name the setting: %v", err)
-			}
-			init, _ := a.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1})
-			if init.AgentCapabilities.PromptCapabilities.Image != c.want {
-				t.Errorf("promptCapabilities.image = %v, want %v", init.AgentCapabilities.PromptCapabilities.Image, c.want)
 			}
 		})
 	}

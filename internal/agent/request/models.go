@@ -422,6 +422,20 @@ func (a *Models) AwaitImages(ctx context.Context, model string) {
 	}
 }
 
+// SettleImages waits, at most wait, for the image lookup of the default
+// model when what is known so far advertises no images: a local server
+// answers in milliseconds, and initialize's answer decides whether the
+// editor offers to attach images at all. A model whose family reads
+// images does not wait.
+func (a *Models) SettleImages(ctx context.Context, wait time.Duration) {
+	if a.TakesImages() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	a.AwaitImages(ctx, a.def)
+}
+
 // withImages applies what the endpoint said about m's images to a model
 // with no configured flag.
 func (a *Models) withImages(m Model) Model {
