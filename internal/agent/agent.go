@@ -28,6 +28,7 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -91,9 +92,13 @@ type Config struct {
 	// Retry is the policy for failed model requests (zero value:
 	// DefaultRetryPolicy).
 	Retry RetryPolicy
-	// MaxPromptBytes caps one prompt (text, embedded resources, images);
-	// a larger one is refused with -32602. 0 = DefaultMaxPromptBytes.
+	// MaxPromptBytes caps one prompt's text and embedded resources (its
+	// images have their own limits, Images); a larger one is refused with
+	// -32602. 0 = DefaultMaxPromptBytes.
 	MaxPromptBytes int
+	// Images bounds a prompt's images and an image read_file gives the
+	// model (imagecheck's defaults for zero values).
+	Images imagecheck.Limits
 	// MaxConcurrentTurns caps the sessions running a prompt at once; one
 	// more is refused with -32600. 0 = DefaultMaxConcurrentTurns.
 	MaxConcurrentTurns int
@@ -288,9 +293,14 @@ func (a *Agent) record(ctx context.Context, sessionID string, kind persistence.E
 	}
 }
 
+// initImagesWait bounds how long initialize waits for the endpoint to say
+// whether the default model reads images (only when its family does not).
+const initImagesWait = time.Second
+
 // Initialize negotiates the protocol version and reports what crow-acp
 // really supports.
-func (a *Agent) Initialize(_ context.Context, req *acp.InitializeRequest) (*acp.InitializeResponse, error) {
+func (a *Agent) Initialize(ctx context.Context, req *acp.InitializeRequest) (*acp.InitializeResponse, error) {
+	a.models.SettleImages(ctx, initImagesWait)
 	a.mu.Lock()
 	a.clientCaps = req.ClientCapabilities
 	a.mu.Unlock()

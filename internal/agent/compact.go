@@ -59,6 +59,21 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 			return a.activeView(persistCtx, sess, m.Counter)
 		},
 	}
+	// Old images go first, in place: each message keeps its parts (replay
+	// and export show them), its Meta marks the ones the model no longer
+	// gets and its TokenCount drops (compaction.DropImages).
+	x.ApplyImages = func(ctx context.Context, p *compaction.ImagePlan) ([]persistence.Message, error) {
+		for i := range p.Messages {
+			msg := p.Messages[i]
+			msg.SessionID, msg.TokenEncoding = s.ID, m.Counter.Name()
+			if err := sess.updateMessage(persistCtx, a.writes(sess), &msg); err != nil {
+				return nil, storeError("take old images out of the context", err)
+			}
+		}
+		a.log.Info("old images taken out of the context", zap.String("session", s.ID), zap.Int("images", len(p.Dropped)),
+			zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter))
+		return a.activeView(persistCtx, sess, m.Counter)
+	}
 	if o.noModel {
 		x.Summarize = nil
 	}
@@ -122,7 +137,13 @@ func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persiste
 	}
 	caps := a.capabilities()
 	var text string
+	images := ""
+	if res.Images != nil {
+		images = compaction.ImagesNotice(res.Images.Dropped)
+	}
 	switch {
+	case images != "" && len(res.Plans) == 0 && err == nil:
+		text = "Context compacted: " + images
 	case errors.Is(err, compaction.ErrNothingToCompact) && len(res.Plans) == 0:
 		text = "Nothing to compact" + strings.TrimPrefix(err.Error(), compaction.ErrNothingToCompact.Error())
 	case err != nil && len(res.Plans) == 0:
@@ -144,6 +165,9 @@ func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persiste
 			text += " It is still too large: " + err.Error()
 		}
 	}
+	if images != "" && (len(res.Plans) > 0 || err != nil) {
+		text += " " + images
+	}
 	if caps.SupportsCompaction() {
 		u := acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCompleted}
 		if err != nil {
@@ -163,7 +187,7 @@ func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persiste
 		// Its own message: it must not merge into the reply around it.
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
-	if len(res.Plans) > 0 && m.Settings.Window > 0 {
+	if (len(res.Plans) > 0 || res.Images != nil) && m.Settings.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})

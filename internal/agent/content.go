@@ -35,10 +35,7 @@ func userParts(blocks []acp.ContentBlock, model request.Model) ([]persistence.Pa
 		case b.Image != nil:
 			img := b.Image
 			if !model.Images {
-				return nil, acp.InvalidParams("Prompt block %d: the session's model %s does not accept images; pick a model that does with the \"model\" config option.", i, model.Name)
-			}
-			if !strings.HasPrefix(img.MimeType, "image/") || img.Data == "" {
-				return nil, acp.InvalidParams("Prompt block %d: an image needs base64 data and an image/* mimeType, got %q.", i, img.MimeType)
+				return nil, noImages(i, model)
 			}
 			parts = append(parts, persistence.Part{Type: "image", MimeType: img.MimeType, Data: img.Data, URI: img.URI})
 		case b.Audio != nil:
@@ -51,6 +48,25 @@ func userParts(blocks []acp.ContentBlock, model request.Model) ([]persistence.Pa
 		return nil, acp.InvalidParams("The prompt is empty; send at least one content block with text, an image or a resource.")
 	}
 	return parts, nil
+}
+
+// noImages refuses an image for a model that does not read it, naming
+// what decided and the setting that changes it.
+func noImages(block int, model request.Model) error {
+	e := acp.InvalidParams("Prompt block %d: the session's model %s does not read images (%s). If it does, set images = true for it in the models table (config.toml [[models]]; image=true in CROW_MODELS); or pick a model that reads images with the \"model\" config option. Nothing was stored.",
+		block, model.Name, model.ImagesSource)
+	e.Data = map[string]any{"index": block, "problem": "model", "setting": "images"}
+	return e
+}
+
+// hasImage reports whether a prompt holds an image block.
+func hasImage(blocks []acp.ContentBlock) bool {
+	for _, b := range blocks {
+		if b.Image != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // storedParts is what a user message keeps of its blocks beside its text: a

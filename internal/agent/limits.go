@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"errors"
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -20,12 +22,23 @@ const (
 	DefaultCancelGrace = 300 * time.Millisecond
 )
 
-// checkPromptSize refuses a prompt larger than the configured cap, before
-// anything is stored or sent to the model.
+// checkPromptSize refuses a prompt larger than the configured caps, before
+// anything is stored or sent to the model: its images by their own limits
+// (imagecheck.CheckPrompt: strict base64, the MIME type against the bytes,
+// each image and all of them), the rest by limits.prompt_bytes.
 func (a *Agent) checkPromptSize(parts []persistence.Part) error {
+	var images []imagecheck.Input
 	n := 0
 	for _, p := range parts {
+		if p.Type == "image" {
+			images = append(images, imagecheck.Input{MimeType: p.MimeType, Data: p.Data})
+			n += len(p.URI)
+			continue
+		}
 		n += len(p.Text) + len(p.Data) + len(p.URI) + len(p.Name)
+	}
+	if _, err := imagecheck.CheckPrompt(images, a.cfg.Images); err != nil {
+		return imageError(err)
 	}
 	if limit := a.cfg.MaxPromptBytes; n > limit {
 		e := acp.InvalidParams("The prompt is too large: %d bytes, the limit is %d (setting limits.prompt_bytes, env CROW_MAX_PROMPT_BYTES); nothing was stored.", n, limit)
@@ -33,6 +46,17 @@ func (a *Agent) checkPromptSize(parts []persistence.Part) error {
 		return e
 	}
 	return nil
+}
+
+// imageError is -32602 for an image refused, with what is wrong in data.
+func imageError(err error) error {
+	var ie *imagecheck.Error
+	if !errors.As(err, &ie) {
+		return acp.InvalidParams("%s", err.Error())
+	}
+	e := acp.InvalidParams("%s", ie.Error())
+	e.Data = map[string]any{"index": ie.Index, "problem": string(ie.Problem), "size": ie.Size, "limit": ie.Limit}
+	return e
 }
 
 // runningTurnsLocked counts the turns still working (not those only waiting

@@ -126,6 +126,8 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 		CommandTimeout:   a.cfg.CommandTimeout,
 		CommandOutputCap: a.cfg.CommandOutputCap,
 		OutputLimit:      request.ToolOutputLimit(a.cfg.ToolOutputLimit, a.sessionModel(s)),
+		Images:           a.sessionModel(s).Images,
+		ImageBytes:       a.cfg.Images.ImageBytes,
 		Reads:            sess.fileReads(),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
 			return a.storedOutput(ctx, s.ID, callID)
@@ -350,6 +352,9 @@ func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistenc
 		res.Output = "(no output)"
 	}
 	msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Content: res.Output, Status: status, Meta: raw}
+	if res.Image != nil {
+		msg.Parts = []persistence.Part{{Type: "image", MimeType: res.Image.MimeType, Data: res.Image.Data}}
+	}
 	countTokens(a.counterFor(a.sessionModel(s)), msg)
 	if err := a.writes(sess).AppendMessages(ctx, s.ID, msg); err != nil {
 		return storeError("save tool result", err)

@@ -49,12 +49,23 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, storeError("prompt", err)
 	}
-	parts, err := userParts(req.Prompt, a.sessionModel(s))
+	model := a.sessionModel(s)
+	if hasImage(req.Prompt) && !model.Images {
+		// The endpoint may still be telling whether it reads images
+		// (bounded: 5 s).
+		a.models.AwaitImages(ctx, model.Name)
+		model = a.sessionModel(s)
+	}
+	parts, err := userParts(req.Prompt, model)
 	if err != nil {
 		return nil, err
 	}
 	if err := a.checkPromptSize(parts); err != nil {
 		return nil, err
+	}
+	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {
+		// Within its limits: the frame log need not hold it for a refusal.
+		fl.PromptAccepted(s.ID)
 	}
 	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
 	if err != nil {

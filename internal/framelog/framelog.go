@@ -575,6 +575,32 @@ func (j *Log) notification(ev *persistence.Event, p sessionParams) {
 	j.addLocked(ev)
 }
 
+// PromptAccepted records the oldest prompt of the session the log holds
+// for its size, with what waited behind it: the agent accepted it (its
+// text and images are within their limits), so it will not be refused as
+// too large. A prompt with images is larger than the text limit: without
+// this it would stay in memory until its turn ends.
+func (j *Log) PromptAccepted(sessionID string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var oldest string
+	for id, r := range j.requests {
+		if r.session != sessionID || r.method != "session/prompt" || r.held == nil || r.load {
+			continue
+		}
+		if oldest == "" || r.held.At.Before(j.requests[oldest].held.At) {
+			oldest = id
+		}
+	}
+	if oldest == "" {
+		return
+	}
+	r := j.requests[oldest]
+	j.addHeldLocked(r)
+	r.held, r.after = nil, nil
+	j.requests[oldest] = r
+}
+
 // maxHeldAfter bounds the frames kept back behind one held prompt (a
 // client that cancels it again and again gets its later cancels recorded
 // as they come).

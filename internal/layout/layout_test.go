@@ -53,7 +53,7 @@ var rules = map[string][]string{
 
 	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
 	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
-	"internal/agent/tool":    {"acp", "internal/gitignore", "internal/origin", "internal/provider"},
+	"internal/agent/tool":    {"acp", "internal/gitignore", "internal/imagecheck", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/checkpoint", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},
 

@@ -41,11 +41,15 @@ func rawContextMessages(c compaction.Counter, system string, view []persistence.
 	ordered := compaction.Order(view)
 	out := make([]ContextEntry, 0, len(ordered)+1)
 	out = append(out, ContextEntry{Msg: provider.Message{Role: provider.RoleSystem, Content: system}})
+	// toolImages are the images the current run of tool results gave
+	// (read_file): a tool message carries text only in the chat APIs, so
+	// they follow the run as a user message.
+	var toolImages []provider.ContentPart
 	for i, m := range ordered {
 		e := ContextEntry{Tokens: m.TokenCount, MessageID: m.ID}
 		switch m.Role {
 		case persistence.RoleUser:
-			e.Msg = provider.Message{Role: provider.RoleUser, Content: m.Content, Parts: imageParts(m.Parts)}
+			e.Msg = provider.Message{Role: provider.RoleUser, Content: m.Content, Parts: imageParts(&m)}
 		case persistence.RoleSummary:
 			e.Msg = provider.Message{Role: provider.RoleUser, Content: compaction.SummaryPrefix + m.Content}
 		case persistence.RoleAssistant:
@@ -60,6 +64,7 @@ func rawContextMessages(c compaction.Counter, system string, view []persistence.
 			}
 		case persistence.RoleTool:
 			e.Msg = provider.Message{Role: provider.RoleTool, ToolCallID: m.ToolCallID, Content: m.Content}
+			toolImages = append(toolImages, imageParts(&m)...)
 		default:
 			continue
 		}
@@ -79,6 +84,11 @@ func rawContextMessages(c compaction.Counter, system string, view []persistence.
 						})
 					}
 				}
+			}
+			if len(toolImages) > 0 {
+				// Counted with the tool messages that hold them.
+				out = append(out, ContextEntry{Msg: provider.Message{Role: provider.RoleUser, Content: ToolImagesText, Parts: toolImages}})
+				toolImages = nil
 			}
 		}
 	}
@@ -162,11 +172,24 @@ func ownerOf(ordered []persistence.Message, i int) (*persistence.Message, map[st
 	return nil, nil
 }
 
-func imageParts(parts []persistence.Part) []provider.ContentPart {
+// ToolImagesText introduces the images tool results gave, in the user
+// message that carries them.
+const ToolImagesText = "[The image(s) the tool results above returned:]"
+
+// imageParts are m's images as the model reads them: an image compaction
+// took out of the context (compaction.ContextParts) is its note, as text.
+func imageParts(m *persistence.Message) []provider.ContentPart {
 	var out []provider.ContentPart
-	for _, p := range parts {
-		if p.Type == "image" && strings.HasPrefix(p.MimeType, "image/") {
-			out = append(out, provider.ContentPart{Type: "image", MimeType: p.MimeType, Data: p.Data})
+	ctx := compaction.ContextParts(m)
+	for i, p := range m.Parts {
+		if p.Type != "image" {
+			continue
+		}
+		switch q := ctx[i]; {
+		case q.Type == "text":
+			out = append(out, provider.ContentPart{Type: "text", Text: q.Text})
+		case strings.HasPrefix(q.MimeType, "image/"):
+			out = append(out, provider.ContentPart{Type: "image", MimeType: q.MimeType, Data: q.Data})
 		}
 	}
 	return out

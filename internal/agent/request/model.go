@@ -26,8 +26,17 @@ type Model struct {
 	ContextWindow int
 	// OutputReserve is kept free for the reply when the context is filled.
 	OutputReserve int
-	// Images: the model accepts image content parts (vision models).
+	// ImagesConfigured is the configuration's image flag (the models
+	// table's images, CROW_MODELS' image=): nil when unset, and then what
+	// the endpoint says (discovery) or the model's family decides.
+	ImagesConfigured *bool
+	// Images: the model reads image content parts (vision models), as
+	// resolved: WithDefaults sets it from ImagesConfigured or the family
+	// (provider.ResolveImages), discovery may change an unset one.
 	Images bool
+	// ImagesSource says what decided Images ("configured", "model family:
+	// …", "discovered: …", "unknown model family").
+	ImagesSource string
 	// Prices per million tokens; both 0 = unknown, no cost is reported.
 	// CachedInputPrice is for prompt tokens the provider served from its
 	// cache (0 = InputPrice). PricesSet: the configuration named prices
@@ -111,6 +120,10 @@ func (m Model) WithDefaults() Model {
 	if m.OutputReserve <= 0 {
 		m.OutputReserve = min(DefaultOutputReserve, m.ContextWindow/4)
 	}
+	if m.ImagesSource == "" {
+		r := provider.ResolveImages(m.Name, m.ImagesConfigured, nil)
+		m.Images, m.ImagesSource = r.Yes, r.Source
+	}
 	if !m.PricesSet {
 		m = m.withBuiltinPrices()
 	}
@@ -145,7 +158,8 @@ func NormalizeModels(models []Model, def string) ([]Model, string) {
 //	gpt-4o-mini;window=128000;image;in=0.15;out=0.60, qwen3:8b;window=32768;title=Qwen 3 8B
 //
 // Attributes: window (tokens), reserve (output tokens kept free), image (the
-// model accepts images; also image=true/false), in, out and cached (prices
+// model reads images; image=false: it does not; unset: its endpoint or its
+// family decides, see Model.ImagesConfigured), in, out and cached (prices
 // per million tokens: input, output, cached input), currency (ISO 4217, default USD), title (display name),
 // tokenizer (the encoding compaction counts with: auto, estimate,
 // o200k_base, cl100k_base), reasoning (what goes back of the model's
@@ -205,13 +219,14 @@ func (m *Model) setAttr(attr string) error {
 	case "reserve":
 		m.OutputReserve, err = positiveInt()
 	case "image", "images":
-		m.Images = true
+		yes := true
 		if hasVal {
-			m.Images, err = strconv.ParseBool(val)
+			yes, err = strconv.ParseBool(val)
 			if err != nil {
 				err = fmt.Errorf("image=%q: want true or false", val)
 			}
 		}
+		m.ImagesConfigured = &yes
 	case "in":
 		m.InputPrice, err = price()
 		m.PricesSet = true
@@ -280,6 +295,9 @@ type Provider struct {
 	// Discover asks the endpoint for a model's context window (nil: it
 	// cannot be asked); used for models without a configured window.
 	Discover func(ctx context.Context, model string) (provider.DiscoveredWindow, error)
+	// DiscoverImages asks the endpoint whether a model reads images (nil:
+	// it cannot be asked); used for models without a configured flag.
+	DiscoverImages func(ctx context.Context, model string) (provider.DiscoveredImages, error)
 }
 
 // What a model request costs, and the token usage of a whole prompt turn

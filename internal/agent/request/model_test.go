@@ -13,15 +13,38 @@ func TestParseModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Model{
-		{Name: "gpt-4o-mini", ContextWindow: 128000, Images: true, InputPrice: 0.15, OutputPrice: 0.6, PricesSet: true},
+		{Name: "gpt-4o-mini", ContextWindow: 128000, InputPrice: 0.15, OutputPrice: 0.6, PricesSet: true},
 		{Name: "qwen3:8b", Title: "Qwen 3 8B", ContextWindow: 32768, OutputReserve: 2048, Currency: "EUR"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d models, want %d: %+v", len(got), len(want), got)
 	}
+	if c := got[0].ImagesConfigured; c == nil || !*c || got[1].ImagesConfigured != nil {
+		t.Errorf("image flags: %v, %v; want true, unset", got[0].ImagesConfigured, got[1].ImagesConfigured)
+	}
 	for i := range want {
+		got[i].ImagesConfigured = nil
 		if got[i] != want[i] {
 			t.Errorf("model %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// The image flag is three-state: image=false forces a vision family off,
+// no flag leaves the family (or the endpoint) to decide.
+func TestParseModelsImagesTriState(t *testing.T) {
+	got, err := ParseModels("gpt-4o;image=false, gpt-4.1, deepseek-chat;image, my-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		images bool
+		source string
+	}{{false, "configured"}, {true, "model family: gpt-4.1 / gpt-4.5 / gpt-5"}, {true, "configured"}, {false, "unknown model family"}}
+	for i, w := range want {
+		m := got[i].WithDefaults()
+		if m.Images != w.images || m.ImagesSource != w.source {
+			t.Errorf("%s: images %v from %q; want %v from %q", m.Name, m.Images, m.ImagesSource, w.images, w.source)
 		}
 	}
 }

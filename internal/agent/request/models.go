@@ -42,6 +42,7 @@ func (a *Models) WithLearnedWindow(m Model) Model {
 	if c := a.discovery.cached; c != nil {
 		<-c // the cached windows are read (bounded: 2 s a model)
 	}
+	m = a.withImages(m)
 	a.mu.Lock()
 	w, ok := a.windows[m.Name]
 	a.mu.Unlock()
@@ -130,6 +131,8 @@ type discovery struct {
 	// closed when it ends. Written only by startDiscovery, before the
 	// agent serves anything.
 	pending map[string]chan struct{}
+	// pendingImages is pending for the image lookups.
+	pendingImages map[string]chan struct{}
 }
 
 // StartDiscovery gives every model the window an earlier run cached for
@@ -150,6 +153,7 @@ func (a *Models) StartDiscovery() {
 		m    Model
 		done chan struct{} // nil: never asked
 	}
+	a.startImageDiscovery(ctx)
 	var lookups []lookup
 	for _, m := range a.models {
 		l := lookup{p: a.ProviderOf(m), m: m}
@@ -348,15 +352,103 @@ func (a *Models) Named(name string) Model {
 	return a.WithLearnedWindow(Model{Name: name}.WithDefaults())
 }
 
-// TakesImages decides promptCapabilities.image: images are
-// advertised only when a configured model can read them.
+// TakesImages decides promptCapabilities.image: images are advertised
+// when the default model reads them (configured, told by its endpoint if
+// it already answered, or by its family: a bare gpt-4o does) or a model is
+// configured to read them.
 func (a *Models) TakesImages() bool {
 	for _, m := range a.models {
-		if m.Images {
+		if m.Name == a.def && a.withImages(m).Images {
+			return true
+		}
+		if c := m.ImagesConfigured; c != nil && *c {
 			return true
 		}
 	}
 	return false
+}
+
+// startImageDiscovery asks the endpoint of every model with no configured
+// image flag whether it reads images, in the background (bounded as
+// provider.DiscoverImages is); the answer, when there is one, wins over the
+// model's family once it arrives.
+func (a *Models) startImageDiscovery(ctx context.Context) {
+	for _, m := range a.models {
+		p := a.ProviderOf(m)
+		if m.ImagesConfigured != nil || p.DiscoverImages == nil {
+			continue
+		}
+		if a.discovery.pendingImages == nil {
+			a.discovery.pendingImages = make(map[string]chan struct{})
+		}
+		if _, dup := a.discovery.pendingImages[m.Name]; dup {
+			continue
+		}
+		done := make(chan struct{})
+		a.discovery.pendingImages[m.Name] = done
+		a.discovery.wg.Add(1)
+		GoSafe(a.log, "discovering whether "+m.Name+" reads images", func() {
+			defer a.discovery.wg.Done()
+			defer close(done)
+			d, err := p.DiscoverImages(ctx, m.Name)
+			if err != nil {
+				a.log.Debug("the endpoint does not say whether the model reads images; its family decides",
+					zap.String("model", m.Name), zap.Error(err))
+				return
+			}
+			r := provider.ResolveImages(m.Name, nil, &d)
+			a.mu.Lock()
+			if a.images == nil {
+				a.images = make(map[string]provider.ImageSupport)
+			}
+			a.images[m.Name] = r
+			a.mu.Unlock()
+			a.log.Info("image support discovered", zap.String("model", m.Name), zap.Bool("images", r.Yes), zap.String("source", r.Source))
+		})
+	}
+}
+
+// AwaitImages waits for the image lookup of model, if one is still
+// running (bounded: 5 s in all), before a prompt holding an image is
+// checked against what the model reads.
+func (a *Models) AwaitImages(ctx context.Context, model string) {
+	done, ok := a.discovery.pendingImages[model]
+	if !ok {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// SettleImages waits, at most wait, for the image lookup of the default
+// model when what is known so far advertises no images: a local server
+// answers in milliseconds, and initialize's answer decides whether the
+// editor offers to attach images at all. A model whose family reads
+// images does not wait.
+func (a *Models) SettleImages(ctx context.Context, wait time.Duration) {
+	if a.TakesImages() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	a.AwaitImages(ctx, a.def)
+}
+
+// withImages applies what the endpoint said about m's images to a model
+// with no configured flag.
+func (a *Models) withImages(m Model) Model {
+	if m.ImagesConfigured != nil {
+		return m
+	}
+	a.mu.Lock()
+	r, ok := a.images[m.Name]
+	a.mu.Unlock()
+	if ok {
+		m.Images, m.ImagesSource = r.Yes, r.Source
+	}
+	return m
 }
 
 // GoSafe runs fn on its own goroutine. A panic in it (a bug) is logged
@@ -384,9 +476,10 @@ type Models struct {
 	log       *zap.Logger
 
 	mu        sync.Mutex
-	windows   map[string]learnedWindow // real context windows learned from the endpoint, by model
-	accepted  map[string]int           // the largest prompt each endpoint and model accepted
-	discovery discovery                // window lookups running in the background
+	windows   map[string]learnedWindow         // real context windows learned from the endpoint, by model
+	accepted  map[string]int                   // the largest prompt each endpoint and model accepted
+	images    map[string]provider.ImageSupport // whether a model reads images, as its endpoint said
+	discovery discovery                        // window lookups running in the background
 }
 
 // NewModels returns the catalogue of models served by providers, def

@@ -20,7 +20,7 @@ type readFile struct{}
 func (readFile) Definition() provider.Tool {
 	return provider.Tool{
 		Name:        "read_file",
-		Description: "Read a text file, optionally a range of lines. Each line comes prefixed with its number and a tab (not part of the file).",
+		Description: "Read a text file, optionally a range of lines. Each line comes prefixed with its number and a tab (not part of the file). An image file (PNG, JPEG, GIF, WebP) is shown to you as an image when you can see images.",
 		Parameters: object(props{
 			"path":   str("File path, relative to the project root"),
 			"offset": integer("First line to read, 1-based"),
@@ -70,6 +70,9 @@ func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 		Title: title, Kind: acp.ToolKindRead, Locations: locate(p, a.Offset),
 		Access: AccessRead, Outside: outside(p), PermissionKey: "read", AlwaysAsk: protectedRead(p),
 		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
+			if res, ok := readImage(env, p); ok {
+				return res
+			}
 			return readRange(ctx, env, p, a.Offset, a.Limit)
 		},
 	}, nil

@@ -61,6 +61,11 @@ type Env struct {
 	CommandTimeout   time.Duration // default timeout of run_command
 	CommandOutputCap int           // bytes of command output kept
 	OutputLimit      int           // bytes of one result the model sees
+	// Images: the session's model reads images (read_file then gives it
+	// an image file as an image); ImageBytes bounds one (0: imagecheck's
+	// default).
+	Images     bool
+	ImageBytes int
 	// Reads is what the model has seen of the session's files (read_file,
 	// write_file, edit_file); nil turns off the read-before-overwrite check.
 	Reads *Reads
@@ -157,6 +162,8 @@ type Result struct {
 	// EndTurn, when set, is the agent's reply that ends the turn after
 	// this call: a question nobody could be asked interactively.
 	EndTurn string
+	// Image is an image the model gets with the result (read_file).
+	Image *Image
 }
 
 // ChildSession is a subagent's child session as its parent shows it.

@@ -268,7 +268,7 @@ func Load(cf *Flags, getenv func(string) string) (*Settings, error) {
 		cfg.Models = nil
 		for _, m := range list {
 			cfg.Models = append(cfg.Models, ModelSpec{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow,
-				OutputReserve: m.OutputReserve, Images: m.Images, ImagesSet: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
+				OutputReserve: m.OutputReserve, Images: deref(m.ImagesConfigured, false), ImagesSet: m.ImagesConfigured != nil, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice,
 				CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet, Currency: m.Currency, Tokenizer: m.Tokenizer,
 				ReasoningHistory: string(m.ReasoningHistory), ToolCallIDs: string(m.ToolCallIDs), InlineThink: string(m.InlineThink), EditTool: m.EditTool})
 		}
@@ -536,7 +536,7 @@ func (c *Settings) Agent(version string) agent.Config {
 	models := make([]request.Model, 0, len(c.Models))
 	for _, m := range c.Models {
 		am := request.Model{Name: m.Name, Title: m.Title, ContextWindow: m.ContextWindow, OutputReserve: m.OutputReserve,
-			Images: m.Images, InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
+			ImagesConfigured: m.imagesFlag(), InputPrice: m.InputPrice, OutputPrice: m.OutputPrice, Currency: m.Currency,
 			CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet,
 			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
 			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}

@@ -260,6 +260,7 @@ func (c limitsConfig) applyModel(oc *provider.OpenAIConfig) {
 // apply copies the settings into the agent's configuration.
 func (c limitsConfig) apply(ac *agent.Config) {
 	ac.MaxPromptBytes = c.promptBytes.V
+	ac.Images = imagecheck.Limits{ImageBytes: c.imageBytes.V, PromptImageBytes: c.promptImages.V}
 	ac.MaxConcurrentTurns = c.activeSessions.V
 	ac.Retry.MaxAttempts = c.retries.V + 1
 	ac.Retry.BaseDelay = c.retryDelay.V

@@ -78,7 +78,8 @@ func (c *Settings) client(name string) provider.Client {
 // the list names, besides the default one (key ""), so that a session can
 // switch between models served by different endpoints.
 func (c *Settings) agentProviders() map[string]request.Provider {
-	out := map[string]request.Provider{"": {Endpoint: c.BaseURL.V, SilentTruncation: isOllama(c.Provider.V, c.BaseURL.V), Discover: c.discoverer(c.Provider.V)}}
+	out := map[string]request.Provider{"": {Endpoint: c.BaseURL.V, SilentTruncation: isOllama(c.Provider.V, c.BaseURL.V), Discover: c.discoverer(c.Provider.V),
+		DiscoverImages: c.imageDiscoverer(c.Provider.V)}}
 	for _, m := range c.Models {
 		if m.Provider == "" || m.Provider == c.Provider.V {
 			continue
@@ -88,7 +89,8 @@ func (c *Settings) agentProviders() map[string]request.Provider {
 		}
 		base := c.ClientConfig(m.Provider).BaseURL
 		out[m.Provider] = request.Provider{Client: c.client(m.Provider), Endpoint: base,
-			SilentTruncation: isOllama(m.Provider, base), Discover: c.discoverer(m.Provider)}
+			SilentTruncation: isOllama(m.Provider, base), Discover: c.discoverer(m.Provider),
+			DiscoverImages: c.imageDiscoverer(m.Provider)}
 	}
 	return out
 }
@@ -170,6 +172,15 @@ func (c *Settings) ImagesConfigured(model string) *bool {
 // family (provider.ResolveImages).
 func (c *Settings) ResolveImages(model string, discovered *provider.DiscoveredImages) provider.ImageSupport {
 	return provider.ResolveImages(model, c.ImagesConfigured(model), discovered)
+}
+
+// imagesFlag is m's images flag for the agent: nil when unset.
+func (m ModelSpec) imagesFlag() *bool {
+	if !m.ImagesSet {
+		return nil
+	}
+	v := m.Images
+	return &v
 }
 
 // ImagesShown is what `config show` says of m's images flag: "yes" or "no"

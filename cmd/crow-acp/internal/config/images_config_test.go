@@ -77,10 +77,16 @@ name = "deepseek-chat"
 			t.Errorf("%s with %+v: %+v; want %v from %q", c.model, c.discovered, got, c.want, c.source)
 		}
 	}
-	// What the agent gets today is unchanged: only a flag set to true.
+	// The agent gets the flag as set (false, true) or unset.
 	ac := cfg.Agent("test")
-	if !ac.Models[1].Images || ac.Models[0].Images || ac.Models[2].Images {
-		t.Errorf("agent models: %+v", ac.Models)
+	if f := ac.Models[0].ImagesConfigured; f == nil || *f {
+		t.Errorf("gpt-4o's flag: %v, want false", f)
+	}
+	if f := ac.Models[1].ImagesConfigured; f == nil || !*f {
+		t.Errorf("my-finetune's flag: %v, want true", f)
+	}
+	if f := ac.Models[2].ImagesConfigured; f != nil {
+		t.Errorf("gpt-4.1's flag: %v, want unset", *f)
 	}
 
 	// CROW_MODELS: "image" forces it on; without it the model is unset.
@@ -90,6 +96,18 @@ name = "deepseek-chat"
 	}
 	if got := cfg.ImagesConfigured("my-finetune"); got == nil || !*got {
 		t.Errorf("CROW_MODELS image: %v", got)
+	}
+	if got := cfg.ImagesConfigured("qwen2.5vl:7b"); got != nil {
+		t.Errorf("CROW_MODELS without image: %v, want unset", *got)
+	}
+	if cfg, err = loadDoc(t, "", map[string]string{"CROW_MODELS": "gpt-4o;image=false"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.ResolveImages("gpt-4o", nil); got.Yes || got.Source != "configured" {
+		t.Errorf("CROW_MODELS image=false: %+v, want forced off", got)
+	}
+	if cfg, err = loadDoc(t, "", map[string]string{"CROW_MODELS": "my-finetune;image, qwen2.5vl:7b"}); err != nil {
+		t.Fatal(err)
 	}
 	if got := cfg.ImagesConfigured("qwen2.5vl:7b"); got != nil {
 		t.Errorf("CROW_MODELS without image: %v, want unset", *got)

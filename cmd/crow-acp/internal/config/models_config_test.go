@@ -46,7 +46,7 @@ edit_tool = "apply_patch"
 		t.Fatal(err)
 	}
 	ac := cfg.Agent("test")
-	if ac.Model != "file-a" || len(ac.Models) != 2 || ac.Models[0].ContextWindow != 16384 || !ac.Models[0].Images || ac.Models[0].InputPrice != 1.5 {
+	if ac.Model != "file-a" || len(ac.Models) != 2 || ac.Models[0].ContextWindow != 16384 || ac.Models[0].ImagesConfigured == nil || !*ac.Models[0].ImagesConfigured || ac.Models[0].InputPrice != 1.5 {
 		t.Fatalf("file models: got default %q, %+v", ac.Model, ac.Models)
 	}
 	if ac.Models[1].ReasoningHistory != provider.ReasoningRequire || ac.Models[1].ToolCallIDs != provider.ToolCallIDsMistral ||
