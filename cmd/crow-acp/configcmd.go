@@ -130,13 +130,6 @@ func priceOrDash(p float64) string {
 	return strconv.FormatFloat(p, 'f', -1, 64)
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
 // forgetWindow deletes cached context windows and says what was deleted.
 func forgetWindow(ctx context.Context, e *env, cfg *config.Settings, all bool) int {
 	what := fmt.Sprintf("%s on %s", cfg.Model.V, cfg.BaseURL.V)
