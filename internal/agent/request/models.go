@@ -153,7 +153,6 @@ func (a *Models) StartDiscovery() {
 		m    Model
 		done chan struct{} // nil: never asked
 	}
-	a.startImageDiscovery(ctx)
 	var lookups []lookup
 	for _, m := range a.models {
 		l := lookup{p: a.ProviderOf(m), m: m}
@@ -166,6 +165,7 @@ func (a *Models) StartDiscovery() {
 		}
 		lookups = append(lookups, l)
 	}
+	a.startImageDiscovery(ctx)
 	a.discovery.wg.Add(1)
 	GoSafe(a.log, "reading the cached context windows", func() {
 		defer a.discovery.wg.Done()
@@ -390,6 +390,16 @@ func (a *Models) startImageDiscovery(ctx context.Context) {
 		GoSafe(a.log, "discovering whether "+m.Name+" reads images", func() {
 			defer a.discovery.wg.Done()
 			defer close(done)
+			// The window's lookup asks the same routes first: one request
+			// at a time to a local server, and the window (which sizes
+			// every request) is never held up by this one.
+			if w, ok := a.discovery.pending[m.Name]; ok {
+				select {
+				case <-w:
+				case <-ctx.Done():
+					return
+				}
+			}
 			d, err := p.DiscoverImages(ctx, m.Name)
 			if err != nil {
 				a.log.Debug("the endpoint does not say whether the model reads images; its family decides",
