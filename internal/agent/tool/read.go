@@ -20,7 +20,7 @@ type readFile struct{}
 func (readFile) Definition() provider.Tool {
 	return provider.Tool{
 		Name:        "read_file",
-		Description: "Read a text file, optionally a range of lines. Each line comes prefixed with its number and a tab (not part of the file). An image file (PNG, JPEG, GIF, WebP) is shown to you as an image when you can see images.",
+		Description: "Read a text file, optionally a range of lines. Each line comes prefixed with its number and a tab (not part of the file).",
 		Parameters: object(props{
 			"path":   str("File path, relative to the project root"),
 			"offset": integer("First line to read, 1-based"),
