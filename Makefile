@@ -40,10 +40,10 @@ FUZZ_TARGETS += ./internal/agent:FuzzErrorDetail
 FUZZ_TARGETS += ./internal/persistence:FuzzFrames
 FUZZ_TARGETS += ./internal/framelog:FuzzLoadRecord
 FUZZ_TARGETS += ./internal/provider:FuzzEventBound
-FUZZ_TARGETS += ./internal/provider:FuzzImageResponses
+FUZZ_TARGETS += ./internal/provider:FuzzImageResponses:3000x
 FUZZ_TARGETS += ./internal/imagecheck:FuzzCheck
 FUZZ_TARGETS += ./internal/imagecheck:FuzzDimensions
-FUZZ_TARGETS += ./internal/termsafe:FuzzText
+FUZZ_TARGETS += ./internal/termsafe:FuzzText:2000x
 FUZZ_TARGETS += ./internal/safegit:FuzzDisable
 FUZZ_TARGETS += ./internal/agent:FuzzCompactOnLoad:500x
 FUZZ_TARGETS += ./internal/agent/prompt:FuzzInstructionRead
@@ -54,8 +54,8 @@ FUZZ_TARGETS += ./internal/secret:FuzzRedactStream
 FUZZ_TARGETS += ./internal/secret:FuzzMaskMCPServers
 FUZZ_TARGETS += ./internal/agent/tool:FuzzParsePatch
 FUZZ_TARGETS += ./internal/agent/tool:FuzzQuoteArgv
-FUZZ_TARGETS += ./internal/agent/tool:FuzzEditLadder
-FUZZ_TARGETS += ./internal/agent/tool:FuzzPlaceholder
+FUZZ_TARGETS += ./internal/agent/tool:FuzzEditLadder:3000x
+FUZZ_TARGETS += ./internal/agent/tool:FuzzPlaceholder:2000x
 FUZZ_TARGETS += ./internal/gitignore:FuzzGitignore:2000x
 FUZZ_TARGETS += ./internal/agent:FuzzTaskArgs
 FUZZ_TARGETS += ./cmd/crow-acp/internal/transcript:FuzzReadJSON
@@ -98,13 +98,16 @@ lint:
 fuzz:
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_BUDGET=$(FUZZ_LONG)
 
+# Two targets at a time (FUZZ_JOBS): most of a short run is building the
+# instrumented test binary, which one core does while the other fuzzes.
+# Each target's output is printed whole when it ends; any failure fails.
+FUZZ_JOBS ?= 2
 fuzz-run:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; budget=$(FUZZ_BUDGET); \
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		t={}; pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; budget=$(FUZZ_BUDGET); \
 		if [ "$$rest" != "$$fn" ] && [ "$(FUZZ_BUDGET)" = "$(FUZZ_SHORT)" ]; then budget=$${rest#*:}; fi; \
-		echo "fuzz $$fn ($$pkg, $$budget)"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$$budget $$pkg; \
-	done
+		out=$$($(GO) test -run="^$$" -fuzz="^$$fn\$$" -fuzztime=$$budget $$pkg 2>&1); rc=$$?; \
+		printf "fuzz %s (%s, %s)\n%s\n" "$$fn" "$$pkg" "$$budget" "$$out" | grep -v "^fuzz: elapsed"; exit $$rc'
 
 race:
 	$(GO) test -race -count=1 ./...
