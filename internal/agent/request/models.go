@@ -254,6 +254,12 @@ func (a *Models) discoverWindow(ctx context.Context, p Provider, m Model) {
 	if err != nil {
 		a.log.Info("the endpoint does not tell the model's context window; configure it (context_window)",
 			zap.String("model", m.Name), zap.Error(err))
+		a.mu.Lock()
+		if a.silent == nil {
+			a.silent = make(map[string]bool)
+		}
+		a.silent[m.Name] = true
+		a.mu.Unlock()
 		return
 	}
 	source := "discovered: " + w.Source
@@ -400,6 +406,15 @@ func (a *Models) startImageDiscovery(ctx context.Context) {
 					return
 				}
 			}
+			// An endpoint that answered none of the window's requests has
+			// no metadata routes: it is not asked the same routes again.
+			a.mu.Lock()
+			silent := a.silent[m.Name]
+			a.mu.Unlock()
+			if silent {
+				a.log.Debug("the endpoint told no window: whether the model reads images is its family's answer", zap.String("model", m.Name))
+				return
+			}
 			d, err := p.DiscoverImages(ctx, m.Name)
 			if err != nil {
 				a.log.Debug("the endpoint does not say whether the model reads images; its family decides",
@@ -487,6 +502,7 @@ type Models struct {
 
 	mu        sync.Mutex
 	windows   map[string]learnedWindow         // real context windows learned from the endpoint, by model
+	silent    map[string]bool                  // models whose endpoint told no window when asked (its metadata routes are not asked again)
 	accepted  map[string]int                   // the largest prompt each endpoint and model accepted
 	images    map[string]provider.ImageSupport // whether a model reads images, as its endpoint said
 	discovery discovery                        // window lookups running in the background
