@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -178,7 +177,7 @@ type FrameLog interface {
 }
 
 // journaling reports whether the frames sent are kept in the event log.
-func (a *Agent) framesLogged() bool {
+func (a *core) framesLogged() bool {
 	return a.cfg.FrameLog != nil && a.cfg.FrameLog.Recording()
 }
 
@@ -188,28 +187,16 @@ func (a *Agent) framesLogged() bool {
 // than its text; once a second still keeps what a crash loses small.
 const DefaultPartialSaveInterval = time.Second
 
-// Agent implements acp.Agent for one connection.
+// Agent implements acp.Agent for one connection. It is the face the
+// connection sees: each ACP method hands its work to the room that does it
+// (core.go lists them), so that a change to, say, how a turn runs stays in
+// the turn engine's files.
 type Agent struct {
-	client acp.Client
-	store  Store
-	model  provider.Client
-	cfg    Config
-	log    *zap.Logger
-	leases *leases
-	// closed is closed by Close: what a session still retries in the
-	// background stops (unfinished.go).
-	closed    chan struct{}
-	closeOnce sync.Once
-
-	compact    compaction.Settings           // thresholds; Window/OutputReserve per model
-	counters   map[string]compaction.Counter // by tokenizer name, under mu
-	mu         sync.Mutex
-	clientCaps acp.ClientCapabilities
-	sessions   map[string]*session // what this process keeps per session, by id (sessions.go)
-
-	models   *request.Models // the models, their endpoints and context windows
-	children chan struct{}   // one token per running subagent (subagent.go)
-	authSeen authSeen        // what the endpoint last said about the key (logout.go)
+	*core
+	lifecycle *lifecycle // open, reopen, fork, close, delete (lifecycle.go)
+	turns     *turns     // the prompt turn and its tools (turn.go, tools.go)
+	build     *builder   // the model request (prepare.go)
+	undo      *undoer    // /undo, /redo (undo.go)
 }
 
 var (
@@ -256,7 +243,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 	if cfg.Now == nil {
 		cfg.Now = wallClock
 	}
-	a := &Agent{
+	c := &core{
 		client:   client,
 		store:    store,
 		model:    model,
@@ -269,7 +256,16 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		closed:   make(chan struct{}),
 		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
 	}
-	a.leases = newLeases(a.store, cfg.ConnectionID, cfg.LeaseTTL, log)
+	c.leases = newLeases(c.store, cfg.ConnectionID, cfg.LeaseTTL, log)
+	c.auth = &signIn{core: c}
+	undo := &undoer{core: c}
+	build := &builder{core: c}
+	a := &Agent{core: c, build: build, undo: undo}
+	a.turns = &turns{core: c, build: build, undo: undo}
+	build.toolDefinitions = a.turns.toolDefinitions
+	a.lifecycle = &lifecycle{core: c, build: build, undo: undo}
+	a.turns.slash = a.slashCommand
+	a.lifecycle.commands = a.availableCommands
 	a.models.StartDiscovery()
 	return a
 }
@@ -287,7 +283,7 @@ func (a *Agent) Close() {
 }
 
 // record sends a lifecycle event to the frame log, if there is one.
-func (a *Agent) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
+func (a *core) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
 	if a.cfg.FrameLog != nil {
 		a.cfg.FrameLog.Record(ctx, sessionID, kind, data)
 	}
@@ -322,16 +318,16 @@ func (a *Agent) Initialize(ctx context.Context, req *acp.InitializeRequest) (*ac
 				AdditionalDirectories: &acp.Marker{},
 				SystemPrompt: &acp.SessionSystemPromptCapabilities{
 					Mode: &acp.SessionSystemPromptModeCapabilities{Override: &acp.Marker{}}},
-				Fork:    a.forkCapability(),
+				Fork:    a.lifecycle.forkCapability(),
 				Title:   &acp.Marker{},
 				Archive: &acp.Marker{},
 				Status:  &acp.Marker{},
 			},
-			Auth:            a.authCapabilities(),
+			Auth:            a.auth.authCapabilities(),
 			McpCapabilities: acp.McpCapabilities{HTTP: true, SSE: true},
 			Meta:            a.extMeta(),
 		},
-		AuthMethods: a.authMethods(req.ClientCapabilities),
+		AuthMethods: a.auth.authMethods(req.ClientCapabilities),
 		AgentInfo:   &acp.Implementation{Name: "crow-acp", Title: "crow", Version: a.cfg.Version},
 	}, nil
 }

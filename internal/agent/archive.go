@@ -27,7 +27,7 @@ func (a *Agent) ArchiveSession(ctx context.Context, req *acp.ArchiveSessionReque
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
-	if err := a.setArchived(ctx, req.SessionID, true); err != nil {
+	if err := a.lifecycle.setArchived(ctx, req.SessionID, true); err != nil {
 		return nil, err
 	}
 	a.dropSession(req.SessionID)
@@ -37,14 +37,14 @@ func (a *Agent) ArchiveSession(ctx context.Context, req *acp.ArchiveSessionReque
 
 // UnarchiveSession lists the session again.
 func (a *Agent) UnarchiveSession(ctx context.Context, req *acp.UnarchiveSessionRequest) (*acp.UnarchiveSessionResponse, error) {
-	if err := a.setArchived(ctx, req.SessionID, false); err != nil {
+	if err := a.lifecycle.setArchived(ctx, req.SessionID, false); err != nil {
 		return nil, err
 	}
 	a.log.Info("session unarchived", zap.String("session", req.SessionID))
 	return &acp.UnarchiveSessionResponse{}, nil
 }
 
-func (a *Agent) setArchived(ctx context.Context, id string, archived bool) error {
+func (a *lifecycle) setArchived(ctx context.Context, id string, archived bool) error {
 	_, err := a.updateMeta(context.WithoutCancel(ctx), a.session(id), func(_ *persistence.Session, m *sessionMeta) {
 		m.Archived = archived
 	})

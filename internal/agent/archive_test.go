@@ -58,7 +58,7 @@ func TestUserTitleWins(t *testing.T) {
 		t.Fatalf("%d model requests, want 1 (no title request)", n)
 	}
 	stored, _ := a.store.GetSession(ctx, s.SessionID)
-	if a.setTitle(ctx, a.session(stored.ID), stored, stored.Title, "Generated") {
+	if a.turns.setTitle(ctx, a.session(stored.ID), stored, stored.Title, "Generated") {
 		t.Fatal("a generated title replaced the user's")
 	}
 	stored, _ = a.store.GetSession(ctx, s.SessionID)

@@ -14,7 +14,7 @@ import (
 
 // elicitInto gives tools the elicitation modes the client advertised
 // (env.Elicit nil: no forms; the tools fall back).
-func (a *Agent) elicitInto(env *tool.Env, caps acp.ClientCapabilities) {
+func (a *turns) elicitInto(env *tool.Env, caps acp.ClientCapabilities) {
 	e, ok := a.client.(acp.Elicitor)
 	if !ok {
 		return
@@ -40,7 +40,7 @@ func (e *askedInText) Error() string { return "the question is the turn's reply"
 // replyWithQuestion sends and stores the question as the agent's reply, so
 // that a load replays it and the next prompt (the user's answer) follows
 // an assistant message.
-func (a *Agent) replyWithQuestion(persistCtx context.Context, sess *session, s *persistence.Session, q *askedInText) (acp.StopReason, error) {
+func (a *turns) replyWithQuestion(persistCtx context.Context, sess *session, s *persistence.Session, q *askedInText) (acp.StopReason, error) {
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: q.text, Status: persistence.StatusComplete}
 	countTokens(a.counterFor(a.sessionModel(s)), msg)
 	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {

@@ -49,7 +49,7 @@ const (
 // authMethods are the methods offered to a client with caps. The terminal
 // method only to a client that can run it (the schema requires that); it
 // also carries the `_meta["terminal-auth"]` launch hint older clients read.
-func (a *Agent) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
+func (a *signIn) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
 	auth := a.cfg.Auth
 	if auth == nil {
 		return []acp.AuthMethod{}
@@ -79,12 +79,12 @@ func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*
 	caps := a.clientCaps
 	a.mu.Unlock()
 	var ids []string
-	for _, m := range a.authMethods(caps) {
+	for _, m := range a.auth.authMethods(caps) {
 		if m.ID == req.MethodID {
 			if !a.cfg.Auth.HasKey() {
-				return nil, a.authRequired("No API key is set yet")
+				return nil, a.auth.authRequired("No API key is set yet")
 			}
-			a.authSeen.reset() // a new key may be there: not known to be rejected
+			a.auth.seen.reset() // a new key may be there: not known to be rejected
 			return &acp.AuthenticateResponse{}, nil
 		}
 		ids = append(ids, m.ID)
@@ -97,12 +97,12 @@ func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*
 
 // authError is the auth_required error for a model request the endpoint
 // refused with 401; nil for any other failure.
-func (a *Agent) authError(err error) error {
+func (a *signIn) authError(err error) error {
 	var api *provider.APIError
 	if a.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	a.authSeen.rejected()
+	a.auth.seen.rejected()
 	if a.cfg.Auth.HasKey() {
 		return a.authRequired("The model endpoint rejected the API key (HTTP 401)")
 	}
@@ -110,6 +110,6 @@ func (a *Agent) authError(err error) error {
 }
 
 // authRequired is -32000 with what the user must do, in one sentence.
-func (a *Agent) authRequired(what string) error {
+func (a *signIn) authRequired(what string) error {
 	return acp.AuthRequired("%s: sign in (run `crow-acp login` in a terminal, or set %s) and try again.", what, a.cfg.Auth.KeyVariable)
 }

@@ -22,10 +22,10 @@ type slashCommand struct {
 // slashCommands lists the registered commands, in the order advertised.
 func (a *Agent) slashCommands() []slashCommand {
 	cmds := []slashCommand{compactCommand}
-	if a.forker() != nil {
+	if a.lifecycle.forker() != nil {
 		cmds = append(cmds, forkCommand)
 	}
-	if a.undoing() {
+	if a.undo.undoing() {
 		cmds = append(cmds, undoCommand, rewindCommand, redoCommand)
 	}
 	cmds = append(cmds, permissionsCommand)
@@ -48,6 +48,17 @@ func (a *Agent) parseSlashCommand(blocks []acp.ContentBlock) (*slashCommand, str
 		}
 	}
 	return nil, ""
+}
+
+// slashCommand runs the prompt if it is a slash command (handled false:
+// it is not one and goes to the model); the turn's lease is held.
+func (a *Agent) slashCommand(ctx context.Context, sess *session, s *persistence.Session, prompt []acp.ContentBlock) (stop acp.StopReason, handled bool, err error) {
+	cmd, input := a.parseSlashCommand(prompt)
+	if cmd == nil {
+		return "", false, nil
+	}
+	stop, err = cmd.run(ctx, a, sess, s, input)
+	return stop, true, err
 }
 
 // availableCommands is the payload of available_commands_update.

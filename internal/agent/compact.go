@@ -26,7 +26,7 @@ type compactOpts struct {
 // runCompaction runs the pipeline on view, applies its plans, tells the
 // client, and returns the new view. ratio scales the budget to the
 // provider's reported counts.
-func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+func (a *builder) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
 	st := m.Settings
 	planned := st
 	if ratio != 1 && st.Window > 0 {
@@ -108,7 +108,7 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 // summarizer asks the session's model for a summary, without tools and
 // without streaming it to the client.
 // Failures that may pass are retried like a turn's requests.
-func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Summarizer {
+func (a *builder) summarizer(sessionID string, model request.Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
 		res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), sessionID, req, nil)
@@ -119,7 +119,7 @@ func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Sum
 	}
 }
 
-func (a *Agent) capabilities() acp.ClientCapabilities {
+func (a *core) capabilities() acp.ClientCapabilities {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.clientCaps
@@ -128,7 +128,7 @@ func (a *Agent) capabilities() acp.ClientCapabilities {
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.
-func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
+func (a *builder) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
 		if a.capabilities().SupportsCompaction() {
 			a.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
@@ -213,7 +213,7 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
+func (a *builder) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
 	m := a.meterFor(s)
 	st := m.Settings
 	check := st.Window > 0 && st.Auto
@@ -255,7 +255,7 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 
 // overOnLoad reports whether a loaded session's view is over the
 // compaction threshold (and can be compacted: the fixed head fits).
-func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
+func (a *builder) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
 	fixed = a.fixedTokens(sess, s, m.Counter)
 	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)

@@ -31,7 +31,7 @@ func (m compactedMeta) raw() json.RawMessage {
 // updates: compacted messages are marked in _meta, and a summary appears
 // where the compaction happened, as compaction_update for clients that
 // support it and as a short agent message otherwise.
-func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
+func (a *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
 	needed := false
 	for i := range msgs {
 		if !msgs[i].IsActive || msgs[i].Role == persistence.RoleSummary {
@@ -124,13 +124,13 @@ var compactCommand = slashCommand{
 	hint:        "optional focus for the summary",
 	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
 		m := a.meterFor(s)
-		view, err := a.activeView(ctx, sess, m.Counter)
+		view, err := a.build.activeView(ctx, sess, m.Counter)
 		if err != nil {
 			return "", storeError("compact", err)
 		}
-		fixed := a.fixedTokens(sess, s, m.Counter)
-		_, ratio := sess.measure(request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view), fixed)
-		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
+		fixed := a.build.fixedTokens(sess, s, m.Counter)
+		_, ratio := sess.measure(request.ContextMessages(m.Counter, a.build.systemPrompt(sess, s), view), fixed)
+		_, err = a.build.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
 		switch {
 		case ctx.Err() != nil:
 			return acp.StopCancelled, nil

@@ -19,9 +19,9 @@ import (
 type configOption struct {
 	id, name, description, category string
 	// values lists the choices, in display order.
-	values func(a *Agent) []acp.SessionConfigSelectOption
+	values func(a *core) []acp.SessionConfigSelectOption
 	// current is the session's value.
-	current func(a *Agent, m sessionMeta) string
+	current func(a *core, m sessionMeta) string
 	// set applies value (already checked against values) to the session
 	// and persists it.
 	set func(ctx context.Context, a *Agent, sess *session, value string) error
@@ -35,7 +35,7 @@ const (
 
 // configOptionList is every option, in priority order. The mode selector
 // is kept in step with session/set_mode and current_mode_update (mode.go).
-func (a *Agent) configOptionList() []configOption {
+func (a *lifecycle) configOptionList() []configOption {
 	return []configOption{modelOption, modeOption}
 }
 
@@ -44,7 +44,7 @@ var modelOption = configOption{
 	name:        "Model",
 	description: "The model that answers in this session",
 	category:    "model",
-	values: func(a *Agent) []acp.SessionConfigSelectOption {
+	values: func(a *core) []acp.SessionConfigSelectOption {
 		out := make([]acp.SessionConfigSelectOption, 0, len(a.cfg.Models))
 		for _, m := range a.cfg.Models {
 			// The window in use: discovered or learned from the endpoint
@@ -54,7 +54,7 @@ var modelOption = configOption{
 		}
 		return out
 	},
-	current: func(a *Agent, m sessionMeta) string { return a.models.Named(m.Model).Name },
+	current: func(a *core, m sessionMeta) string { return a.models.Named(m.Model).Name },
 	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
 		_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
 		return err
@@ -93,7 +93,7 @@ func tokens(n int) string {
 }
 
 // configOptions is the wire form of every option with the session's values.
-func (a *Agent) configOptions(m sessionMeta) []acp.SessionConfigOption {
+func (a *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
 	opts := a.configOptionList()
 	out := make([]acp.SessionConfigOption, 0, len(opts))
 	for _, o := range opts {
@@ -103,8 +103,8 @@ func (a *Agent) configOptions(m sessionMeta) []acp.SessionConfigOption {
 			Description:  o.description,
 			Category:     o.category,
 			Type:         "select",
-			CurrentValue: o.current(a, m),
-			Options:      o.values(a),
+			CurrentValue: o.current(a.core, m),
+			Options:      o.values(a.core),
 		})
 	}
 	return out
@@ -114,7 +114,7 @@ func (a *Agent) configOptions(m sessionMeta) []acp.SessionConfigOption {
 // and answers with the full list.
 func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionConfigOptionRequest) (*acp.SetSessionConfigOptionResponse, error) {
 	var opt *configOption
-	for _, o := range a.configOptionList() {
+	for _, o := range a.lifecycle.configOptionList() {
 		if o.id == req.ConfigID {
 			opt = &o
 			break
@@ -128,7 +128,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 		return nil, err
 	}
 	valid := false
-	for _, v := range opt.values(a) {
+	for _, v := range opt.values(a.core) {
 		valid = valid || v.Value == value
 	}
 	if !valid {
@@ -152,10 +152,10 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	}
 	if opt.id == configModel {
 		// The context meter's window changes with the model.
-		if u := a.lastUsage(s); u != nil {
+		if u := a.build.lastUsage(s); u != nil {
 			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: u}) })
 		}
 	}
 	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))
-	return &acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
+	return &acp.SetSessionConfigOptionResponse{ConfigOptions: a.lifecycle.configOptions(decodeMeta(s.Metadata))}, nil
 }

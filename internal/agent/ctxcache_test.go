@@ -27,7 +27,7 @@ func checkView(t *testing.T, a *Agent, sid, when string) {
 	}
 	defer a.leases.release(ctx, a.session(sid))
 	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
-	got, err := a.activeView(ctx, a.session(sid), c)
+	got, err := a.build.activeView(ctx, a.session(sid), c)
 	if err != nil {
 		t.Fatal(err)
 	}

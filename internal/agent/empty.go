@@ -88,7 +88,7 @@ func ListShown(ctx context.Context, store SessionStore, opts persistence.ListSes
 
 // sweepEmpty deletes the empty sessions older than the TTL that no live
 // process holds. Failures only cost a later retry.
-func (a *Agent) sweepEmpty(ctx context.Context, empty []persistence.Session) {
+func (a *lifecycle) sweepEmpty(ctx context.Context, empty []persistence.Session) {
 	ttl := a.cfg.EmptySessionTTL
 	if ttl == 0 {
 		ttl = DefaultEmptySessionTTL

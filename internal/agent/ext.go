@@ -40,7 +40,7 @@ var extMethods = map[string]extHandler{
 func (a *Agent) extMeta() acp.Meta {
 	names := make([]string, 0, len(extMethods))
 	for n := range extMethods {
-		if a.undoing() || (n != "_crow/undo" && n != "_crow/redo" && n != "_crow/prompts") {
+		if a.undo.undoing() || (n != "_crow/undo" && n != "_crow/redo" && n != "_crow/prompts") {
 			names = append(names, n)
 		}
 	}
@@ -84,7 +84,7 @@ type compactionParams struct {
 }
 
 // extSession loads the session named in params.
-func (a *Agent) extSession(ctx context.Context, id string) (*persistence.Session, error) {
+func (a *core) extSession(ctx context.Context, id string) (*persistence.Session, error) {
 	if id == "" {
 		return nil, acp.MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
@@ -322,12 +322,12 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	}
 	sess := a.session(s.ID)
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, sess, m.Counter)
+	view, err := a.build.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.Counter)
-	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
+	fixed := a.build.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.build.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
 	st := m.Settings
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
@@ -341,7 +341,7 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 		r.Messages = append(r.Messages, contextMessage{Role: e.Msg.Role, Content: e.Msg.Content, ToolCalls: e.Msg.ToolCalls,
 			ToolCallID: e.Msg.ToolCallID, Tokens: tokens, MessageID: e.MessageID})
 	}
-	for _, t := range a.toolDefinitions(sess, s) {
+	for _, t := range a.turns.toolDefinitions(sess, s) {
 		r.Tools = append(r.Tools, t.Name)
 	}
 	return r, nil

@@ -49,7 +49,7 @@ func ForkedFrom(s *persistence.Session) (sessionID string, at time.Time, ok bool
 // fork is neither advertised nor offered as a command). It is found
 // beneath the context cache's wrapper: a fork writes a new session, of
 // which nothing is cached.
-func (a *Agent) forker() persistence.Forker {
+func (a *lifecycle) forker() persistence.Forker {
 	f, _ := a.store.(persistence.Forker)
 	return f
 }
@@ -84,7 +84,7 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 		return nil, storeError("fork session", err) // another process's turn: its -32600 as it is
 	}
 	defer a.leases.release(ctx, src)
-	fork, _, err := a.forkFrom(ctx, src, func(s *persistence.Session, m *sessionMeta) {
+	fork, _, err := a.lifecycle.forkFrom(ctx, src, func(s *persistence.Session, m *sessionMeta) {
 		s.Cwd = req.Cwd
 		m.McpServers = maskServers(req.McpServers)
 		m.AdditionalDirectories = req.AdditionalDirectories
@@ -97,10 +97,10 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	}
 	forked := a.session(fork.ID)
 	forked.markOpened()
-	a.connectMCP(forked, req.McpServers) // in the background, as for session/new
-	a.afterOpen(ctx, forked, fork)
+	a.turns.connectMCP(forked, req.McpServers) // in the background, as for session/new
+	a.lifecycle.afterOpen(ctx, forked, fork)
 	meta := decodeMeta(fork.Metadata)
-	return &acp.ForkSessionResponse{SessionID: fork.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
+	return &acp.ForkSessionResponse{SessionID: fork.ID, Modes: modeState(meta.Mode), ConfigOptions: a.lifecycle.configOptions(meta)}, nil
 }
 
 // turnRunning reports whether a turn of the session is still at work. A
@@ -131,7 +131,7 @@ func turnRunning(ctx context.Context, sess *session) (bool, error) {
 // source's cwd, title and metadata, except its cost (the source's spending
 // stays the source's), a child's link to its subagent parent (and the
 // subagent instructions) and what adjust changes.
-func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
+func (a *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
 	srcID := from.id
 	f, _ := a.writes(from).(persistence.Forker)
 	if f == nil {
@@ -178,7 +178,7 @@ var forkCommand = slashCommand{
 	name:        "fork",
 	description: "Copy this conversation into a new session (history, mode, model and settings) to try another way there; this one goes on unchanged",
 	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, _ string) (acp.StopReason, error) {
-		fork, st, err := a.forkFrom(ctx, sess, nil)
+		fork, st, err := a.lifecycle.forkFrom(ctx, sess, nil)
 		if err != nil {
 			return "", err
 		}
@@ -194,7 +194,7 @@ var forkCommand = slashCommand{
 
 // forkCapability is sessionCapabilities.fork: advertised only when the
 // store can copy sessions.
-func (a *Agent) forkCapability() *acp.Marker {
+func (a *lifecycle) forkCapability() *acp.Marker {
 	if a.forker() == nil {
 		return nil
 	}

@@ -75,7 +75,7 @@ func (sess *session) holdsLease() bool {
 // (or held and lost, until it releases) the session's lease, every write is
 // fenced by it, so that once the lease is lost the store refuses them. The
 // fence is passed explicitly, like the frame log's origin, never in a context.
-func (a *Agent) writes(sess *session) Store {
+func (a *core) writes(sess *session) Store {
 	sess.mu.Lock()
 	h := sess.lease
 	sess.mu.Unlock()

@@ -26,7 +26,7 @@ const (
 // anything is stored or sent to the model: its images by their own limits
 // (imagecheck.CheckPrompt: strict base64, the MIME type against the bytes,
 // each image and all of them), the rest by limits.prompt_bytes.
-func (a *Agent) checkPromptSize(parts []persistence.Part) error {
+func (a *builder) checkPromptSize(parts []persistence.Part) error {
 	var images []imagecheck.Input
 	n := 0
 	for _, p := range parts {
@@ -61,7 +61,7 @@ func imageError(err error) error {
 
 // runningTurnsLocked counts the turns still working (not those only waiting
 // to write their answer). a.mu must be held.
-func (a *Agent) runningTurnsLocked() int {
+func (a *turns) runningTurnsLocked() int {
 	n := 0
 	for _, sess := range a.sessions {
 		sess.mu.Lock()
@@ -74,7 +74,7 @@ func (a *Agent) runningTurnsLocked() int {
 }
 
 // tooManyTurns is the error for a prompt over the concurrency cap.
-func (a *Agent) tooManyTurns() error {
+func (a *turns) tooManyTurns() error {
 	limit := a.cfg.MaxConcurrentTurns
 	e := acp.InvalidRequest("Too many sessions are running a prompt: the limit is %d at once (setting limits.active_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it.", limit)
 	e.Data = map[string]any{"limit": limit}

@@ -38,7 +38,7 @@ func (s *authSeen) reset()    { s.v.Store(seenNothing) }
 
 // authCapabilities advertises logout where there is a stored key to
 // remove, and auth/status wherever the agent knows how keys are found.
-func (a *Agent) authCapabilities() *acp.AgentAuthCapabilities {
+func (a *signIn) authCapabilities() *acp.AgentAuthCapabilities {
 	auth := a.cfg.Auth
 	if auth == nil {
 		return nil
@@ -63,7 +63,7 @@ func (a *Agent) Logout(_ context.Context, _ *acp.LogoutRequest) (*acp.LogoutResp
 		a.log.Warn("logout failed", zap.Error(err))
 		return nil, &acp.Error{Code: acp.CodeInternalError, Message: "Cannot remove the saved API key: " + err.Error()}
 	}
-	a.authSeen.reset()
+	a.auth.seen.reset()
 	a.log.Info("signed out: the saved API key was removed")
 	if auth.KeyFrom != nil && auth.KeyFrom() == KeyFromEnv {
 		return nil, acp.InvalidRequest("The key saved by `crow-acp login` was removed, but %s is set in crow-acp's environment and is still used: remove it from the agent's settings in the editor to sign out.", auth.KeyVariable)
@@ -88,7 +88,7 @@ func (a *Agent) AuthStatus(_ context.Context, _ *acp.AuthStatusRequest) (*acp.Au
 		}
 	}
 	res := &acp.AuthStatusResponse{}
-	switch seen := a.authSeen.v.Load(); {
+	switch seen := a.auth.seen.v.Load(); {
 	case seen == seenRejected:
 		res.State = acp.AuthUnauthenticated
 	case from != "":
@@ -111,7 +111,7 @@ func (a *Agent) AuthStatus(_ context.Context, _ *acp.AuthStatusRequest) (*acp.Au
 
 // defaultEndpoint reports whether m is served by the agent's own endpoint,
 // the one Auth's key is for (clientFor's choice).
-func (a *Agent) defaultEndpoint(m request.Model) bool {
+func (a *signIn) defaultEndpoint(m request.Model) bool {
 	p, ok := a.cfg.Providers[m.Provider]
 	return !ok || p.Client == nil
 }

@@ -8,7 +8,7 @@ import (
 
 // connectMCP (re)connects the session's MCP servers in the background,
 // closing any it had in this process.
-func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
+func (a *turns) connectMCP(sess *session, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
 		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,

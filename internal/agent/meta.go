@@ -74,7 +74,7 @@ func workspaceRoots(s *persistence.Session) []string {
 // (a load in the same directory with the same MCP servers, the model set
 // again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
 // version a load.
-func (a *Agent) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
+func (a *core) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
 	sess.meta.Lock()
 	defer sess.meta.Unlock()
 	s, err := a.store.GetSession(ctx, sess.id)
@@ -122,7 +122,7 @@ func (m *sessionMeta) addCost(currency string, amount float64) float64 {
 
 // metaError maps a store error about session id: unknown ids are -32002
 // with the id in data, as the protocol asks.
-func (a *Agent) metaError(op, id string, err error) error {
+func (a *core) metaError(op, id string, err error) error {
 	if errors.Is(err, persistence.ErrNotFound) {
 		return &acp.Error{Code: acp.CodeResourceNotFound, Message: unknownSession(id).Error(), Data: map[string]string{"sessionId": id}}
 	}
@@ -151,6 +151,6 @@ func changeStored(ctx context.Context, store SessionMarker, id string, fn func(*
 func SessionCost(s *persistence.Session) map[string]float64 { return decodeMeta(s.Metadata).Cost }
 
 // sessionModel is the model a session uses now.
-func (a *Agent) sessionModel(s *persistence.Session) request.Model {
+func (a *core) sessionModel(s *persistence.Session) request.Model {
 	return a.models.Named(decodeMeta(s.Metadata).Model)
 }

@@ -46,16 +46,16 @@ var modeOption = configOption{
 	name:        "Mode",
 	description: "What needs your permission",
 	category:    "mode",
-	values: func(*Agent) []acp.SessionConfigSelectOption {
+	values: func(*core) []acp.SessionConfigSelectOption {
 		out := make([]acp.SessionConfigSelectOption, len(sessionModes))
 		for i, m := range sessionModes {
 			out[i] = acp.SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description}
 		}
 		return out
 	},
-	current: func(_ *Agent, m sessionMeta) string { return currentMode(m) },
+	current: func(_ *core, m sessionMeta) string { return currentMode(m) },
 	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
-		return a.setMode(ctx, sess, value)
+		return a.lifecycle.setMode(ctx, sess, value)
 	},
 }
 
@@ -87,7 +87,7 @@ func modeState(current string) *acp.SessionModeState {
 
 // sessionMode is the session's current mode, read from the store so that a
 // session/set_mode during a turn applies to the very next tool call.
-func (a *Agent) sessionMode(ctx context.Context, sessionID string) string {
+func (a *core) sessionMode(ctx context.Context, sessionID string) string {
 	s, err := a.store.GetSession(context.WithoutCancel(ctx), sessionID)
 	if err != nil {
 		return ModeDefault
@@ -106,20 +106,20 @@ func (a *Agent) SetSessionMode(ctx context.Context, req *acp.SetSessionModeReque
 		return nil, acp.InvalidParams("Unknown mode %q: use one of %s.", req.ModeID, strings.Join(ids, ", "))
 	}
 	sess := a.session(req.SessionID)
-	if err := a.setMode(ctx, sess, req.ModeID); err != nil {
+	if err := a.lifecycle.setMode(ctx, sess, req.ModeID); err != nil {
 		return nil, err
 	}
 	// Clients that show config options see the mode selector move too.
 	if s, err := a.store.GetSession(ctx, req.SessionID); err == nil {
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{ConfigOptionUpdate: &acp.ConfigOptionUpdate{
-			ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}})
+			ConfigOptions: a.lifecycle.configOptions(decodeMeta(s.Metadata))}})
 	}
 	return &acp.SetSessionModeResponse{}, nil
 }
 
 // setMode persists mode for the session and sends current_mode_update. It
 // is the one place modes change (config options mirror it).
-func (a *Agent) setMode(ctx context.Context, sess *session, mode string) error {
+func (a *lifecycle) setMode(ctx context.Context, sess *session, mode string) error {
 	sessionID := sess.id
 	_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
 	if errors.Is(err, persistence.ErrNotFound) {

@@ -58,7 +58,7 @@ func permissionKeys(mode string, act *tool.Action) []string {
 // authorize decides whether a call may run: by mode, by the project's
 // stored "always" rules, or by asking the user. why explains a rejection to
 // the model and the user, or why the call cannot succeed (verdictFailed).
-func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Session, call *acp.ToolCall, act *tool.Action) (v verdict, why string, err error) {
+func (a *turns) authorize(ctx context.Context, sess *session, s *persistence.Session, call *acp.ToolCall, act *tool.Action) (v verdict, why string, err error) {
 	mode := a.sessionMode(ctx, s.ID)
 	if mode == ModePlan && act.Server == "" && (act.Access == tool.AccessEdit || act.Access == tool.AccessExecute) {
 		return verdictRejected, "refused: the session is in read-only planning mode, where edits and commands are disabled. Finish the plan; the user can switch modes to carry it out.", nil

@@ -44,7 +44,7 @@ func (sess *session) turnWindow() int {
 // tool iterations of one turn: when the request would pass the compaction
 // threshold it compacts first, and when it cannot fit it fails with an
 // error that says why instead of sending a request the model would reject.
-func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]provider.Message, error) {
+func (a *builder) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]provider.Message, error) {
 	m := a.meterFor(s).Within(sess.turnWindow())
 	view, err := a.activeView(ctx, sess, m.Counter)
 	if err != nil {
@@ -62,7 +62,7 @@ func (a *Agent) prepareContext(ctx context.Context, sess *session, s *persistenc
 
 // meterFor returns the meter of the session's current model. A model whose
 // window is only assumed gets Window 0: no automatic compaction.
-func (a *Agent) meterFor(s *persistence.Session) request.Meter {
+func (a *core) meterFor(s *persistence.Session) request.Meter {
 	model := a.sessionModel(s)
 	st := a.compact
 	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
@@ -73,7 +73,7 @@ func (a *Agent) meterFor(s *persistence.Session) request.Meter {
 }
 
 // counterFor returns the (cached) token counter of a model.
-func (a *Agent) counterFor(m request.Model) compaction.Counter {
+func (a *core) counterFor(m request.Model) compaction.Counter {
 	key := m.Name + "\x00" + m.Tokenizer
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -153,7 +153,7 @@ func (sess *session) measure(entries []request.ContextEntry, fixed int) (used in
 // the request to send, with every guard: auto-compaction off → an error only when it does not
 // fit; at most one automatic compaction per turn; a breaker after
 // MaxFailures failures; the stall guard (in the pipeline).
-func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, entries []request.ContextEntry, fixed int) ([]request.ContextEntry, error) {
+func (a *builder) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, entries []request.ContextEntry, fixed int) ([]request.ContextEntry, error) {
 	st := m.Settings
 	if st.Window <= 0 {
 		return entries, nil // window unknown: nothing to measure against (warned at start)
@@ -235,7 +235,7 @@ func (a *Agent) checkBudget(ctx context.Context, sess *session, s *persistence.S
 // with another tokenizer. Under the session's lease it is the kept view
 // brought up to date; otherwise it is read afresh. The result is shared:
 // callers must not change its messages.
-func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
+func (a *builder) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
 	sessionID := sess.id
 	var view []persistence.Message
 	var counted map[int64]int
@@ -259,7 +259,7 @@ func (a *Agent) activeView(ctx context.Context, sess *session, c compaction.Coun
 
 // fixedTokens counts the head every request carries: system prompt and
 // tool schemas (kept per session while they and the counter stay).
-func (a *Agent) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+func (a *builder) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
 	return sess.cache.FixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
 }
 

@@ -11,7 +11,7 @@ import (
 // secret.Stream each, which holds back a possible start of a secret until
 // the next delta. finish sends what is held back once the stream ended and
 // redacts the result's accumulated text, which the stored reply is made of.
-func (a *Agent) redactReply(onEvent func(provider.Event) error) (wrapped func(provider.Event) error, finish func(*provider.Result)) {
+func (a *turns) redactReply(onEvent func(provider.Event) error) (wrapped func(provider.Event) error, finish func(*provider.Result)) {
 	var secrets []string
 	if a.cfg.Secrets != nil {
 		secrets = a.cfg.Secrets()

@@ -13,7 +13,7 @@ import (
 // (inactive) messages: the user sees the original conversation while the
 // model sees the compacted view. A client that can batch (acp.Conn) gets
 // the frames in few writes, all of them before replay returns.
-func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
+func (a *lifecycle) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
 	send := func(u acp.SessionUpdate) error {
 		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
 	}

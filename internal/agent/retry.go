@@ -145,7 +145,7 @@ type retryState struct {
 // attempts that produced none the client could see. A nil onEvent is a
 // request whose reply the client never sees (a summary, a title): it is
 // retried whatever arrived before the failure.
-func (a *Agent) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
+func (a *core) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
 	p := a.cfg.Retry.withDefaults()
 	var st retryState
 	for {

@@ -73,14 +73,14 @@ type session struct {
 
 // session returns the session's state, creating it: the one lookup by id,
 // made where a request names the session.
-func (a *Agent) session(sessionID string) *session {
+func (a *core) session(sessionID string) *session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sessionLocked(sessionID)
 }
 
 // sessionLocked is session with a.mu held.
-func (a *Agent) sessionLocked(sessionID string) *session {
+func (a *core) sessionLocked(sessionID string) *session {
 	sess := a.sessions[sessionID]
 	if sess == nil {
 		sess = &session{id: sessionID}
@@ -91,7 +91,7 @@ func (a *Agent) sessionLocked(sessionID string) *session {
 
 // kept returns the session's state if this process keeps any, without
 // creating it (nil: none).
-func (a *Agent) kept(sessionID string) *session {
+func (a *core) kept(sessionID string) *session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sessions[sessionID]
@@ -122,7 +122,7 @@ func (sess *session) isOpened() bool {
 }
 
 // isOpened reports whether this connection holds the session open.
-func (a *Agent) isOpened(sessionID string) bool {
+func (a *core) isOpened(sessionID string) bool {
 	sess := a.kept(sessionID)
 	return sess != nil && sess.isOpened()
 }
@@ -136,7 +136,7 @@ func (sess *session) runningTurn() *turn {
 
 // runningTurn is the session's registered turn, nil when none is (or the
 // process keeps nothing for the session).
-func (a *Agent) runningTurn(sessionID string) *turn {
+func (a *core) runningTurn(sessionID string) *turn {
 	if sess := a.kept(sessionID); sess != nil {
 		return sess.runningTurn()
 	}
@@ -147,7 +147,7 @@ func (a *Agent) runningTurn(sessionID string) *turn {
 // servers, its bookkeeping) and waits until its servers are closed. The
 // stored session stays. A turn that registered meanwhile (a prompt racing
 // the close) keeps the state; only its MCP servers go.
-func (a *Agent) dropSession(sessionID string) {
+func (a *core) dropSession(sessionID string) {
 	a.mu.Lock()
 	sess := a.sessions[sessionID]
 	if sess == nil {
@@ -168,7 +168,7 @@ func (a *Agent) dropSession(sessionID string) {
 // dropAll drops every session's state (Agent.Close). A turn still running
 // keeps its session's state (it can still be cancelled); only its MCP
 // servers go.
-func (a *Agent) dropAll() {
+func (a *core) dropAll() {
 	a.mu.Lock()
 	sets := make(map[*session]*tool.MCPSet, len(a.sessions))
 	for id, sess := range a.sessions {
@@ -220,9 +220,9 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 	sess := a.session(s.ID)
 	sess.markOpened()
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
-	a.connectMCP(sess, req.McpServers) // in the background: session/new stays fast
-	a.afterOpen(ctx, sess, s)
-	return &acp.NewSessionResponse{SessionID: s.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
+	a.turns.connectMCP(sess, req.McpServers) // in the background: session/new stays fast
+	a.lifecycle.afterOpen(ctx, sess, s)
+	return &acp.NewSessionResponse{SessionID: s.ID, Modes: modeState(meta.Mode), ConfigOptions: a.lifecycle.configOptions(meta)}, nil
 }
 
 // LoadSession replays the whole stored conversation as session/update
@@ -232,26 +232,26 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	sess, s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
+	sess, s, err := a.lifecycle.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}
-	a.connectMCP(sess, req.McpServers) // in the background: load stays fast
+	a.turns.connectMCP(sess, req.McpServers) // in the background: load stays fast
 	seed := sess.cache.Ticket(sess.holdsLease())
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
 	}
-	if err := a.replay(ctx, s.ID, a.withoutUndone(ctx, s.ID, msgs)); err != nil {
+	if err := a.lifecycle.replay(ctx, s.ID, a.undo.withoutUndone(ctx, s.ID, msgs)); err != nil {
 		return nil, err
 	}
 	// The compaction check counts with the model's tokenizer (whose
 	// vocabulary may still have to be built) and may compact: the client
 	// does not wait for it. It runs right after the response, before the
 	// next message is handled, on the messages just replayed.
-	acp.AfterResponse(ctx, func() { a.compactOnLoad(context.WithoutCancel(ctx), sess, s, msgs, seed) })
+	acp.AfterResponse(ctx, func() { a.build.compactOnLoad(context.WithoutCancel(ctx), sess, s, msgs, seed) })
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
-	a.afterOpen(ctx, sess, s)
+	a.lifecycle.afterOpen(ctx, sess, s)
 	// What the replay showed, for the frame log's one event about the
 	// load (the replayed frames are not logged again), once the updates
 	// after the response are sent: the frame log keeps them in that event.
@@ -261,7 +261,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	}
 	acp.AfterResponse(ctx, func() { a.record(ctx, s.ID, persistence.EventSessionLoaded, loaded) })
 	meta := decodeMeta(s.Metadata)
-	return &acp.LoadSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
+	return &acp.LoadSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.lifecycle.configOptions(meta)}, nil
 }
 
 // reopen finds a stored session for load or resume and records the root
@@ -273,7 +273,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 // writing and nothing needs repair. If the database cannot be written, the
 // session still opens: replaying only reads, and a prompt will say why it
 // cannot run.
-func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
+func (a *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
 	notFound := func() error { return unknownSession(id) }
 	sess := a.session(id)
 	if err := a.repairIfAbandoned(ctx, sess); err != nil {
@@ -314,7 +314,7 @@ func (a *Agent) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer,
 // a turn ended, or none, leaves nothing to repair, so a load then writes
 // nothing for it (two transactions fewer, and on PostgreSQL no dead row a
 // load); a live holder elsewhere is left alone (its turn repairs).
-func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
+func (a *lifecycle) repairIfAbandoned(ctx context.Context, sess *session) error {
 	l, err := a.store.GetLease(ctx, sess.id)
 	switch {
 	case err == nil && l.Owner == "":
@@ -326,7 +326,7 @@ func (a *Agent) repairIfAbandoned(ctx context.Context, sess *session) error {
 	}
 	// A crash may also have left an undo unfinished: reported once the
 	// session is open (afterOpen).
-	return a.leases.briefly(ctx, sess, func(ctx context.Context) { a.takePendingUndos(ctx, sess) })
+	return a.leases.briefly(ctx, sess, func(ctx context.Context) { a.undo.takePendingUndos(ctx, sess) })
 }
 
 // storageFault reports whether err is a full or read-only database.
@@ -338,12 +338,12 @@ func storageFault(err error) bool {
 // new/load/resume response): the slash commands that really work here, and
 // for a session that has talked to the model, its last context usage, so
 // that a reopened session's context meter is right before the next prompt.
-func (a *Agent) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
-	cmds := a.availableCommands()
-	usage := a.lastUsage(s)
+func (a *lifecycle) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
+	cmds := a.commands()
+	usage := a.build.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
-		a.announceInstructions(ctx, sess, s)
-		a.sendPendingUndos(ctx, sess)
+		a.build.announceInstructions(ctx, sess, s)
+		a.undo.sendPendingUndos(ctx, sess)
 		a.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})
@@ -390,7 +390,7 @@ func (a *Agent) ListSessions(ctx context.Context, req *acp.ListSessionsRequest) 
 	if err != nil {
 		return nil, storeError("list sessions", err)
 	}
-	a.sweepEmpty(ctx, empty)
+	a.lifecycle.sweepEmpty(ctx, empty)
 	out := &acp.ListSessionsResponse{Sessions: make([]acp.SessionInfo, 0, len(list)), NextCursor: next}
 	for _, s := range list {
 		out.Sessions = append(out.Sessions, sessionInfo(&s))
@@ -422,18 +422,18 @@ func (a *Agent) ResumeSession(ctx context.Context, req *acp.ResumeSessionRequest
 	if err != nil {
 		return nil, err
 	}
-	sess, s, err := a.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
+	sess, s, err := a.lifecycle.reopen(ctx, req.SessionID, req.Cwd, req.McpServers, req.AdditionalDirectories, sp)
 	if err != nil {
 		return nil, err
 	}
-	a.connectMCP(sess, req.McpServers) // in the background: resume stays fast
+	a.turns.connectMCP(sess, req.McpServers) // in the background: resume stays fast
 	a.log.Info("session resumed", zap.String("session", s.ID))
-	a.afterOpen(ctx, sess, s)
+	a.lifecycle.afterOpen(ctx, sess, s)
 	// For the frame log: the resume's frames, and the updates after its
 	// response, make one session_loaded event (as a load's do).
 	acp.AfterResponse(ctx, func() { a.record(ctx, s.ID, persistence.EventSessionLoaded, map[string]any{}) })
 	meta := decodeMeta(s.Metadata)
-	return &acp.ResumeSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
+	return &acp.ResumeSessionResponse{Modes: modeState(meta.Mode), ConfigOptions: a.lifecycle.configOptions(meta)}, nil
 }
 
 // CloseSession cancels the session's running turn, waits until the turn has
@@ -462,14 +462,14 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 	if err := a.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
-	if err := a.deleteChildren(context.WithoutCancel(ctx), req.SessionID); err != nil {
+	if err := a.turns.deleteChildren(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete the session's subagent sessions", err)
 	}
 	a.dropSession(req.SessionID)
 	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
 	}
-	if a.undoing() {
+	if a.undo.undoing() {
 		if err := checkpoint.RemoveTrees(a.cfg.CheckpointTrees, req.SessionID); err != nil {
 			a.log.Warn("remove the session's work-tree snapshots", zap.String("session", req.SessionID), zap.Error(err))
 		}
@@ -480,7 +480,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 
 // deleteStored deletes the stored session; state this process still keeps
 // for it (a prompt that raced the delete) drops its kept view.
-func (a *Agent) deleteStored(ctx context.Context, sessionID string) error {
+func (a *core) deleteStored(ctx context.Context, sessionID string) error {
 	del := func() error { return a.store.DeleteSession(ctx, sessionID) }
 	if sess := a.kept(sessionID); sess != nil {
 		return sess.rewrite(del)
@@ -491,7 +491,7 @@ func (a *Agent) deleteStored(ctx context.Context, sessionID string) error {
 // stopTurn cancels the session's running turn, if any, and waits for it to
 // end. The turn only waits on things that end with its context (the model
 // stream, client calls), so this returns promptly.
-func (a *Agent) stopTurn(ctx context.Context, sessionID string) error {
+func (a *core) stopTurn(ctx context.Context, sessionID string) error {
 	t := a.runningTurn(sessionID)
 	if t == nil {
 		return nil

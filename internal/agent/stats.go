@@ -21,7 +21,7 @@ func extDebugStats(_ context.Context, a *Agent, _ json.RawMessage) (any, error) 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	a.mu.Lock()
-	running := a.runningTurnsLocked()
+	running := a.turns.runningTurnsLocked()
 	a.mu.Unlock()
 	return debugStats{
 		Goroutines:     runtime.NumGoroutine(),

@@ -115,7 +115,7 @@ func subagentTools() []tool.Tool {
 
 // taskToolFor is the task tool of session s, nil where it is not offered:
 // in a child, without tools, or to a client that cannot show children.
-func (a *Agent) taskToolFor(s *persistence.Session) tool.Tool {
+func (a *turns) taskToolFor(s *persistence.Session) tool.Tool {
 	if a.cfg.NoTools || a.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !a.capabilities().SupportsSubagents() {
 		return nil
 	}
@@ -124,7 +124,7 @@ func (a *Agent) taskToolFor(s *persistence.Session) tool.Tool {
 
 // taskTool is the task tool of one parent session.
 type taskTool struct {
-	a      *Agent
+	a      *turns
 	parent *persistence.Session
 }
 
@@ -196,7 +196,7 @@ func dropControl(r rune) rune {
 
 // runSubagent creates the child session, runs its turn and returns its
 // report as the task call's result.
-func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
+func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
 	limits := a.cfg.Subagents.withDefaults()
 	select {
 	case a.children <- struct{}{}:
@@ -251,7 +251,7 @@ type turnSubagents struct {
 // most maxModelCalls requests for all of them. refund gives back the
 // requests the child did not use; refusal, when not "", is why the task
 // call fails, for the model.
-func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
+func (a *turns) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
 	pool := request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s))
 	parent.mu.Lock()
 	defer parent.mu.Unlock()
@@ -281,7 +281,7 @@ func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits Sub
 // subagentAsking tells the client, on the parent, that child s waits for
 // the user's answer to a permission request (requires_action) and then
 // runs again. Nothing for a session that is not a child.
-func (a *Agent) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
+func (a *turns) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
 	parent := SubagentParent(s)
 	if parent == "" {
 		return
@@ -307,7 +307,7 @@ func taskDescription(prompt string) string {
 // createChild stores the child session: the parent's directories, model
 // and mode, no MCP servers, and the subagent instructions appended to its
 // system prompt.
-func (a *Agent) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
+func (a *turns) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
 	pm := decodeMeta(parent.Metadata)
 	meta := sessionMeta{
 		AdditionalDirectories: pm.AdditionalDirectories,
@@ -367,7 +367,7 @@ func (r childRun) result(ctx context.Context, env *tool.Env) tool.Result {
 // runChild runs the child's one turn as a prompt turn runs: its own turn
 // slot (session/cancel on the child's id stops it), its own lease, the
 // task stored as its user message before the model is called.
-func (a *Agent) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
+func (a *turns) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
 	sess, turnCtx, err := a.beginTurn(ctx, child.ID)
 	if err != nil {
 		return childRun{err: err}
@@ -404,7 +404,7 @@ func (a *Agent) runChild(ctx context.Context, child *persistence.Session, prompt
 // childTurn calls the model until it answers without tool calls or a
 // subagent limit (steps, tokens) is reached; runTurn with the child's
 // limits and without its loop-guard notice.
-func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
+func (a *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
 	var run childRun
 	usage := acp.Usage{}
 	reported := false
@@ -480,7 +480,7 @@ func notChild(keep func(*persistence.Session) bool) func(*persistence.Session) b
 // before the parent goes: session/list hides them, so a client could never
 // delete them otherwise. Children are created in the parent's directory;
 // its sessions are read in pages (at most maxListPages of them).
-func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
+func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
 	parent, err := a.store.GetSession(ctx, parentID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil
@@ -520,7 +520,7 @@ func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
 // addChildCost adds what the child's model requests cost to the parent's
 // total: a session's cost is what its prompts cost, subagents included
 // (the child keeps its own share too, shown when it is opened alone).
-func (a *Agent) addChildCost(ctx context.Context, parent *session, childID string) {
+func (a *turns) addChildCost(ctx context.Context, parent *session, childID string) {
 	ctx = context.WithoutCancel(ctx)
 	c, err := a.store.GetSession(ctx, childID)
 	if err != nil {

@@ -87,7 +87,7 @@ type probe struct {
 	env  sysprompt.Env // set before done is closed
 }
 
-func (a *Agent) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
+func (a *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
 	p := &probe{done: make(chan struct{})}
 	request.GoSafe(a.log, "reading the session's environment", func() {
 		defer close(p.done)
@@ -106,7 +106,7 @@ func (p *probe) wait() sysprompt.Env {
 // tier, gathering them the first time. fresh lists the files just read
 // (nil when they were already known), nested ones of an earlier process
 // included.
-func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
+func (a *builder) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
 	f := &sess.prompt
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -128,7 +128,7 @@ func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier
 // configured or client's replacement), the additions, the environment, the
 // mode and the project instructions. It changes only when the session's
 // model, mode, directory or loaded instruction files change.
-func (a *Agent) systemPrompt(sess *session, s *persistence.Session) string {
+func (a *builder) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
 	model := a.models.Named(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
@@ -169,7 +169,7 @@ func modeForModel(mode string) string {
 
 // announceInstructions gathers the session's prompt facts right after it
 // opened and tells the user which instruction files apply.
-func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
+func (a *builder) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
 	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
 	_, _, fresh := a.facts(sess, s, tier)
 	a.tellInstructions(ctx, sess, fresh)
@@ -180,7 +180,7 @@ func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *pers
 // text goes into the call's result now and into the system prompt from the
 // next request on, and the session remembers them (a reload or restart
 // neither repeats nor loses them).
-func (a *Agent) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
+func (a *builder) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
 	if len(locs) == 0 {
 		return ""
 	}
@@ -218,7 +218,7 @@ func (a *Agent) nestedInstructions(ctx context.Context, sess *session, s *persis
 // tellInstructions shows the user which instruction files were loaded:
 // a notice where the client takes them, else a completed read card (not
 // stored, so not replayed).
-func (a *Agent) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
+func (a *builder) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
 	if len(ins) == 0 {
 		return
 	}

@@ -21,7 +21,7 @@ const maxTitleRunes = 60
 // (locally: no model call, no cost, no delay), stores it, and tells the
 // client with session_info_update. session/list shows it from then on.
 // It reports whether it titled the session.
-func (a *Agent) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
+func (a *turns) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
 	if s.Title != "" {
 		return false
 	}
@@ -30,7 +30,7 @@ func (a *Agent) titleAfterPrompt(ctx context.Context, sess *session, s *persiste
 
 // setTitle replaces the session's title old with title (unless someone
 // changed it meanwhile), stores it and sends session_info_update.
-func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
+func (a *turns) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
 	if title == "" || title == old {
 		return false
 	}
@@ -64,7 +64,7 @@ const titlePrompt = `Name this coding conversation from its first request. Answe
 // local title: a title is never worth failing a turn for. The request's
 // cost is added to the session's; it is not the session's context, so it
 // sends no usage_update.
-func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
+func (a *turns) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
 	model := a.sessionModel(s)
 	if r := []rune(request); len(r) > 2000 {
 		request = string(r[:2000])

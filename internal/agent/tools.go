@@ -42,7 +42,7 @@ type toolMeta struct {
 
 // toolDefinitions are the tools offered to the model in session s: the
 // built-ins, then the tools of the session's connected MCP servers.
-func (a *Agent) toolDefinitions(sess *session, s *persistence.Session) []provider.Tool {
+func (a *turns) toolDefinitions(sess *session, s *persistence.Session) []provider.Tool {
 	// Below 4k tokens (the minimal prompt tier) the parameters' prose would
 	// take a third of the window: their names and types are sent alone.
 	terse := sysprompt.TierFor(a.sessionModel(s).ContextWindow) == sysprompt.Minimal
@@ -58,7 +58,7 @@ func (a *Agent) toolDefinitions(sess *session, s *persistence.Session) []provide
 }
 
 // tools lists the tools of session s in the order offered.
-func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
+func (a *turns) tools(sess *session, s *persistence.Session) []tool.Tool {
 	if a.cfg.NoTools {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
 // awaitMCP waits, at the start of a turn, for the session's MCP servers
 // still connecting (bounded by their connect timeout and by the turn), and
 // tells the user about any that failed.
-func (a *Agent) awaitMCP(ctx context.Context, sess *session, s *persistence.Session) {
+func (a *turns) awaitMCP(ctx context.Context, sess *session, s *persistence.Session) {
 	set := sess.mcpServers()
 	if set == nil {
 		return
@@ -105,7 +105,7 @@ func mcpFailureUpdate(caps acp.ClientCapabilities, failure string) acp.SessionUp
 }
 
 // toolEnv is what tools may use in session s.
-func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
+func (a *turns) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 	a.mu.Lock()
 	caps := a.clientCaps
 	a.mu.Unlock()
@@ -141,7 +141,7 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 }
 
 // storedOutput is the full output of an earlier tool call of the session.
-func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (string, error) {
+func (a *turns) storedOutput(ctx context.Context, sessionID, callID string) (string, error) {
 	msgs, err := a.store.Messages(ctx, sessionID, persistence.MessageFilter{})
 	if err != nil {
 		return "", fmt.Errorf("read stored output: %v", err)
@@ -165,7 +165,7 @@ func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (str
 // result for every call, so the rebuilt context never holds a call without
 // its result. Once the turn is cancelled, or stopped by the loop guard, the
 // remaining calls are not run but still answered.
-func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *persistence.Session, calls []provider.ToolCall, guard *loopGuard) error {
+func (a *turns) runToolCalls(ctx, persistCtx context.Context, sess *session, s *persistence.Session, calls []provider.ToolCall, guard *loopGuard) error {
 	env := a.toolEnv(sess, s)
 	byName := make(map[string]tool.Tool)
 	schemas := make(map[string]toolSchema)
@@ -219,7 +219,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 // The call runs as repaired (repair.go): permissions, rules and the user
 // see the tool and arguments that actually run, the stored assistant
 // message keeps what the model sent, and the result's note says what ran.
-func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *persistence.Session, env *tool.Env,
+func (a *turns) runToolCall(ctx, persistCtx context.Context, sess *session, s *persistence.Session, env *tool.Env,
 	byName map[string]tool.Tool, schemas map[string]toolSchema, sent provider.ToolCall, guard *loopGuard) error {
 	c := sent
 	rep, found := repairCall(sent.Name, sent.Arguments, schemas)
@@ -333,12 +333,12 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 	if ctx.Err() != nil && res.Failed {
 		status = persistence.StatusCancelled
 	}
-	res.Output += a.nestedInstructions(persistCtx, sess, s, call.Locations)
+	res.Output += a.build.nestedInstructions(persistCtx, sess, s, call.Locations)
 	return finish(res, status)
 }
 
 // saveToolResult stores the model's view of a result with what replay needs.
-func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistence.Session, c provider.ToolCall, call *acp.ToolCall,
+func (a *turns) saveToolResult(ctx context.Context, sess *session, s *persistence.Session, c provider.ToolCall, call *acp.ToolCall,
 	res tool.Result, status persistence.MessageStatus) error {
 	meta := toolMeta{
 		Name: c.Name, Title: call.Title, Kind: call.Kind, Status: call.Status,

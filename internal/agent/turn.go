@@ -60,14 +60,14 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkPromptSize(parts); err != nil {
+	if err := a.build.checkPromptSize(parts); err != nil {
 		return nil, err
 	}
 	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {
 		// Within its limits: the frame log need not hold it for a refusal.
 		fl.PromptAccepted(s.ID)
 	}
-	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
+	sess, turnCtx, err := a.turns.beginTurn(ctx, s.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	go func() {
 		var ans answer
 		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
-			ans.res, err = a.runPrompt(ctx, turnCtx, sess, s, req, parts)
+			ans.res, err = a.turns.runPrompt(ctx, turnCtx, sess, s, req, parts)
 			return err
 		})
 		ended <- ans
@@ -96,7 +96,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 		// answer); the work still running stops on its own, silenced.
 		select {
 		case ans = <-ended:
-		case <-time.After(a.cancelGrace()):
+		case <-time.After(a.turns.cancelGrace()):
 			sess.muteTurn()
 			res, err := cancelledResponse(ctx)
 			sess.markAnswered()
@@ -115,7 +115,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 }
 
 // runPrompt is the work of one turn, once it holds the session's turn slot.
-func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
+func (a *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
 	// One writer per session: the turn holds its lease, and every write it
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
@@ -124,10 +124,9 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 		return nil, storeError("prompt", err)
 	}
 	defer a.leases.release(ctx, sess)
-	a.reportPendingUndos(turnCtx, sess, s)
+	a.undo.reportPendingUndos(turnCtx, sess, s)
 
-	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
-		stop, err := cmd.run(turnCtx, a, sess, s, input)
+	if stop, handled, err := a.slash(turnCtx, sess, s, req.Prompt); handled {
 		if turnCtx.Err() != nil {
 			return a.interruptedResponse(ctx, turnCtx, s.ID)
 		}
@@ -148,8 +147,8 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
-	a.startRecording(sess, s, user.Seq)
-	defer a.endRecording(persistCtx, sess, s)
+	a.undo.startRecording(sess, s, user.Seq)
+	defer a.undo.endRecording(persistCtx, sess, s)
 	if turnCtx.Err() != nil {
 		return a.interruptedResponse(ctx, turnCtx, s.ID)
 	}
@@ -179,7 +178,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 
 // interruptedResponse answers a turn whose context ended: cancelled, or
 // aborted because its lease was lost.
-func (a *Agent) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
+func (a *turns) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
 	if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
 		return nil, leaseLostError("go on with session " + sessionID)
 	}
@@ -199,12 +198,12 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 // replyOnce is one model request of a turn: a request the endpoint refuses
 // as too large for its window is retried once after compacting, once per
 // turn (*recovered), never in a loop.
-func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
+func (a *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
 	res, err := a.streamReply(ctx, persistCtx, sess, s)
 	var refused *overflowRefusal
 	if errors.As(err, &refused) && !*recovered {
 		*recovered = true
-		if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
+		if err = a.build.recoverOverflow(ctx, sess, s, refused); err == nil {
 			res, err = a.streamReply(ctx, persistCtx, sess, s)
 		}
 	}
@@ -216,7 +215,7 @@ func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *per
 
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
-func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
+func (a *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
 	a.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
@@ -251,9 +250,9 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 // when it grows fast: partialSaveBytes), and finalised when the stream ends
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
-func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
+func (a *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
 	a.models.AwaitDiscovery(ctx, a.sessionModel(s).Name)
-	msgs, err := a.prepareContext(ctx, sess, s)
+	msgs, err := a.build.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +260,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
+	reply := &partialReply{a: a.core, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
 	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
 	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
@@ -293,8 +292,8 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		res = &provider.Result{}
 	}
 	redacted(res)
-	a.afterModelRequest(ctx, sess, s, req, res)
-	if !a.detectTruncation(ctx, sess, s, model, req, res) {
+	a.build.afterModelRequest(ctx, sess, s, req, res)
+	if !a.build.detectTruncation(ctx, sess, s, model, req, res) {
 		sess.observeUsage(res)
 	}
 	if streamErr == nil {
@@ -328,7 +327,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if err := a.authError(streamErr); err != nil {
+	if err := a.auth.authError(streamErr); err != nil {
 		return nil, err
 	}
 	if streamErr != nil {
@@ -342,7 +341,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 
 // partialReply is an assistant reply being streamed into the store.
 type partialReply struct {
-	a               *Agent
+	a               *core
 	ctx             context.Context
 	sess            *session
 	store           Store // the session's fenced writes (Agent.writes)
@@ -502,12 +501,12 @@ func (r *partialReply) finish(m *persistence.Message) error {
 
 // sendUpdate sends u to the client, unless the session's turn was muted
 // (its prompt is answered).
-func (a *Agent) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+func (a *core) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
 	a.deliver(ctx, sess, u)
 }
 
 // deliver is sendUpdate, reporting whether the update was sent.
-func (a *Agent) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
+func (a *core) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
 	if sess.turnMuted() {
 		return false
 	}
@@ -631,7 +630,7 @@ func modelAdvice(api *provider.APIError, retryable bool) string {
 // It is where a prompt looks its session up: the session is returned with
 // the turn registered on it. a.mu is held while a turn registers, so the
 // cap on concurrent turns counts every session's.
-func (a *Agent) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
+func (a *turns) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
 	for {
 		a.mu.Lock()
 		sess := a.sessionLocked(sessionID)
@@ -691,7 +690,7 @@ func (sess *session) turnMuted() bool {
 
 // cancelGrace is how long a cancelled turn may take to stop before its
 // prompt is answered anyway.
-func (a *Agent) cancelGrace() time.Duration {
+func (a *turns) cancelGrace() time.Duration {
 	if a.cfg.CancelGrace > 0 {
 		return a.cfg.CancelGrace
 	}

@@ -25,11 +25,11 @@ type CheckpointStore interface {
 }
 
 // undoing reports whether turns are recorded and can be undone.
-func (a *Agent) undoing() bool { return a.cfg.Checkpoints != nil }
+func (a *undoer) undoing() bool { return a.cfg.Checkpoints != nil }
 
 // checkpoints is the session's checkpoint store, fenced by its lease; nil
 // when undo is off or the lease is not held here.
-func (a *Agent) checkpoints(sess *session) checkpoint.Store {
+func (a *undoer) checkpoints(sess *session) checkpoint.Store {
 	if a.cfg.Checkpoints == nil {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (a *Agent) checkpoints(sess *session) checkpoint.Store {
 
 // startRecording makes the running turn record checkpoints: turn is the
 // seq of its prompt message. Subagents only read: nothing to record.
-func (a *Agent) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
+func (a *undoer) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
 	st := a.checkpoints(sess)
 	t := sess.runningTurn()
 	if st == nil || t == nil || isSubagent(s) {
@@ -59,7 +59,7 @@ func (a *Agent) startRecording(sess *session, s *persistence.Session, turnSeq in
 
 // endRecording records the work tree as the turn left it (when its
 // commands were snapshotted before), however the turn ended.
-func (a *Agent) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
+func (a *undoer) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
 	rec, seq := sess.recorder()
 	if rec == nil {
 		return
@@ -106,7 +106,7 @@ func (sess *session) snapshotBeforeCommand(ctx context.Context, s *persistence.S
 
 // takePendingUndos keeps the reports of undos a killed process left
 // unfinished, holding the session's lease, for sendPendingUndos.
-func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
+func (a *undoer) takePendingUndos(ctx context.Context, sess *session) {
 	st := a.checkpoints(sess)
 	if st == nil {
 		return
@@ -122,7 +122,7 @@ func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
 }
 
 // sendPendingUndos shows the reports takePendingUndos kept.
-func (a *Agent) sendPendingUndos(ctx context.Context, sess *session) {
+func (a *undoer) sendPendingUndos(ctx context.Context, sess *session) {
 	sess.mu.Lock()
 	reps := sess.undone
 	sess.undone = nil
@@ -134,7 +134,7 @@ func (a *Agent) sendPendingUndos(ctx context.Context, sess *session) {
 
 // reportPendingUndos tells the user about undos a killed process left
 // unfinished (checkpoint.PendingUndos), holding the session's lease.
-func (a *Agent) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
+func (a *undoer) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
 	a.takePendingUndos(ctx, sess)
 	a.sendPendingUndos(ctx, sess)
 }
@@ -163,7 +163,7 @@ type errUndo struct{ msg string }
 func (e *errUndo) Error() string { return e.msg }
 
 // undo runs an undo in session sess, whose lease this process holds.
-func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
+func (a *undoer) revert(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
 	st := a.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("undo: the session's lease is not held")
@@ -197,7 +197,7 @@ func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session,
 }
 
 // redo re-applies the session's last undo.
-func (a *Agent) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
+func (a *undoer) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
 	st := a.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("redo: the session's lease is not held")
@@ -221,14 +221,14 @@ func (a *Agent) redo(ctx context.Context, sess *session, s *persistence.Session,
 
 // contextChanged forgets what the provider counted of the session's
 // context: an undo or redo changed which messages it holds.
-func (a *Agent) contextChanged(sess *session) {
+func (a *undoer) contextChanged(sess *session) {
 	sess.mu.Lock()
 	sess.budget.sent, sess.budget.reported = nil, 0
 	sess.mu.Unlock()
 }
 
 // prompts lists the session's prompts (checkpoint.Prompts).
-func (a *Agent) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
+func (a *undoer) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
 	src, ok := st.(checkpoint.PromptSource)
 	if !ok {
 		return nil, errors.New("the store lists no prompts")
@@ -311,7 +311,7 @@ var undoCommand = slashCommand{
 		if err != nil {
 			return a.reply(ctx, sess, "[Usage: /undo [--force]: "+err.Error()+".]\n")
 		}
-		res, err := a.undo(ctx, sess, s, r)
+		res, err := a.undo.revert(ctx, sess, s, r)
 		if err != nil {
 			return a.undoReply(ctx, sess, "", err)
 		}
@@ -329,17 +329,17 @@ var rewindCommand = slashCommand{
 			return a.reply(ctx, sess, "[Usage: /rewind [N] [--force]: "+err.Error()+".]\n")
 		}
 		if r.to == 0 {
-			st := a.checkpoints(sess)
+			st := a.undo.checkpoints(sess)
 			if st == nil {
 				return "", errors.New("rewind: the session's lease is not held")
 			}
-			ps, err := a.prompts(ctx, st, s.ID)
+			ps, err := a.undo.prompts(ctx, st, s.ID)
 			if err != nil {
 				return "", err
 			}
 			return a.reply(ctx, sess, promptList(ps))
 		}
-		res, err := a.undo(ctx, sess, s, r)
+		res, err := a.undo.revert(ctx, sess, s, r)
 		if err != nil {
 			return a.undoReply(ctx, sess, "", err)
 		}
@@ -380,7 +380,7 @@ var redoCommand = slashCommand{
 		if err != nil {
 			return a.reply(ctx, sess, "[Usage: /redo [--force]: "+err.Error()+".]\n")
 		}
-		rep, err := a.redo(ctx, sess, s, r.dryRun, r.force)
+		rep, err := a.undo.redo(ctx, sess, s, r.dryRun, r.force)
 		if err != nil {
 			return a.undoReply(ctx, sess, "", err)
 		}
@@ -400,7 +400,7 @@ func markdownLine(s string) string {
 // withoutUndone is msgs without the messages an undo hid: a load replays
 // the conversation as it now stands (compacted messages, inactive too, are
 // still replayed).
-func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
+func (a *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
 	src, ok := a.cfg.Checkpoints.(interface {
 		Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
 	})
@@ -512,8 +512,8 @@ func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
 	if p.To < 0 {
 		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
 	}
-	return a.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
-		res, err := a.undo(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
+	return a.undo.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
+		res, err := a.undo.revert(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
 		if err != nil {
 			return nil, err
 		}
@@ -530,8 +530,8 @@ func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
 	if p.To != 0 {
 		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
 	}
-	return a.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
-		rep, err := a.redo(ctx, sess, s, p.DryRun, p.Force)
+	return a.undo.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
+		rep, err := a.undo.redo(ctx, sess, s, p.DryRun, p.Force)
 		if err != nil {
 			return nil, err
 		}
@@ -543,7 +543,7 @@ func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
 // it here or in another process (like changeCompaction); undos a killed
 // process left unfinished are reported first ("pending"). A refusal the
 // user can act on (errUndo) is -32600 with its text.
-func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
+func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
 	s, err := a.extSession(ctx, sessionID)
 	if err != nil {
 		return nil, err

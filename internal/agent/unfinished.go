@@ -36,7 +36,7 @@ type unfinishedReply struct {
 // instead, meanwhile, when the store takes writes but refuses m (a database
 // that cannot grow takes small writes and refuses a long reply's text), so
 // that no reply stays "streaming" while the store answers.
-func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
+func (a *turns) finishLater(sess *session, m, stored *persistence.Message) {
 	if m.ID == 0 {
 		return // never stored: nothing is left streaming
 	}
@@ -62,7 +62,7 @@ func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
 // retryUnfinished writes the session's queued replies until none is left or
 // the agent closes (what is still queued is then left to the next process
 // that opens the session).
-func (a *Agent) retryUnfinished(sess *session) {
+func (a *turns) retryUnfinished(sess *session) {
 	t := time.NewTicker(unfinishedRetry)
 	defer t.Stop()
 	for {
@@ -105,7 +105,7 @@ func (a *Agent) retryUnfinished(sess *session) {
 
 // markStored writes u's row as last stored, marked failed, once: the store
 // refused the final reply but may take this smaller write.
-func (a *Agent) markStored(sess *session, u *unfinishedReply) {
+func (a *turns) markStored(sess *session, u *unfinishedReply) {
 	if u.marked || u.stored == nil {
 		return
 	}

@@ -13,9 +13,9 @@ import (
 
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
-func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
-	if res.FinishReason != "" && a.defaultEndpoint(a.models.Named(req.Model)) {
-		a.authSeen.answered() // the endpoint signing in is about (logout.go)
+func (a *builder) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
+	if res.FinishReason != "" && a.auth.defaultEndpoint(a.models.Named(req.Model)) {
+		a.auth.seen.answered() // the endpoint signing in is about (logout.go)
 	}
 	a.reportUsage(ctx, sess, s, req, res)
 }
@@ -28,7 +28,7 @@ func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persist
 // usage (a server without stream_options, or one that refused it) gets our
 // own count instead, for the context meter only: no cost is billed on a
 // count of ours.
-func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
+func (a *builder) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
 	model := a.models.Named(req.Model)
 	u := res.Usage
 	if t := sess.runningTurn(); u != nil && t != nil {
@@ -66,7 +66,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 // lastUsage is the usage update that shows a reopened session's context:
 // the last request's tokens against the session's model window and the
 // cumulative cost. nil before the first model request.
-func (a *Agent) lastUsage(s *persistence.Session) *acp.UsageUpdate {
+func (a *builder) lastUsage(s *persistence.Session) *acp.UsageUpdate {
 	m := decodeMeta(s.Metadata)
 	if m.Used == 0 {
 		return nil

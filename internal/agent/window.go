@@ -35,7 +35,7 @@ func (o *overflowRefusal) Unwrap() error { return o.err }
 // later turn on one answer), but this turn still has to fit what the
 // endpoint says now: its requests are compacted to that window, or below
 // the refused prompt, for the rest of the turn (session.turnWindow).
-func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
+func (a *builder) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
 	m := a.meterFor(s)
 	sess.mu.Lock()
 	b := &sess.budget
@@ -130,7 +130,7 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 }
 
 // say sends the user a short note: a notice, or an agent message.
-func (a *Agent) say(ctx context.Context, sess *session, text string) {
+func (a *core) say(ctx context.Context, sess *session, text string) {
 	// A client that takes notices shows this apart from the model's answer
 	// (exec prints it on stderr, not in the answer on stdout); any other
 	// gets it as bracketed reply text.
@@ -159,7 +159,7 @@ const minTruncationCheck = 1024
 // whether the request was truncated (its usage then says nothing about the
 // context). Requests with images are not judged: what an image costs
 // differs too much between providers.
-func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
+func (a *builder) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
 	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.models.ProviderOf(model).SilentTruncation {
 		return false
 	}
