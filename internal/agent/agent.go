@@ -251,7 +251,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		log:      log,
 		compact:  settings,
 		counters: make(map[string]compaction.Counter),
-		sessions: make(map[string]*session),
+		sessions: sessionTable{m: make(map[string]*session)},
 		models:   request.NewModels(cfg.Models, cfg.Model, cfg.Providers, model, cfg.Windows, log),
 		closed:   make(chan struct{}),
 		children: make(chan struct{}, max(cfg.Subagents.withDefaults().MaxConcurrent, 0)),
@@ -278,7 +278,7 @@ func (a *Agent) ConnectionID() string { return a.cfg.ConnectionID }
 func (a *Agent) Close() {
 	a.models.StopDiscovery()
 	a.closeOnce.Do(func() { close(a.closed) })
-	a.dropAll()
+	a.sessions.dropAll(a.log)
 	a.leases.close()
 }
 

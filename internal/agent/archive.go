@@ -24,13 +24,13 @@ func (a *Agent) ArchiveSession(ctx context.Context, req *acp.ArchiveSessionReque
 	if _, err := a.store.GetSession(ctx, req.SessionID); err != nil {
 		return nil, a.metaError("archive the session", req.SessionID, err)
 	}
-	if err := a.stopTurn(ctx, req.SessionID); err != nil {
+	if err := a.sessions.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
 	if err := a.lifecycle.setArchived(ctx, req.SessionID, true); err != nil {
 		return nil, err
 	}
-	a.dropSession(req.SessionID)
+	a.sessions.drop(req.SessionID)
 	a.log.Info("session archived", zap.String("session", req.SessionID))
 	return &acp.ArchiveSessionResponse{}, nil
 }
@@ -45,7 +45,7 @@ func (a *Agent) UnarchiveSession(ctx context.Context, req *acp.UnarchiveSessionR
 }
 
 func (a *lifecycle) setArchived(ctx context.Context, id string, archived bool) error {
-	_, err := a.updateMeta(context.WithoutCancel(ctx), a.session(id), func(_ *persistence.Session, m *sessionMeta) {
+	_, err := a.updateMeta(context.WithoutCancel(ctx), a.sessions.get(id), func(_ *persistence.Session, m *sessionMeta) {
 		m.Archived = archived
 	})
 	if err != nil {

@@ -135,7 +135,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 		return nil, acp.InvalidParams("Config option %q has no value %q; pick one of its listed values.", req.ConfigID, value)
 	}
 	persistCtx := context.WithoutCancel(ctx)
-	sess := a.session(req.SessionID)
+	sess := a.sessions.get(req.SessionID)
 	err = opt.set(persistCtx, a, sess, value)
 	var s *persistence.Session
 	if err == nil {

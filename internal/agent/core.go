@@ -46,7 +46,7 @@ type core struct {
 	counters   map[string]compaction.Counter // by tokenizer name, under mu
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
-	sessions   map[string]*session // what this process keeps per session, by id (session.go)
+	sessions   sessionTable // what this process keeps per session, by id (session.go)
 
 	models   *request.Models // the models, their endpoints and context windows
 	children chan struct{}   // one token per running subagent (subagent.go)

@@ -97,7 +97,7 @@ func (a *lifecycle) sweepEmpty(ctx context.Context, empty []persistence.Session)
 		return
 	}
 	for _, s := range empty {
-		if time.Since(s.UpdatedAt) < ttl || a.isOpened(s.ID) {
+		if time.Since(s.UpdatedAt) < ttl || a.sessions.isOpened(s.ID) {
 			continue
 		}
 		l, err := a.store.GetLease(ctx, s.ID)

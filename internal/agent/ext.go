@@ -236,7 +236,7 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		case op == "collapse" && !c.Expanded:
 			return nil, acp.InvalidRequest("Cannot collapse compaction %d: it is not expanded.", c.ID)
 		}
-		sess := a.session(p.SessionID)
+		sess := a.sessions.get(p.SessionID)
 		if sess.runningTurn() != nil {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
@@ -320,7 +320,7 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	if err != nil {
 		return nil, err
 	}
-	sess := a.session(s.ID)
+	sess := a.sessions.get(s.ID)
 	m := a.meterFor(s)
 	view, err := a.build.activeView(ctx, sess, m.Counter)
 	if err != nil {

@@ -68,7 +68,7 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	} else if err != nil {
 		return nil, storeError("fork session", err)
 	}
-	src := a.session(req.SessionID)
+	src := a.sessions.get(req.SessionID)
 	running, err := turnRunning(ctx, src)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	forked := a.session(fork.ID)
+	forked := a.sessions.get(fork.ID)
 	forked.markOpened()
 	a.turns.connectMCP(forked, req.McpServers) // in the background, as for session/new
 	a.lifecycle.afterOpen(ctx, forked, fork)

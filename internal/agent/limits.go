@@ -59,11 +59,11 @@ func imageError(err error) error {
 	return e
 }
 
-// runningTurnsLocked counts the turns still working (not those only waiting
-// to write their answer). a.mu must be held.
-func (a *turns) runningTurnsLocked() int {
+// runningLocked counts the turns still working (not those only waiting
+// to write their answer). t.mu must be held.
+func (t *sessionTable) runningLocked() int {
 	n := 0
-	for _, sess := range a.sessions {
+	for _, sess := range t.m {
 		sess.mu.Lock()
 		if t := sess.turn; t != nil && !t.answered {
 			n++

@@ -19,7 +19,7 @@ func (a *turns) connectMCP(sess *session, servers []acp.McpServer) {
 	old := sess.mcp
 	sess.mcp = set
 	if old != nil {
-		sess.closing.Add(1) // under sess.mu: dropSession waits for it
+		sess.closing.Add(1) // under sess.mu: sessionTable.drop waits for it
 	}
 	sess.mu.Unlock()
 	if old != nil {

@@ -105,7 +105,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, req *acp.SetSessionModeReque
 		}
 		return nil, acp.InvalidParams("Unknown mode %q: use one of %s.", req.ModeID, strings.Join(ids, ", "))
 	}
-	sess := a.session(req.SessionID)
+	sess := a.sessions.get(req.SessionID)
 	if err := a.lifecycle.setMode(ctx, sess, req.ModeID); err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	if _, err := prompt(a, s.SessionID, "What did I ask first? "+prose(7, 6000)); err != nil {
 		t.Fatal(err)
 	}
-	st := a.session(s.SessionID)
+	st := a.sessions.get(s.SessionID)
 	st.mu.Lock()
 	sent := st.budget.estimated
 	st.mu.Unlock()
@@ -227,7 +227,7 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := a.session(s.SessionID)
+	st := a.sessions.get(s.SessionID)
 	st.mu.Lock()
 	st.budget.estimated = 9000
 	st.mu.Unlock()
@@ -242,7 +242,7 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bst := b.session(bs.SessionID)
+	bst := b.sessions.get(bs.SessionID)
 	bst.mu.Lock()
 	bst.budget.estimated = 9000
 	bst.mu.Unlock()

@@ -71,30 +71,36 @@ type session struct {
 	prompt promptFacts
 }
 
-// session returns the session's state, creating it: the one lookup by id,
-// made where a request names the session.
-func (a *core) session(sessionID string) *session {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.sessionLocked(sessionID)
+// sessionTable is what this process keeps per session, by id.
+type sessionTable struct {
+	mu sync.Mutex
+	m  map[string]*session
 }
 
-// sessionLocked is session with a.mu held.
-func (a *core) sessionLocked(sessionID string) *session {
-	sess := a.sessions[sessionID]
+// get returns the session's state, creating it: the one lookup by id,
+// made where a request names the session.
+func (t *sessionTable) get(sessionID string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.getLocked(sessionID)
+}
+
+// getLocked is get with t.mu held.
+func (t *sessionTable) getLocked(sessionID string) *session {
+	sess := t.m[sessionID]
 	if sess == nil {
 		sess = &session{id: sessionID}
-		a.sessions[sessionID] = sess
+		t.m[sessionID] = sess
 	}
 	return sess
 }
 
 // kept returns the session's state if this process keeps any, without
 // creating it (nil: none).
-func (a *core) kept(sessionID string) *session {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.sessions[sessionID]
+func (t *sessionTable) kept(sessionID string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[sessionID]
 }
 
 // fileReads is the session's read tracker, created on first use.
@@ -122,8 +128,8 @@ func (sess *session) isOpened() bool {
 }
 
 // isOpened reports whether this connection holds the session open.
-func (a *core) isOpened(sessionID string) bool {
-	sess := a.kept(sessionID)
+func (t *sessionTable) isOpened(sessionID string) bool {
+	sess := t.kept(sessionID)
 	return sess != nil && sess.isOpened()
 }
 
@@ -136,55 +142,55 @@ func (sess *session) runningTurn() *turn {
 
 // runningTurn is the session's registered turn, nil when none is (or the
 // process keeps nothing for the session).
-func (a *core) runningTurn(sessionID string) *turn {
-	if sess := a.kept(sessionID); sess != nil {
+func (t *sessionTable) runningTurn(sessionID string) *turn {
+	if sess := t.kept(sessionID); sess != nil {
 		return sess.runningTurn()
 	}
 	return nil
 }
 
-// dropSession frees what the session holds in this process (its MCP
+// drop frees what the session holds in this process (its MCP
 // servers, its bookkeeping) and waits until its servers are closed. The
 // stored session stays. A turn that registered meanwhile (a prompt racing
 // the close) keeps the state; only its MCP servers go.
-func (a *core) dropSession(sessionID string) {
-	a.mu.Lock()
-	sess := a.sessions[sessionID]
+func (t *sessionTable) drop(sessionID string) {
+	t.mu.Lock()
+	sess := t.m[sessionID]
 	if sess == nil {
-		a.mu.Unlock()
+		t.mu.Unlock()
 		return
 	}
 	sess.mu.Lock()
 	if sess.turn == nil {
-		delete(a.sessions, sessionID)
+		delete(t.m, sessionID)
 	}
 	set := sess.mcp
 	sess.mcp = nil
 	sess.mu.Unlock()
-	a.mu.Unlock()
+	t.mu.Unlock()
 	sess.release(set)
 }
 
 // dropAll drops every session's state (Agent.Close). A turn still running
 // keeps its session's state (it can still be cancelled); only its MCP
 // servers go.
-func (a *core) dropAll() {
-	a.mu.Lock()
-	sets := make(map[*session]*tool.MCPSet, len(a.sessions))
-	for id, sess := range a.sessions {
+func (t *sessionTable) dropAll(log *zap.Logger) {
+	t.mu.Lock()
+	sets := make(map[*session]*tool.MCPSet, len(t.m))
+	for id, sess := range t.m {
 		sess.mu.Lock()
 		sets[sess] = sess.mcp
 		sess.mcp = nil
 		if sess.turn == nil {
-			delete(a.sessions, id)
+			delete(t.m, id)
 		}
 		sess.mu.Unlock()
 	}
-	a.mu.Unlock()
+	t.mu.Unlock()
 	var wg sync.WaitGroup
 	for sess, set := range sets {
 		wg.Add(1)
-		request.GoSafe(a.log, "closing MCP servers", func() {
+		request.GoSafe(log, "closing MCP servers", func() {
 			defer wg.Done()
 			sess.release(set)
 		})
@@ -217,7 +223,7 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 	if err := a.store.CreateSession(ctx, s); err != nil {
 		return nil, storeError("create session", err)
 	}
-	sess := a.session(s.ID)
+	sess := a.sessions.get(s.ID)
 	sess.markOpened()
 	a.log.Info("session created", zap.String("session", s.ID), zap.String("cwd", s.Cwd))
 	a.turns.connectMCP(sess, req.McpServers) // in the background: session/new stays fast
@@ -275,7 +281,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 // cannot run.
 func (a *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
 	notFound := func() error { return unknownSession(id) }
-	sess := a.session(id)
+	sess := a.sessions.get(id)
 	if err := a.repairIfAbandoned(ctx, sess); err != nil {
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
@@ -447,10 +453,10 @@ func (a *Agent) CloseSession(ctx context.Context, req *acp.CloseSessionRequest) 
 		}
 		return nil, storeError("close session", err)
 	}
-	if err := a.stopTurn(ctx, req.SessionID); err != nil {
+	if err := a.sessions.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
-	a.dropSession(req.SessionID)
+	a.sessions.drop(req.SessionID)
 	a.log.Info("session closed", zap.String("session", req.SessionID))
 	return &acp.CloseSessionResponse{}, nil
 }
@@ -459,13 +465,13 @@ func (a *Agent) CloseSession(ctx context.Context, req *acp.CloseSessionRequest) 
 // its messages and compaction records from the store. Unknown ids succeed:
 // the result the client wants (no such session) already holds.
 func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest) (*acp.DeleteSessionResponse, error) {
-	if err := a.stopTurn(ctx, req.SessionID); err != nil {
+	if err := a.sessions.stopTurn(ctx, req.SessionID); err != nil {
 		return nil, err
 	}
 	if err := a.turns.deleteChildren(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete the session's subagent sessions", err)
 	}
-	a.dropSession(req.SessionID)
+	a.sessions.drop(req.SessionID)
 	if err := a.deleteStored(context.WithoutCancel(ctx), req.SessionID); err != nil {
 		return nil, storeError("delete session", err)
 	}
@@ -482,7 +488,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req *acp.DeleteSessionRequest
 // for it (a prompt that raced the delete) drops its kept view.
 func (a *core) deleteStored(ctx context.Context, sessionID string) error {
 	del := func() error { return a.store.DeleteSession(ctx, sessionID) }
-	if sess := a.kept(sessionID); sess != nil {
+	if sess := a.sessions.kept(sessionID); sess != nil {
 		return sess.rewrite(del)
 	}
 	return del()
@@ -491,14 +497,14 @@ func (a *core) deleteStored(ctx context.Context, sessionID string) error {
 // stopTurn cancels the session's running turn, if any, and waits for it to
 // end. The turn only waits on things that end with its context (the model
 // stream, client calls), so this returns promptly.
-func (a *core) stopTurn(ctx context.Context, sessionID string) error {
-	t := a.runningTurn(sessionID)
-	if t == nil {
+func (t *sessionTable) stopTurn(ctx context.Context, sessionID string) error {
+	running := t.runningTurn(sessionID)
+	if running == nil {
 		return nil
 	}
-	t.cancel()
+	running.cancel()
 	select {
-	case <-t.done:
+	case <-running.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -509,7 +515,7 @@ func (a *core) stopTurn(ctx context.Context, sessionID string) error {
 // connection created, loaded or resumed it and has not closed it) or only
 // has it stored. It changes nothing: the state map is read, never filled.
 func (a *Agent) SessionStatus(ctx context.Context, req *acp.SessionStatusRequest) (*acp.SessionStatusResponse, error) {
-	if a.isOpened(req.SessionID) {
+	if a.sessions.isOpened(req.SessionID) {
 		return &acp.SessionStatusResponse{Status: acp.SessionOpen}, nil
 	}
 	if _, err := a.store.GetSession(ctx, req.SessionID); err != nil {

@@ -204,7 +204,7 @@ func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, en
 	default:
 		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
-	parentSess := a.session(parent.ID)
+	parentSess := a.sessions.get(parent.ID)
 	steps, refund, refusal := a.reserveChild(parentSess, parent, limits)
 	if refusal != "" {
 		return tool.Failure("%s", refusal)
@@ -216,7 +216,7 @@ func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, en
 	}
 	// The child's state in this process goes with its turn (a child's
 	// context cache would otherwise stay for the connection's life).
-	defer a.dropSession(child.ID)
+	defer a.sessions.drop(child.ID)
 	ref := &tool.ChildSession{SessionID: child.ID, Title: title, Description: taskDescription(prompt)}
 	a.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, Title: ref.Title, Description: ref.Description,
@@ -290,7 +290,7 @@ func (a *turns) subagentAsking(ctx context.Context, s *persistence.Session, aski
 	if asking {
 		state = acp.SubagentRequiresAction
 	}
-	a.sendUpdate(context.WithoutCancel(ctx), a.session(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
+	a.sendUpdate(context.WithoutCancel(ctx), a.sessions.get(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
 }
 
 // subagentMeta links a subagent_update to the parent's task call.
@@ -320,7 +320,7 @@ func (a *turns) createChild(ctx context.Context, parent *persistence.Session, ca
 	if err := a.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
 		return nil, storeError("create the subagent's session", err)
 	}
-	a.session(child.ID).markOpened()
+	a.sessions.get(child.ID).markOpened()
 	// The frame log gives the child its own stream from here on.
 	a.record(ctx, child.ID, persistence.EventSessionCreated, map[string]any{"subagentOf": parent.ID, "toolCallId": callID})
 	a.log.Info("subagent started", zap.String("session", child.ID), zap.String("parent", parent.ID))
@@ -505,10 +505,10 @@ func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
 		}
 	}
 	for _, id := range children {
-		if err := a.stopTurn(ctx, id); err != nil {
+		if err := a.sessions.stopTurn(ctx, id); err != nil {
 			return err
 		}
-		a.dropSession(id)
+		a.sessions.drop(id)
 		if err := a.deleteStored(ctx, id); err != nil {
 			return err
 		}

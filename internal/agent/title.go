@@ -188,7 +188,7 @@ func (a *Agent) SetSessionTitle(ctx context.Context, req *acp.SetSessionTitleReq
 	if title == "" {
 		return nil, acp.InvalidParams("The title is empty once control characters and spaces are removed: pass the session's new name.")
 	}
-	sess := a.session(req.SessionID)
+	sess := a.sessions.get(req.SessionID)
 	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
 		s.Title = title
 		m.TitleByUser = true

@@ -632,25 +632,25 @@ func modelAdvice(api *provider.APIError, retryable bool) string {
 // cap on concurrent turns counts every session's.
 func (a *turns) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
 	for {
-		a.mu.Lock()
-		sess := a.sessionLocked(sessionID)
+		a.sessions.mu.Lock()
+		sess := a.sessions.getLocked(sessionID)
 		sess.mu.Lock()
 		t := sess.turn
 		answered := t != nil && t.answered
 		sess.mu.Unlock()
 		if t == nil {
-			if a.runningTurnsLocked() >= a.cfg.MaxConcurrentTurns {
-				a.mu.Unlock()
+			if a.sessions.runningLocked() >= a.cfg.MaxConcurrentTurns {
+				a.sessions.mu.Unlock()
 				return nil, nil, a.tooManyTurns()
 			}
 			turnCtx, cancel := context.WithCancel(ctx)
 			sess.mu.Lock()
 			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
 			sess.mu.Unlock()
-			a.mu.Unlock()
+			a.sessions.mu.Unlock()
 			return sess, turnCtx, nil
 		}
-		a.mu.Unlock()
+		a.sessions.mu.Unlock()
 		if !answered {
 			return nil, nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
 		}
@@ -712,7 +712,7 @@ func (sess *session) endTurn() {
 // Cancel stops the session's running turn, if any. The turn answers its
 // prompt with stopReason "cancelled".
 func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
-	if t := a.runningTurn(n.SessionID); t != nil {
+	if t := a.sessions.runningTurn(n.SessionID); t != nil {
 		t.cancel()
 	}
 	return nil

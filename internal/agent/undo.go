@@ -551,7 +551,7 @@ func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn fun
 	if !a.undoing() {
 		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
 	}
-	sess := a.session(s.ID)
+	sess := a.sessions.get(s.ID)
 	busy := acp.InvalidRequest("A prompt is running in session %s: %s when it ends.", s.ID, op)
 	if sess.runningTurn() != nil {
 		return nil, busy
