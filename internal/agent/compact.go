@@ -119,12 +119,6 @@ func (a *builder) summarizer(sessionID string, model request.Model) compaction.S
 	}
 }
 
-func (a *core) capabilities() acp.ClientCapabilities {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.clientCaps
-}
-
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
+	"go.uber.org/zap"
 )
 
 // A config option is a per-session setting the client shows as a selector
@@ -110,52 +109,38 @@ func (a *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
 	return out
 }
 
-// SetSessionConfigOption changes one option, persists it with the session
-// and answers with the full list.
-func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionConfigOptionRequest) (*acp.SetSessionConfigOptionResponse, error) {
-	var opt *configOption
-	for _, o := range a.lifecycle.configOptionList() {
-		if o.id == req.ConfigID {
-			opt = &o
-			break
+// modeOption mirrors the mode as a config option (category "mode"), kept in
+// step with session/set_mode and current_mode_update.
+var modeOption = configOption{
+	id:          configMode,
+	name:        "Mode",
+	description: "What needs your permission",
+	category:    "mode",
+	values: func(*core) []acp.SessionConfigSelectOption {
+		out := make([]acp.SessionConfigSelectOption, len(sessionModes))
+		for i, m := range sessionModes {
+			out[i] = acp.SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description}
 		}
+		return out
+	},
+	current: func(_ *core, m sessionMeta) string { return currentMode(m) },
+	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
+		return a.lifecycle.setMode(ctx, sess, value)
+	},
+}
+
+// setMode persists mode for the session and sends current_mode_update. It
+// is the one place modes change (config options mirror it).
+func (a *lifecycle) setMode(ctx context.Context, sess *session, mode string) error {
+	sessionID := sess.id
+	_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
+	if errors.Is(err, persistence.ErrNotFound) {
+		return unknownSession(sessionID)
 	}
-	if opt == nil {
-		return nil, acp.InvalidParams("Unknown config option %q: the session's configOptions list the ids it accepts.", req.ConfigID)
-	}
-	value, err := req.StringValue()
 	if err != nil {
-		return nil, err
+		return storeError("set mode", err)
 	}
-	valid := false
-	for _, v := range opt.values(a.core) {
-		valid = valid || v.Value == value
-	}
-	if !valid {
-		return nil, acp.InvalidParams("Config option %q has no value %q; pick one of its listed values.", req.ConfigID, value)
-	}
-	persistCtx := context.WithoutCancel(ctx)
-	sess := a.sessions.get(req.SessionID)
-	err = opt.set(persistCtx, a, sess, value)
-	var s *persistence.Session
-	if err == nil {
-		s, err = a.store.GetSession(persistCtx, req.SessionID)
-	}
-	var acpErr *acp.Error
-	switch {
-	case errors.As(err, &acpErr):
-		return nil, err
-	case errors.Is(err, persistence.ErrNotFound):
-		return nil, unknownSession(req.SessionID)
-	case err != nil:
-		return nil, storeError("set config option", err)
-	}
-	if opt.id == configModel {
-		// The context meter's window changes with the model.
-		if u := a.build.lastUsage(s); u != nil {
-			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: u}) })
-		}
-	}
-	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))
-	return &acp.SetSessionConfigOptionResponse{ConfigOptions: a.lifecycle.configOptions(decodeMeta(s.Metadata))}, nil
+	a.log.Info("session mode set", zap.String("session", sessionID), zap.String("mode", mode))
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
+	return nil
 }

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -36,7 +38,6 @@ type core struct {
 	cfg    Config
 	log    *zap.Logger
 	leases *leases
-	auth   *signIn
 	// closed is closed by Close: what a session still retries in the
 	// background stops (unfinished.go).
 	closed    chan struct{}
@@ -52,41 +53,208 @@ type core struct {
 	children chan struct{}   // one token per running subagent (subagent.go)
 }
 
-// signIn is how the user signs in to the model endpoint (auth.go,
-// logout.go): the methods advertised and what the endpoint last said.
-type signIn struct {
-	*core
-	seen authSeen
+// journaling reports whether the frames sent are kept in the event log.
+func (a *core) framesLogged() bool {
+	return a.cfg.FrameLog != nil && a.cfg.FrameLog.Recording()
 }
 
-// undoer records what a turn's tools change and undoes it (undo.go).
-type undoer struct{ *core }
-
-// builder builds each model request from the store: the context, its
-// budget against the model's window, compaction, the system prompt, usage.
-type builder struct {
-	*core
-	// toolDefinitions lists the tools offered to the model (turns'); their
-	// schemas count against the window.
-	toolDefinitions func(*session, *persistence.Session) []provider.Tool
+// record sends a lifecycle event to the frame log, if there is one.
+func (a *core) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
+	if a.cfg.FrameLog != nil {
+		a.cfg.FrameLog.Record(ctx, sessionID, kind, data)
+	}
 }
 
-// turns runs prompt turns: the model's replies, its tool calls, subagents.
-type turns struct {
-	*core
-	build *builder
-	undo  *undoer
-	// slash handles a prompt that is a slash command (the Agent's
-	// commands.go); handled false: the prompt goes to the model.
-	slash func(ctx context.Context, sess *session, s *persistence.Session, prompt []acp.ContentBlock) (stop acp.StopReason, handled bool, err error)
+// writes is the store the session's writes go to: while this process holds
+// (or held and lost, until it releases) the session's lease, every write is
+// fenced by it, so that once the lease is lost the store refuses them. The
+// fence is passed explicitly, like the frame log's origin, never in a context.
+func (a *core) writes(sess *session) Store {
+	sess.mu.Lock()
+	h := sess.lease
+	sess.mu.Unlock()
+	if h == nil {
+		return a.store
+	}
+	return a.store.WithFence(h.fence)
 }
 
-// lifecycle opens, reopens, forks, replays, closes and deletes sessions.
-type lifecycle struct {
-	*core
-	build *builder
-	undo  *undoer
-	// commands lists the slash commands that work here (the Agent's
-	// commands.go), announced when a session opens.
-	commands func() []acp.AvailableCommand
+// sendUpdate sends u to the client, unless the session's turn was muted
+// (its prompt is answered).
+func (a *core) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+	a.deliver(ctx, sess, u)
+}
+
+// deliver is sendUpdate, reporting whether the update was sent.
+func (a *core) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
+	if sess.turnMuted() {
+		return false
+	}
+	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
+		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
+		return false
+	}
+	return true
+}
+
+func (a *core) capabilities() acp.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.clientCaps
+}
+
+// updateMeta changes a session's metadata with fn and stores it. Writers in
+// this process are serialised so that concurrent changes (a config option
+// set while a turn records its cost) do not overwrite each other. s, when
+// non-nil, receives the stored session. A change that changes nothing
+// (a load in the same directory with the same MCP servers, the model set
+// again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
+// version a load.
+func (a *core) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
+	sess.meta.Lock()
+	defer sess.meta.Unlock()
+	s, err := a.store.GetSession(ctx, sess.id)
+	if err != nil {
+		return nil, err
+	}
+	was := *s
+	m := decodeMeta(s.Metadata)
+	fn(s, &m)
+	if s.Metadata = encodeMeta(m); s.Metadata == nil {
+		// Stored, it would be an empty blob: the mode, cost and
+		// everything else of the session gone.
+		return nil, errors.New("session metadata does not encode")
+	}
+	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
+		return s, nil
+	}
+	if err := a.writes(sess).UpdateSession(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// metaError maps a store error about session id: unknown ids are -32002
+// with the id in data, as the protocol asks.
+func (a *core) metaError(op, id string, err error) error {
+	if errors.Is(err, persistence.ErrNotFound) {
+		return &acp.Error{Code: acp.CodeResourceNotFound, Message: unknownSession(id).Error(), Data: map[string]string{"sessionId": id}}
+	}
+	return storeError(op, err)
+}
+
+// sessionModel is the model a session uses now.
+func (a *core) sessionModel(s *persistence.Session) request.Model {
+	return a.models.Named(decodeMeta(s.Metadata).Model)
+}
+
+// sessionMode is the session's current mode, read from the store so that a
+// session/set_mode during a turn applies to the very next tool call.
+func (a *core) sessionMode(ctx context.Context, sessionID string) string {
+	s, err := a.store.GetSession(context.WithoutCancel(ctx), sessionID)
+	if err != nil {
+		return ModeDefault
+	}
+	return currentMode(decodeMeta(s.Metadata))
+}
+
+// meterFor returns the meter of the session's current model. A model whose
+// window is only assumed gets Window 0: no automatic compaction.
+func (a *core) meterFor(s *persistence.Session) request.Meter {
+	model := a.sessionModel(s)
+	st := a.compact
+	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
+	if model.WindowAssumed {
+		st.Window, st.OutputReserve = 0, 0
+	}
+	return request.Meter{Model: model, Counter: a.counterFor(model), Settings: st}
+}
+
+// counterFor returns the (cached) token counter of a model.
+func (a *core) counterFor(m request.Model) compaction.Counter {
+	key := m.Name + "\x00" + m.Tokenizer
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.counters[key]; c != nil {
+		return c
+	}
+	c, err := compaction.NewCounter(m.Name, m.Tokenizer)
+	if err != nil {
+		a.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
+		c = compaction.Estimator{}
+	}
+	a.counters[key] = c
+	return c
+}
+
+// streamWithRetry is the model's Stream under the retry policy. onEvent
+// sees the events of the attempt that is finally returned and of failed
+// attempts that produced none the client could see. A nil onEvent is a
+// request whose reply the client never sees (a summary, a title): it is
+// retried whatever arrived before the failure.
+func (a *core) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
+	p := a.cfg.Retry.withDefaults()
+	var st retryState
+	for {
+		st.attempts++
+		res, err := client.Stream(ctx, req, func(ev provider.Event) error {
+			if onEvent == nil {
+				return nil
+			}
+			switch ev.Kind {
+			case provider.EventText, provider.EventReasoning, provider.EventToolCallDelta:
+				st.forwarded = true
+			}
+			return onEvent(ev)
+		})
+		if err == nil || ctx.Err() != nil || st.forwarded {
+			return res, st, err
+		}
+		d, ok := p.delay(st.attempts, err)
+		if !ok {
+			return res, st, err
+		}
+		a.log.Warn("model request failed; retrying", zap.String("session", sessionID),
+			zap.Int("attempt", st.attempts), zap.Duration("wait", d), zap.Error(err))
+		if serr := p.Sleep(ctx, d); serr != nil {
+			return res, st, err
+		}
+	}
+}
+
+// say sends the user a short note: a notice, or an agent message.
+func (a *core) say(ctx context.Context, sess *session, text string) {
+	// A client that takes notices shows this apart from the model's answer
+	// (exec prints it on stderr, not in the answer on stdout); any other
+	// gets it as bracketed reply text.
+	if a.capabilities().SupportsNotices() {
+		a.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
+		return
+	}
+	a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
+}
+
+// extSession loads the session named in params.
+func (a *core) extSession(ctx context.Context, id string) (*persistence.Session, error) {
+	if id == "" {
+		return nil, acp.MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	}
+	s, err := a.store.GetSession(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, unknownSession(id)
+	}
+	if err != nil {
+		return nil, storeError("session", err)
+	}
+	return s, nil
+}
+
+// deleteStored deletes the stored session; state this process still keeps
+// for it (a prompt that raced the delete) drops its kept view.
+func (a *core) deleteStored(ctx context.Context, sessionID string) error {
+	del := func() error { return a.store.DeleteSession(ctx, sessionID) }
+	if sess := a.sessions.kept(sessionID); sess != nil {
+		return sess.rewrite(del)
+	}
+	return del()
 }

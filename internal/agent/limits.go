@@ -2,24 +2,10 @@ package agent
 
 import (
 	"errors"
-	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/persistence"
-)
-
-// Defaults of the limits in Config.
-const (
-	// DefaultMaxPromptBytes admits a prompt with a few large files embedded
-	// (1 MiB of text is about 250k tokens, beyond most context windows).
-	DefaultMaxPromptBytes = 1 << 20
-	// DefaultMaxConcurrentTurns bounds the sessions running a prompt at
-	// once on one connection.
-	DefaultMaxConcurrentTurns = 8
-	// DefaultCancelGrace keeps the answer to session/cancel well inside a
-	// second even when the turn is stuck in a call that ignores it.
-	DefaultCancelGrace = 300 * time.Millisecond
 )
 
 // checkPromptSize refuses a prompt larger than the configured caps, before
@@ -57,20 +43,6 @@ func imageError(err error) error {
 	e := acp.InvalidParams("%s", ie.Error())
 	e.Data = map[string]any{"index": ie.Index, "problem": string(ie.Problem), "size": ie.Size, "limit": ie.Limit}
 	return e
-}
-
-// runningLocked counts the turns still working (not those only waiting
-// to write their answer). t.mu must be held.
-func (t *sessionTable) runningLocked() int {
-	n := 0
-	for _, sess := range t.m {
-		sess.mu.Lock()
-		if t := sess.turn; t != nil && !t.answered {
-			n++
-		}
-		sess.mu.Unlock()
-	}
-	return n
 }
 
 // tooManyTurns is the error for a prompt over the concurrency cap.

@@ -228,3 +228,18 @@ func describeKey(k string) string {
 	}
 	return k
 }
+
+// subagentAsking tells the client, on the parent, that child s waits for
+// the user's answer to a permission request (requires_action) and then
+// runs again. Nothing for a session that is not a child.
+func (a *turns) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
+	parent := SubagentParent(s)
+	if parent == "" {
+		return
+	}
+	state := acp.SubagentRunning
+	if asking {
+		state = acp.SubagentRequiresAction
+	}
+	a.sendUpdate(context.WithoutCancel(ctx), a.sessions.get(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
+}

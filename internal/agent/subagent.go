@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"go.uber.org/zap"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
-	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // Subagents: the task tool hands a self-contained task to a child session
@@ -26,173 +24,6 @@ import (
 // announced on the parent with subagent_update (SDK 2.4, unstable), which
 // is why the tool is offered only to a client that advertised
 // `subagents`. A child gets no task tool: depth is one.
-
-// subagentTool is the name of the tool that starts a child session.
-const subagentTool = "task"
-
-// Default subagent limits (Config.Subagents).
-const (
-	// DefaultMaxSubagents: children running at once in this process, over
-	// all sessions; one more call fails at once and says so.
-	DefaultMaxSubagents = 4
-	// DefaultSubagentSteps: model requests of one child's turn.
-	DefaultSubagentSteps = 30
-	// DefaultSubagentTokens: tokens one child may use, prompt and reply
-	// summed over its requests as the endpoint reports them.
-	DefaultSubagentTokens = 500_000
-	// DefaultSubagentsPerTurn: children one turn may start; the next task
-	// call fails and says so (a model once made 25 in one reply).
-	DefaultSubagentsPerTurn = 8
-	// maxTaskBytes bounds the task text the parent's model writes.
-	maxTaskBytes = 32 << 10
-	// maxTaskTitleRunes bounds the child's title (the task's description).
-	maxTaskTitleRunes = 80
-)
-
-// SubagentLimits bounds subagents; zero fields take the defaults above.
-type SubagentLimits struct {
-	MaxConcurrent int // children running at once; negative: no task tool
-	MaxSteps      int // model requests per child
-	MaxTokens     int // tokens per child
-	PerTurn       int // children one turn may start
-
-	turnLeft int // model requests left to the turn's subagents (reserveChild)
-}
-
-func (l SubagentLimits) withDefaults() SubagentLimits {
-	if l.MaxConcurrent == 0 {
-		l.MaxConcurrent = DefaultMaxSubagents
-	}
-	if l.MaxSteps <= 0 {
-		l.MaxSteps = DefaultSubagentSteps
-	}
-	if l.MaxTokens <= 0 {
-		l.MaxTokens = DefaultSubagentTokens
-	}
-	if l.PerTurn <= 0 {
-		l.PerTurn = DefaultSubagentsPerTurn
-	}
-	return l
-}
-
-// subagentLink, in a child's session metadata, names the subagent parent:
-// the session and the task call that started the child.
-type subagentLink struct {
-	ParentSessionID  string `json:"parentSessionId"`
-	ParentToolCallID string `json:"parentToolCallId"`
-}
-
-// SubagentParent is the id of the session whose task call started s, ""
-// for a session that is not a subagent's child.
-func SubagentParent(s *persistence.Session) string {
-	if l := decodeMeta(s.Metadata).Subagent; l != nil {
-		return l.ParentSessionID
-	}
-	return ""
-}
-
-func isSubagent(s *persistence.Session) bool { return SubagentParent(s) != "" }
-
-// subagentInstructions are added to a child's system prompt.
-const subagentInstructions = `You are a subagent: another agent handed you the task in the user message and
-will read only your final answer. You cannot edit files or run commands; read, list and search.
-Work on the task alone (nobody can answer questions), then end with one report: what you found,
-with file paths and line numbers, and what you could not find out. Be concise.`
-
-// subagentTools are a child's tools: the read-only built-ins, no MCP
-// servers (what an MCP tool does is only its server's word) and no task
-// tool.
-func subagentTools() []tool.Tool {
-	var out []tool.Tool
-	for _, t := range tool.Builtins() {
-		switch t.Definition().Name {
-		case "read_file", "list_files", "search", "read_output":
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// taskToolFor is the task tool of session s, nil where it is not offered:
-// in a child, without tools, or to a client that cannot show children.
-func (a *turns) taskToolFor(s *persistence.Session) tool.Tool {
-	if a.cfg.NoTools || a.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !a.capabilities().SupportsSubagents() {
-		return nil
-	}
-	return taskTool{a: a, parent: s}
-}
-
-// taskTool is the task tool of one parent session.
-type taskTool struct {
-	a      *turns
-	parent *persistence.Session
-}
-
-func (taskTool) Definition() provider.Tool {
-	return provider.Tool{
-		Name: subagentTool,
-		Description: "Hand a self-contained task to a helper agent: explore part of the code, or answer a question about it. " +
-			"It starts fresh (it cannot see this conversation, so say everything it needs), reads, lists and searches files but cannot edit or run commands, " +
-			"and returns only its final report, which keeps long explorations out of your context. One task per call.",
-		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"description": map[string]any{"type": "string", "description": "A title for the task, 3-6 words"},
-				"prompt":      map[string]any{"type": "string", "description": "The whole task: what to find out, where to look, what to report"},
-			},
-			"required": []string{"description", "prompt"},
-		},
-	}
-}
-
-type taskArgs struct {
-	Description string `json:"description"`
-	Prompt      string `json:"prompt"`
-}
-
-func (t taskTool) Prepare(env *tool.Env, raw json.RawMessage) (*tool.Action, error) {
-	var args taskArgs
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("invalid arguments: %v", err)
-	}
-	args.Prompt = strings.TrimSpace(args.Prompt)
-	if args.Prompt == "" {
-		return nil, errors.New("prompt is required: the whole task for the subagent")
-	}
-	if len(args.Prompt) > maxTaskBytes {
-		return nil, fmt.Errorf("prompt is %d bytes, more than the %d a task may have: state the task shorter and let the subagent read the files", len(args.Prompt), maxTaskBytes)
-	}
-	title := taskTitle(args.Description, args.Prompt)
-	callID := env.CallID
-	return &tool.Action{
-		Title: "Subagent: " + title, Kind: acp.ToolKindThink, Access: tool.AccessNone,
-		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) tool.Result {
-			return t.a.runSubagent(ctx, t.parent, env, callID, title, args.Prompt)
-		},
-	}, nil
-}
-
-// taskTitle is the child's title: the model's description on one line,
-// else the start of the task.
-func taskTitle(description, prompt string) string {
-	title := strings.Join(strings.Fields(description), " ")
-	if title == "" {
-		title = deriveTitle([]persistence.Part{{Type: "text", Text: prompt}})
-	}
-	return shorten(strings.Map(dropControl, title), maxTaskTitleRunes)
-}
-
-// dropControl drops the control characters NormalizeTitle turns into
-// spaces (C0, DEL, C1): in a task's one line they only split words.
-func dropControl(r rune) rune {
-	if unicode.IsControl(r) {
-		return -1
-	}
-	return r
-}
 
 // runSubagent creates the child session, runs its turn and returns its
 // report as the task call's result.
@@ -237,15 +68,6 @@ func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, en
 	return res
 }
 
-// turnSubagents is what one turn's task calls have taken: the children
-// started, and the model requests set aside for them, which together come
-// out of the turn's own cap on model requests (maxModelCalls): 25 task
-// calls in one reply once made 25 children and 152 model requests.
-type turnSubagents struct {
-	started int
-	steps   int
-}
-
 // reserveChild takes one more child, and the model requests it may make,
 // from the running turn of parent: at most limits.PerTurn children, and at
 // most maxModelCalls requests for all of them. refund gives back the
@@ -276,21 +98,6 @@ func (a *turns) reserveChild(parent *session, s *persistence.Session, limits Sub
 		taken.steps -= steps - min(used, steps)
 		parent.mu.Unlock()
 	}, ""
-}
-
-// subagentAsking tells the client, on the parent, that child s waits for
-// the user's answer to a permission request (requires_action) and then
-// runs again. Nothing for a session that is not a child.
-func (a *turns) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
-	parent := SubagentParent(s)
-	if parent == "" {
-		return
-	}
-	state := acp.SubagentRunning
-	if asking {
-		state = acp.SubagentRequiresAction
-	}
-	a.sendUpdate(context.WithoutCancel(ctx), a.sessions.get(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
 }
 
 // subagentMeta links a subagent_update to the parent's task call.

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,81 +10,10 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
-
-// clientPrompt is a client's systemPrompt as stored with the session, so
-// that a load or a restart builds the same prompt.
-type clientPrompt struct {
-	Mode string `json:"mode"` // acp.SystemPromptAppend or acp.SystemPromptOverride
-	Text string `json:"text"`
-}
-
-// MaxSystemPromptBytes bounds the text of a client's systemPrompt: it is
-// stored with the session and sent with every model request. 128 KiB
-// (about 32k tokens) is more than any agent's own prompt; eight sessions
-// with 24 MiB each once made a 408 MB database.
-const MaxSystemPromptBytes = 128 << 10
-
-// parseClientPrompt checks a client's systemPrompt; one the agent cannot
-// apply is an error, never silently treated as another mode (the schema's
-// MUST). nil: none sent.
-func parseClientPrompt(p *acp.SystemPrompt) (*clientPrompt, error) {
-	if p == nil {
-		return nil, nil
-	}
-	if p.Mode != acp.SystemPromptAppend && p.Mode != acp.SystemPromptOverride {
-		return nil, acp.InvalidParams("systemPrompt.mode %q is not supported: use %q or %q.", p.Mode, acp.SystemPromptAppend, acp.SystemPromptOverride)
-	}
-	var parts []string
-	size := 0
-	for i, b := range p.Content {
-		if b.Text == nil {
-			return nil, acp.InvalidParams("systemPrompt.content[%d] is not a text block: only text blocks are supported.", i)
-		}
-		parts = append(parts, b.Text.Text)
-		size += len(b.Text.Text)
-	}
-	if size > MaxSystemPromptBytes {
-		// data.limit and data.size: the frame log keeps only a marker of
-		// the refused request (journal, refusedAsTooLarge).
-		e := acp.InvalidParams("systemPrompt is too large: %d bytes of text, the limit is %d (128 KiB); nothing was stored.", size, MaxSystemPromptBytes)
-		e.Data = map[string]any{"limit": MaxSystemPromptBytes, "size": size}
-		return nil, e
-	}
-	text := strings.TrimSpace(strings.Join(parts, "\n\n"))
-	if text == "" && p.Mode == acp.SystemPromptOverride {
-		return nil, acp.InvalidParams("systemPrompt in override mode has no text: send the prompt's text, or leave systemPrompt out.")
-	}
-	return &clientPrompt{Mode: p.Mode, Text: text}, nil
-}
-
-// promptFacts is what a session's prompt is built from beyond its
-// settings: the environment and the project instruction files. It is
-// gathered once per session in this process (again only when the session
-// directory or the tier changes), so the prompt stays a stable prefix.
-type promptFacts struct {
-	mu      sync.Mutex
-	cwd     string
-	tier    sysprompt.Tier
-	ready   bool
-	date    time.Time // kept across regathering: the session's start here
-	env     *probe
-	loader  *sysprompt.Loader
-	initial []sysprompt.Instruction // root down to the session directory
-	nested  []sysprompt.Instruction // folders below it, as the model touched them
-}
-
-// probe is a session's environment (sysprompt.Probe), read on a goroutine
-// of its own with its own bounded context: the git status of the full tier
-// takes up to sysprompt.GitTimeout, which neither the request that opened
-// the session (answered already, its context ended) nor the requests
-// queued behind it should wait for. The first prompt waits for it.
-type probe struct {
-	done chan struct{}
-	env  sysprompt.Env // set before done is closed
-}
 
 func (a *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
 	p := &probe{done: make(chan struct{})}
@@ -94,12 +22,6 @@ func (a *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *p
 		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, a.cfg.ChildEnv)
 	})
 	return p
-}
-
-// wait is the environment, once read.
-func (p *probe) wait() sysprompt.Env {
-	<-p.done
-	return p.env
 }
 
 // facts returns the session's environment and instruction files for the
@@ -240,4 +162,10 @@ func (a *builder) tellInstructions(ctx context.Context, sess *session, ins []sys
 		update = acp.Notice{Severity: "info", Title: title, Description: desc}.Update()
 	}
 	a.sendUpdate(ctx, sess, update)
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas (kept per session while they and the counter stay).
+func (a *builder) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.FixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
 }

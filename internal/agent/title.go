@@ -181,31 +181,6 @@ func NormalizeTitle(title string) string {
 	return title
 }
 
-// SetSessionTitle stores the user's title; from then on no generated title
-// replaces it. The session need not be open here.
-func (a *Agent) SetSessionTitle(ctx context.Context, req *acp.SetSessionTitleRequest) (*acp.SetSessionTitleResponse, error) {
-	title := NormalizeTitle(req.Title)
-	if title == "" {
-		return nil, acp.InvalidParams("The title is empty once control characters and spaces are removed: pass the session's new name.")
-	}
-	sess := a.sessions.get(req.SessionID)
-	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
-		s.Title = title
-		m.TitleByUser = true
-	})
-	if err != nil {
-		return nil, a.metaError("set the session title", req.SessionID, err)
-	}
-	a.log.Info("session retitled", zap.String("session", s.ID))
-	if sess.isOpened() { // updates go only to a connection that has the session open
-		updated := isoTime(s.UpdatedAt)
-		acp.AfterResponse(ctx, func() {
-			a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &s.Title, UpdatedAt: &updated}})
-		})
-	}
-	return &acp.SetSessionTitleResponse{Title: s.Title}, nil
-}
-
 // RetitleStored sets the user's title of a stored session, for the
 // `sessions rename` command, as session/set_title does; it returns the
 // title as stored. A running crow-acp sees it at its next read of the

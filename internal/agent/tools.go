@@ -18,14 +18,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
-// planTool is the built-in planning tool: shown as plan updates, not as a
-// tool call.
-const planTool = "update_plan"
-
-// commandTool runs shell commands: the work tree is kept before a turn's
-// first one (undo.go).
-const commandTool = "run_command"
-
 // toolMeta is what a stored tool result carries (persistence.Message.Meta)
 // so that session/load replays the call as it happened.
 type toolMeta struct {

@@ -12,107 +12,10 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
-	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// turn is one running prompt turn.
-type turn struct {
-	cancel context.CancelFunc
-	// muted: the prompt was answered while its work still ran (see
-	// Prompt); that work sends no more updates.
-	muted bool
-	done  chan struct{} // closed once the prompt's answer is written
-	// answered: the prompt has its answer; only writing it is left.
-	answered bool
-	// usage is what the provider reported for the turn's model requests
-	// (request.TurnUsage), for the prompt response.
-	usage request.TurnUsage
-	// subagents is what its task calls started (subagent.go).
-	subagents turnSubagents
-	// seq is the seq of the turn's prompt message and rec records what its
-	// tools change (undo.go); rec is nil when nothing is recorded.
-	seq int64
-	rec *checkpoint.Recorder
-}
-
-// Prompt runs one turn: the user message is committed before the model is
-// called, every streamed delta is forwarded as it arrives, and the reply is
-// committed when the stream ends, partial or not.
-func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error) {
-	s, err := a.store.GetSession(ctx, req.SessionID)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, unknownSession(req.SessionID)
-	}
-	if err != nil {
-		return nil, storeError("prompt", err)
-	}
-	model := a.sessionModel(s)
-	if hasImage(req.Prompt) && !model.Images {
-		// The endpoint may still be telling whether it reads images
-		// (bounded: 5 s).
-		a.models.AwaitImages(ctx, model.Name)
-		model = a.sessionModel(s)
-	}
-	parts, err := userParts(req.Prompt, model)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.build.checkPromptSize(parts); err != nil {
-		return nil, err
-	}
-	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {
-		// Within its limits: the frame log need not hold it for a refusal.
-		fl.PromptAccepted(s.ID)
-	}
-	sess, turnCtx, err := a.turns.beginTurn(ctx, s.ID)
-	if err != nil {
-		return nil, err
-	}
-	type answer struct {
-		res *acp.PromptResponse
-		err error
-	}
-	ended := make(chan answer, 1)
-	go func() {
-		var ans answer
-		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
-			ans.res, err = a.turns.runPrompt(ctx, turnCtx, sess, s, req, parts)
-			return err
-		})
-		ended <- ans
-	}()
-	// The turn counts as running until its answer is written and its work
-	// has ended, so that session/close, session/delete and the next prompt
-	// wait for it.
-	var ans answer
-	select {
-	case ans = <-ended:
-	case <-turnCtx.Done():
-		// Cancel is answered within CancelGrace whatever the turn is
-		// waiting for (a store lock, a tool, a client that does not
-		// answer); the work still running stops on its own, silenced.
-		select {
-		case ans = <-ended:
-		case <-time.After(a.turns.cancelGrace()):
-			sess.muteTurn()
-			res, err := cancelledResponse(ctx)
-			sess.markAnswered()
-			acp.AfterResponse(ctx, func() {
-				request.GoSafe(a.log, "ending a cancelled turn", func() {
-					<-ended
-					sess.endTurn()
-				})
-			})
-			return res, err
-		}
-	}
-	sess.markAnswered()
-	acp.AfterResponse(ctx, func() { sess.endTurn() })
-	return ans.res, ans.err
-}
 
 // runPrompt is the work of one turn, once it holds the session's turn slot.
 func (a *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
@@ -499,24 +402,6 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	return r.store.AppendMessages(r.ctx, r.sess.id, m)
 }
 
-// sendUpdate sends u to the client, unless the session's turn was muted
-// (its prompt is answered).
-func (a *core) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
-	a.deliver(ctx, sess, u)
-}
-
-// deliver is sendUpdate, reporting whether the update was sent.
-func (a *core) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
-	if sess.turnMuted() {
-		return false
-	}
-	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
-		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
-		return false
-	}
-	return true
-}
-
 func stopReason(f provider.FinishReason) acp.StopReason {
 	switch f {
 	case provider.FinishLength:
@@ -662,32 +547,6 @@ func (a *turns) beginTurn(ctx context.Context, sessionID string) (*session, cont
 	}
 }
 
-// markAnswered records that the turn has its answer; it ends (endTurn) once
-// the answer is written.
-func (sess *session) markAnswered() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.answered = true
-	}
-}
-
-// muteTurn silences the session's running turn: its prompt is answered.
-func (sess *session) muteTurn() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.muted = true
-	}
-}
-
-// turnMuted reports whether the session's running turn was muted.
-func (sess *session) turnMuted() bool {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.turn != nil && sess.turn.muted
-}
-
 // cancelGrace is how long a cancelled turn may take to stop before its
 // prompt is answered anyway.
 func (a *turns) cancelGrace() time.Duration {
@@ -695,48 +554,6 @@ func (a *turns) cancelGrace() time.Duration {
 		return a.cfg.CancelGrace
 	}
 	return DefaultCancelGrace
-}
-
-// endTurn ends the session's turn once its answer is written.
-func (sess *session) endTurn() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.cancel()
-		close(t.done)
-		sess.turn = nil
-	}
-	sess.items = nil // reasoning items live for their turn only
-}
-
-// Cancel stops the session's running turn, if any. The turn answers its
-// prompt with stopReason "cancelled".
-func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
-	if t := a.sessions.runningTurn(n.SessionID); t != nil {
-		t.cancel()
-	}
-	return nil
-}
-
-// countTokens stores the message's token count with it, so that the next
-// request's context needs no recount (and no write to cache one). The
-// stored row keeps the encoding it was first written with; a reply is
-// always counted with the one counter of its turn.
-func countTokens(c compaction.Counter, m *persistence.Message) {
-	if c != nil {
-		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), c.Name()
-	}
-}
-
-// countTokensContext is countTokens that gives up when ctx is done,
-// leaving the message uncounted.
-func countTokensContext(ctx context.Context, c compaction.Counter, m *persistence.Message) {
-	if c == nil {
-		return
-	}
-	if n, err := compaction.MessageTokensContext(ctx, c, m); err == nil {
-		m.TokenCount, m.TokenEncoding = n, c.Name()
-	}
 }
 
 func validRetryAfter(v string) bool {

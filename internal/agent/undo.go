@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,18 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
-
-// CheckpointStore is the store that keeps checkpoints (the backend's): its
-// fenced view (WithFence) is a checkpoint.Store. The frame log's wrapper is
-// not one, so the agent is given the backend store for them.
-type CheckpointStore interface {
-	WithFence(f persistence.Fence) persistence.Store
-}
 
 // undoing reports whether turns are recorded and can be undone.
 func (a *undoer) undoing() bool { return a.cfg.Checkpoints != nil }
@@ -67,41 +58,6 @@ func (a *undoer) endRecording(ctx context.Context, sess *session, s *persistence
 	if err := rec.EndTurn(ctx, s, seq); err != nil {
 		a.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
 	}
-}
-
-// recorder is the running turn's checkpoint recorder and turn, or nil.
-func (sess *session) recorder() (*checkpoint.Recorder, int64) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if sess.turn == nil {
-		return nil, 0
-	}
-	return sess.turn.rec, sess.turn.seq
-}
-
-// recordChanges sets env's hooks so that every file a tool changes is
-// checkpointed first: a checkpoint that cannot be stored refuses the change.
-func (sess *session) recordChanges(env *tool.Env, s *persistence.Session) {
-	rec, seq := sess.recorder()
-	if rec == nil {
-		return
-	}
-	env.BeforeChange = func(ctx context.Context, p tool.Path) error {
-		return rec.BeforeChange(context.WithoutCancel(ctx), s, seq, p.Abs)
-	}
-	env.AfterChange = func(ctx context.Context, p tool.Path) {
-		_ = rec.AfterChange(context.WithoutCancel(ctx), s, seq, p.Abs)
-	}
-}
-
-// snapshotBeforeCommand keeps the work tree before the turn's first
-// command; an error is the store's (nothing was recorded).
-func (sess *session) snapshotBeforeCommand(ctx context.Context, s *persistence.Session) error {
-	rec, seq := sess.recorder()
-	if rec == nil {
-		return nil
-	}
-	return rec.SnapshotWorkTree(ctx, s, seq)
 }
 
 // takePendingUndos keeps the reports of undos a killed process left
@@ -262,24 +218,6 @@ func undoArgs(input string, number bool) (undoRequest, error) {
 	return r, nil
 }
 
-// reply sends text as the agent's answer to a slash command.
-func (a *Agent) reply(ctx context.Context, sess *session, text string) (acp.StopReason, error) {
-	a.sendUpdate(ctx, sess, agentText(text))
-	return acp.StopEndTurn, nil
-}
-
-// undoReply answers an undo: errUndo as text, anything else an error.
-func (a *Agent) undoReply(ctx context.Context, sess *session, text string, err error) (acp.StopReason, error) {
-	var u *errUndo
-	if errors.As(err, &u) {
-		return a.reply(ctx, sess, "[Undo: "+u.msg+".]\n")
-	}
-	if err != nil {
-		return "", err
-	}
-	return a.reply(ctx, sess, text)
-}
-
 // reportText is a report for the conversation: the file lines in a code
 // block (paths and diffs are the workspace's).
 func reportText(head string, rep *checkpoint.Report) string {
@@ -302,53 +240,6 @@ func fenced(text string) string {
 	return fence + "\n" + text + "\n" + fence + "\n"
 }
 
-var undoCommand = slashCommand{
-	name:        "undo",
-	description: "Undo the last prompt: its files go back to how they were, its messages leave the conversation (--force also overwrites files changed since)",
-	hint:        "[--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, false)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /undo [--force]: "+err.Error()+".]\n")
-		}
-		res, err := a.undo.revert(ctx, sess, s, r)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		return a.reply(ctx, sess, reportText(fmt.Sprintf("[Undid prompt %d.]", res.prompt.Number), res.report))
-	},
-}
-
-var rewindCommand = slashCommand{
-	name:        "rewind",
-	description: "List the prompts; /rewind N goes back to before prompt N (files and conversation) and shows its text to send again",
-	hint:        "[N] [--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, true)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /rewind [N] [--force]: "+err.Error()+".]\n")
-		}
-		if r.to == 0 {
-			st := a.undo.checkpoints(sess)
-			if st == nil {
-				return "", errors.New("rewind: the session's lease is not held")
-			}
-			ps, err := a.undo.prompts(ctx, st, s.ID)
-			if err != nil {
-				return "", err
-			}
-			return a.reply(ctx, sess, promptList(ps))
-		}
-		res, err := a.undo.revert(ctx, sess, s, r)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		text := reportText(fmt.Sprintf("[Rewound to before prompt %d.]", res.prompt.Number), res.report)
-		text += "\nPrompt " + strconv.Itoa(res.prompt.Number) + " was (edit it and send it again):\n\n" + fenced(res.prompt.Text)
-		return a.reply(ctx, sess, text)
-	},
-}
-
 // promptList is /rewind's list: the prompts the conversation shows, numbered.
 func promptList(ps []checkpoint.Prompt) string {
 	var b strings.Builder
@@ -369,23 +260,6 @@ func promptList(ps []checkpoint.Prompt) string {
 		return "[No prompts to rewind to.]\n"
 	}
 	return "Prompts (/rewind N goes back to before prompt N):\n\n" + b.String()
-}
-
-var redoCommand = slashCommand{
-	name:        "redo",
-	description: "Redo the last undo, while nothing new happened in the session",
-	hint:        "[--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, false)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /redo [--force]: "+err.Error()+".]\n")
-		}
-		rep, err := a.undo.redo(ctx, sess, s, r.dryRun, r.force)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		return a.reply(ctx, sess, reportText("[Redid the last undo.]", rep))
-	},
 }
 
 // markdownLine makes one line of stored or workspace text safe in a
@@ -433,14 +307,6 @@ func (a *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []per
 	return out
 }
 
-// undoParams are _crow/undo's and _crow/redo's.
-type undoParams struct {
-	SessionID string `json:"sessionId"`
-	To        int    `json:"to,omitempty"` // prompt number; 0: the last prompt
-	DryRun    bool   `json:"dryRun,omitempty"`
-	Force     bool   `json:"force,omitempty"`
-}
-
 // undoFileInfo is one file of a report on the wire.
 type undoFileInfo struct {
 	Path   string `json:"path"`
@@ -467,76 +333,6 @@ func reportOf(r *checkpoint.Report) undoReport {
 	}
 	out.NotCovered = append(out.NotCovered, r.NotCovered...)
 	return out
-}
-
-// promptInfo is a prompt on the wire.
-type promptInfo struct {
-	Number int    `json:"number"`
-	Text   string `json:"text"`
-}
-
-// _crow/prompts {sessionId} → {prompts: [{number, text}]}: the prompts the
-// conversation shows, the numbers _crow/undo's "to" takes.
-func extPrompts(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[sessionParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := a.extSession(ctx, p.SessionID); err != nil {
-		return nil, err
-	}
-	src, ok := a.cfg.Checkpoints.(checkpoint.PromptSource)
-	if !ok {
-		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
-	}
-	ps, err := checkpoint.Prompts(ctx, src, p.SessionID)
-	if err != nil {
-		return nil, storeError("list prompts", err)
-	}
-	out := []promptInfo{}
-	for _, pr := range ps {
-		if !pr.Undone {
-			out = append(out, promptInfo{Number: pr.Number, Text: pr.Text})
-		}
-	}
-	return map[string]any{"prompts": out}, nil
-}
-
-// _crow/undo {sessionId, to?, dryRun?, force?} → {report, prompt, pending}:
-// what /undo (to: /rewind N) does, for a client's button.
-func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[undoParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if p.To < 0 {
-		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
-	}
-	return a.undo.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
-		res, err := a.undo.revert(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"report": reportOf(res.report), "prompt": promptInfo{Number: res.prompt.Number, Text: res.prompt.Text}}, nil
-	})
-}
-
-// _crow/redo {sessionId, dryRun?, force?} → {report, pending}.
-func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[undoParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if p.To != 0 {
-		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
-	}
-	return a.undo.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
-		rep, err := a.undo.redo(ctx, sess, s, p.DryRun, p.Force)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"report": reportOf(rep)}, nil
-	})
 }
 
 // withUndoLease runs fn with the session's lease held, when no turn runs in
@@ -590,3 +386,6 @@ func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn fun
 	res["pending"] = pending
 	return res, nil
 }
+
+// undoer records what a turn's tools change and undoes it (undo.go).
+type undoer struct{ *core }

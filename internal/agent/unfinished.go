@@ -20,16 +20,6 @@ const unfinishedRetry = 200 * time.Millisecond
 // answers again, instead of leaving that to whichever process opens the
 // session next.
 
-// unfinishedReply is a reply whose final write failed: final is the reply
-// as it ended, marked failed; stored, the row as its last successful write
-// left it, marked failed (nil: none).
-type unfinishedReply struct {
-	final, stored *persistence.Message
-	// marked: stored was written, the row no longer says "streaming";
-	// final is still written once the store takes it.
-	marked bool
-}
-
 // finishLater queues m (an assistant reply of sess already stored, with its
 // ID) to be written with status failed once the store accepts writes again.
 // stored is the row as last written (partialReply.asStored): written

@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -77,17 +76,4 @@ func (a *builder) lastUsage(s *persistence.Session) *acp.UsageUpdate {
 		u.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
 	return u
-}
-
-// countedUsage is a request's usage by our count: the context we sent (as
-// measured when it was built) and the reply.
-func (sess *session) countedUsage(c compaction.Counter, res *provider.Result) *provider.Usage {
-	sess.mu.Lock()
-	prompt := sess.budget.estimated
-	sess.mu.Unlock()
-	out := c.Count(res.Text) + c.Count(res.Reasoning)
-	for _, tc := range res.ToolCalls {
-		out += c.Count(tc.Name) + c.Count(tc.Arguments)
-	}
-	return &provider.Usage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
 }

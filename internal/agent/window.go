@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -127,18 +126,6 @@ func (a *builder) recoverOverflow(ctx context.Context, sess *session, s *persist
 		return overflow(m, sent, "the endpoint refused the request and compacting failed: "+err.Error())
 	}
 	return nil
-}
-
-// say sends the user a short note: a notice, or an agent message.
-func (a *core) say(ctx context.Context, sess *session, text string) {
-	// A client that takes notices shows this apart from the model's answer
-	// (exec prints it on stderr, not in the answer on stdout); any other
-	// gets it as bracketed reply text.
-	if a.capabilities().SupportsNotices() {
-		a.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
-		return
-	}
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 
 // truncationRatio: a reported prompt under this share of what we sent was
