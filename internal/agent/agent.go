@@ -1,10 +1,22 @@
 // Package agent is crow-acp's coding agent, the acp.Agent of one
-// connection: initialize, the sessions (new, load, resume, fork, list,
-// close, delete: sessions.go; their stored metadata: meta.go; titles,
-// archive, config options, modes, extension methods), the prompt turn
-// (turn.go, tools.go, permission.go, subagent.go; undo.go records what the
-// turn's tools change and serves /undo, /rewind, /redo), the request it sends
-// (prepare.go, compact.go, usage.go, sysprompt.go) and load replay.
+// connection. Its files stand in layers; a file uses only names of files
+// below it:
+//
+//   - the ACP methods (connection.go: initialize, auth; sessions.go: new,
+//     load, resume, fork, list, close, delete, title, archive, mode, config
+//     options; prompt.go: prompt, cancel; commands.go: the slash commands;
+//     ext.go: the _crow extension methods), each handing its work to a room;
+//   - agent.go, the Agent: the rooms of one connection;
+//   - the rooms (core.go says what each holds): lifecycle (lifecycle.go,
+//     fork.go, replay.go, ...), turns (turn.go, tools.go, subagent.go,
+//     task.go, permission.go, ...), builder (prepare.go, compact.go,
+//     usage.go, window.go, sysprompt.go, builder.go), undoer (undo.go),
+//     signIn (auth.go, logout.go);
+//   - core.go, what every room shares;
+//   - session.go (what this process keeps per session), lease.go, meta.go
+//     (the stored metadata), config.go (Config and its defaults), and
+//     helpers below them (errtext.go, content.go, ...).
+//
 // What a request is built from and measured against (the models and their
 // windows, the context rebuilt from the store) is package request.
 //

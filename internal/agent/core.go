@@ -23,14 +23,22 @@ import (
 //     metadata, call the model under the retry policy).
 //   - signIn (auth.go, logout.go): how the user signs in to the endpoint.
 //   - undoer (undo.go): what a turn's tools change, and /undo, /redo.
-//   - builder (prepare.go, compact.go, usage.go, window.go, sysprompt.go):
-//     the model request built from the store, measured, compacted.
-//   - turns (turn.go, tools.go, subagent.go, permission.go, ...): one prompt
-//     turn, its tool calls and subagents.
-//   - lifecycle (lifecycle.go, fork.go, replay.go, ...): sessions opened,
-//     reopened, forked, replayed, closed and deleted.
-//   - Agent (agent.go, sessions.go, ext.go, commands.go): the ACP methods,
-//     each handing its work to a room.
+//   - builder (builder.go, sysprompt.go, prepare.go, compact.go, usage.go,
+//     window.go): the model request built from the store, measured,
+//     compacted; it sees the tools through a function (turns' list).
+//   - turns (turns.go, turn.go, tools.go, subagent.go, task.go,
+//     permission.go, ask.go, title.go, unfinished.go, ...): one prompt turn,
+//     its tool calls and subagents.
+//   - lifecycle (lifecycle.go, fork.go, replay.go, compact_replay.go,
+//     empty.go, archive.go, configoptions.go): sessions opened, reopened,
+//     forked, replayed, closed and deleted.
+//   - Agent (agent.go; its ACP methods in connection.go, sessions.go,
+//     prompt.go, commands.go, ext.go): each method hands its work to a room.
+//
+// Each room embeds core for what all share and holds the rooms below it it
+// calls; a room never calls one above it (a call up is a function a higher
+// room hands down: builder.toolDefinitions, turns.slash, turns.subagent,
+// lifecycle.commands).
 type core struct {
 	client acp.Client
 	store  Store
