@@ -86,7 +86,7 @@ type Config struct {
 	// endpoints and small models that cannot call tools.
 	NoTools bool
 	// DefaultMode is the session mode new sessions start in ("" =
-	// ModeDefault; see mode.go).
+	// ModeDefault; see modes.go).
 	DefaultMode string
 	// CommandTimeout is run_command's default timeout (the model may ask for
 	// another, up to 30 minutes). 0 = tool.DefaultCommandTimeout.

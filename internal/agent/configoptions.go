@@ -33,7 +33,7 @@ const (
 )
 
 // configOptionList is every option, in priority order. The mode selector
-// is kept in step with session/set_mode and current_mode_update (mode.go).
+// is kept in step with session/set_mode and current_mode_update (modes.go).
 func (a *lifecycle) configOptionList() []configOption {
 	return []configOption{modelOption, modeOption}
 }

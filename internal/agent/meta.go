@@ -23,7 +23,7 @@ type sessionMeta struct {
 	// Used is the context the last model request used (tokens), shown
 	// again when the session is reopened.
 	Used int `json:"used,omitempty"`
-	// Mode is the session mode (see mode.go); "" = ModeDefault.
+	// Mode is the session mode (see modes.go); "" = ModeDefault.
 	Mode string `json:"mode,omitempty"`
 	// SystemPrompt is the client's systemPrompt (sysprompt.go); nil: none.
 	SystemPrompt *clientPrompt `json:"systemPrompt,omitempty"`

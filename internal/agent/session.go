@@ -35,7 +35,7 @@ type session struct {
 	undone []*checkpoint.Report
 	budget budget // compaction bookkeeping (mu)
 	// items are the Responses API reasoning items of the running turn, by
-	// stored message (reasoning_items.go; mu).
+	// stored message (keepReasoningItems; mu).
 	items map[int64][]provider.ReasoningItem
 	mcp   *tool.MCPSet // the session's MCP servers (mu)
 	// opened: this connection created or opened the session, so it may be
