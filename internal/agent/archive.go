@@ -15,12 +15,12 @@ import (
 
 var _ acp.SessionArchiver = (*Agent)(nil)
 
-func (a *lifecycle) setArchived(ctx context.Context, id string, archived bool) error {
-	_, err := a.updateMeta(context.WithoutCancel(ctx), a.sessions.get(id), func(_ *persistence.Session, m *sessionMeta) {
+func (l *lifecycle) setArchived(ctx context.Context, id string, archived bool) error {
+	_, err := l.updateMeta(context.WithoutCancel(ctx), l.sessions.get(id), func(_ *persistence.Session, m *sessionMeta) {
 		m.Archived = archived
 	})
 	if err != nil {
-		return a.metaError("change the session's archive state", id, err)
+		return l.metaError("change the session's archive state", id, err)
 	}
 	return nil
 }

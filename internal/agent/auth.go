@@ -24,8 +24,8 @@ const (
 // authMethods are the methods offered to a client with caps. The terminal
 // method only to a client that can run it (the schema requires that); it
 // also carries the `_meta["terminal-auth"]` launch hint older clients read.
-func (a *signIn) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
-	auth := a.cfg.Auth
+func (si *signIn) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
+	auth := si.cfg.Auth
 	if auth == nil {
 		return []acp.AuthMethod{}
 	}
@@ -49,21 +49,21 @@ func (a *signIn) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
 
 // authError is the auth_required error for a model request the endpoint
 // refused with 401; nil for any other failure.
-func (a *signIn) authError(err error) error {
+func (si *signIn) authError(err error) error {
 	var api *provider.APIError
-	if a.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
+	if si.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	a.seen.rejected()
-	if a.cfg.Auth.HasKey() {
-		return a.authRequired("The model endpoint rejected the API key (HTTP 401)")
+	si.seen.rejected()
+	if si.cfg.Auth.HasKey() {
+		return si.authRequired("The model endpoint rejected the API key (HTTP 401)")
 	}
-	return a.authRequired("The model endpoint needs an API key (HTTP 401) and none is set")
+	return si.authRequired("The model endpoint needs an API key (HTTP 401) and none is set")
 }
 
 // authRequired is -32000 with what the user must do, in one sentence.
-func (a *signIn) authRequired(what string) error {
-	return acp.AuthRequired("%s: sign in (run `crow-acp login` in a terminal, or set %s) and try again.", what, a.cfg.Auth.KeyVariable)
+func (si *signIn) authRequired(what string) error {
+	return acp.AuthRequired("%s: sign in (run `crow-acp login` in a terminal, or set %s) and try again.", what, si.cfg.Auth.KeyVariable)
 }
 
 // signIn is how the user signs in to the model endpoint (auth.go,

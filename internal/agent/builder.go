@@ -16,14 +16,14 @@ import (
 // with another tokenizer. Under the session's lease it is the kept view
 // brought up to date; otherwise it is read afresh. The result is shared:
 // callers must not change its messages.
-func (a *builder) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
+func (b *builder) activeView(ctx context.Context, sess *session, c compaction.Counter) ([]persistence.Message, error) {
 	sessionID := sess.id
 	var view []persistence.Message
 	var counted map[int64]int
 	var err error
 	if sess.holdsLease() {
-		view, counted, err = sess.cache.Sync(ctx, a.store, sessionID, c)
-	} else if view, err = a.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
+		view, counted, err = sess.cache.Sync(ctx, b.store, sessionID, c)
+	} else if view, err = b.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
 		counted, err = request.CountView(ctx, c, view)
 	}
 	if err != nil {
@@ -31,8 +31,8 @@ func (a *builder) activeView(ctx context.Context, sess *session, c compaction.Co
 	}
 	if len(counted) > 0 {
 		// A cache: a failed write costs a recount next time, nothing else.
-		if err := a.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
-			a.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+		if err := b.writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+			b.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
 		}
 	}
 	return view, nil

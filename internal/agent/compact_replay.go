@@ -29,7 +29,7 @@ func (m compactedMeta) raw() json.RawMessage {
 // updates: compacted messages are marked in _meta, and a summary appears
 // where the compaction happened, as compaction_update for clients that
 // support it and as a short agent message otherwise.
-func (a *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
+func (l *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
 	needed := false
 	for i := range msgs {
 		if !msgs[i].IsActive || msgs[i].Role == persistence.RoleSummary {
@@ -39,7 +39,7 @@ func (a *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs
 	}
 	bySummary := map[int64]persistence.Compaction{}
 	if needed {
-		list, err := a.store.Compactions(ctx, sessionID)
+		list, err := l.store.Compactions(ctx, sessionID)
 		if err != nil {
 			return nil, storeError("load session", err)
 		}
@@ -49,7 +49,7 @@ func (a *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs
 			}
 		}
 	}
-	caps := a.capabilities()
+	caps := l.capabilities()
 	compactedRaw := map[int64]json.RawMessage{}
 	return func(m persistence.Message, ups []acp.SessionUpdate) []acp.SessionUpdate {
 		if compaction.IsPruneMarker(&m) {

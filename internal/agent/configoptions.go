@@ -34,7 +34,7 @@ const (
 
 // configOptionList is every option, in priority order. The mode selector
 // is kept in step with session/set_mode and current_mode_update (modes.go).
-func (a *lifecycle) configOptionList() []configOption {
+func (l *lifecycle) configOptionList() []configOption {
 	return []configOption{modelOption, modeOption}
 }
 
@@ -92,8 +92,8 @@ func tokens(n int) string {
 }
 
 // configOptions is the wire form of every option with the session's values.
-func (a *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
-	opts := a.configOptionList()
+func (l *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
+	opts := l.configOptionList()
 	out := make([]acp.SessionConfigOption, 0, len(opts))
 	for _, o := range opts {
 		out = append(out, acp.SessionConfigOption{
@@ -102,8 +102,8 @@ func (a *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
 			Description:  o.description,
 			Category:     o.category,
 			Type:         "select",
-			CurrentValue: o.current(a.core, m),
-			Options:      o.values(a.core),
+			CurrentValue: o.current(l.core, m),
+			Options:      o.values(l.core),
 		})
 	}
 	return out
@@ -131,16 +131,16 @@ var modeOption = configOption{
 
 // setMode persists mode for the session and sends current_mode_update. It
 // is the one place modes change (config options mirror it).
-func (a *lifecycle) setMode(ctx context.Context, sess *session, mode string) error {
+func (l *lifecycle) setMode(ctx context.Context, sess *session, mode string) error {
 	sessionID := sess.id
-	_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
+	_, err := l.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
 	if errors.Is(err, persistence.ErrNotFound) {
 		return unknownSession(sessionID)
 	}
 	if err != nil {
 		return storeError("set mode", err)
 	}
-	a.log.Info("session mode set", zap.String("session", sessionID), zap.String("mode", mode))
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
+	l.log.Info("session mode set", zap.String("session", sessionID), zap.String("mode", mode))
+	l.sendUpdate(ctx, sess, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
 	return nil
 }

@@ -62,14 +62,14 @@ type core struct {
 }
 
 // journaling reports whether the frames sent are kept in the event log.
-func (a *core) framesLogged() bool {
-	return a.cfg.FrameLog != nil && a.cfg.FrameLog.Recording()
+func (c *core) framesLogged() bool {
+	return c.cfg.FrameLog != nil && c.cfg.FrameLog.Recording()
 }
 
 // record sends a lifecycle event to the frame log, if there is one.
-func (a *core) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
-	if a.cfg.FrameLog != nil {
-		a.cfg.FrameLog.Record(ctx, sessionID, kind, data)
+func (c *core) record(ctx context.Context, sessionID string, kind persistence.EventKind, data any) {
+	if c.cfg.FrameLog != nil {
+		c.cfg.FrameLog.Record(ctx, sessionID, kind, data)
 	}
 }
 
@@ -77,38 +77,38 @@ func (a *core) record(ctx context.Context, sessionID string, kind persistence.Ev
 // (or held and lost, until it releases) the session's lease, every write is
 // fenced by it, so that once the lease is lost the store refuses them. The
 // fence is passed explicitly, like the frame log's origin, never in a context.
-func (a *core) writes(sess *session) Store {
+func (c *core) writes(sess *session) Store {
 	sess.mu.Lock()
 	h := sess.lease
 	sess.mu.Unlock()
 	if h == nil {
-		return a.store
+		return c.store
 	}
-	return a.store.WithFence(h.fence)
+	return c.store.WithFence(h.fence)
 }
 
 // sendUpdate sends u to the client, unless the session's turn was muted
 // (its prompt is answered).
-func (a *core) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
-	a.deliver(ctx, sess, u)
+func (c *core) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
+	c.deliver(ctx, sess, u)
 }
 
 // deliver is sendUpdate, reporting whether the update was sent.
-func (a *core) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
+func (c *core) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
 	if sess.turnMuted() {
 		return false
 	}
-	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
-		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
+	if err := c.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
+		c.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
 		return false
 	}
 	return true
 }
 
-func (a *core) capabilities() acp.ClientCapabilities {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.clientCaps
+func (c *core) capabilities() acp.ClientCapabilities {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientCaps
 }
 
 // updateMeta changes a session's metadata with fn and stores it. Writers in
@@ -118,10 +118,10 @@ func (a *core) capabilities() acp.ClientCapabilities {
 // (a load in the same directory with the same MCP servers, the model set
 // again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
 // version a load.
-func (a *core) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
+func (c *core) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
 	sess.meta.Lock()
 	defer sess.meta.Unlock()
-	s, err := a.store.GetSession(ctx, sess.id)
+	s, err := c.store.GetSession(ctx, sess.id)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (a *core) updateMeta(ctx context.Context, sess *session, fn func(s *persist
 	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
 		return s, nil
 	}
-	if err := a.writes(sess).UpdateSession(ctx, s); err != nil {
+	if err := c.writes(sess).UpdateSession(ctx, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -144,7 +144,7 @@ func (a *core) updateMeta(ctx context.Context, sess *session, fn func(s *persist
 
 // metaError maps a store error about session id: unknown ids are -32002
 // with the id in data, as the protocol asks.
-func (a *core) metaError(op, id string, err error) error {
+func (c *core) metaError(op, id string, err error) error {
 	if errors.Is(err, persistence.ErrNotFound) {
 		return &acp.Error{Code: acp.CodeResourceNotFound, Message: unknownSession(id).Error(), Data: map[string]string{"sessionId": id}}
 	}
@@ -152,14 +152,14 @@ func (a *core) metaError(op, id string, err error) error {
 }
 
 // sessionModel is the model a session uses now.
-func (a *core) sessionModel(s *persistence.Session) request.Model {
-	return a.models.Named(decodeMeta(s.Metadata).Model)
+func (c *core) sessionModel(s *persistence.Session) request.Model {
+	return c.models.Named(decodeMeta(s.Metadata).Model)
 }
 
 // sessionMode is the session's current mode, read from the store so that a
 // session/set_mode during a turn applies to the very next tool call.
-func (a *core) sessionMode(ctx context.Context, sessionID string) string {
-	s, err := a.store.GetSession(context.WithoutCancel(ctx), sessionID)
+func (c *core) sessionMode(ctx context.Context, sessionID string) string {
+	s, err := c.store.GetSession(context.WithoutCancel(ctx), sessionID)
 	if err != nil {
 		return ModeDefault
 	}
@@ -168,31 +168,31 @@ func (a *core) sessionMode(ctx context.Context, sessionID string) string {
 
 // meterFor returns the meter of the session's current model. A model whose
 // window is only assumed gets Window 0: no automatic compaction.
-func (a *core) meterFor(s *persistence.Session) request.Meter {
-	model := a.sessionModel(s)
-	st := a.compact
+func (c *core) meterFor(s *persistence.Session) request.Meter {
+	model := c.sessionModel(s)
+	st := c.compact
 	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
 	if model.WindowAssumed {
 		st.Window, st.OutputReserve = 0, 0
 	}
-	return request.Meter{Model: model, Counter: a.counterFor(model), Settings: st}
+	return request.Meter{Model: model, Counter: c.counterFor(model), Settings: st}
 }
 
 // counterFor returns the (cached) token counter of a model.
-func (a *core) counterFor(m request.Model) compaction.Counter {
+func (c *core) counterFor(m request.Model) compaction.Counter {
 	key := m.Name + "\x00" + m.Tokenizer
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.counters[key]; c != nil {
-		return c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cnt := c.counters[key]; cnt != nil {
+		return cnt
 	}
-	c, err := compaction.NewCounter(m.Name, m.Tokenizer)
+	cnt, err := compaction.NewCounter(m.Name, m.Tokenizer)
 	if err != nil {
-		a.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
-		c = compaction.Estimator{}
+		c.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
+		cnt = compaction.Estimator{}
 	}
-	a.counters[key] = c
-	return c
+	c.counters[key] = cnt
+	return cnt
 }
 
 // streamWithRetry is the model's Stream under the retry policy. onEvent
@@ -200,8 +200,8 @@ func (a *core) counterFor(m request.Model) compaction.Counter {
 // attempts that produced none the client could see. A nil onEvent is a
 // request whose reply the client never sees (a summary, a title): it is
 // retried whatever arrived before the failure.
-func (a *core) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
-	p := a.cfg.Retry.withDefaults()
+func (c *core) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
+	p := c.cfg.Retry.withDefaults()
 	var st retryState
 	for {
 		st.attempts++
@@ -222,7 +222,7 @@ func (a *core) streamWithRetry(ctx context.Context, client provider.Client, sess
 		if !ok {
 			return res, st, err
 		}
-		a.log.Warn("model request failed; retrying", zap.String("session", sessionID),
+		c.log.Warn("model request failed; retrying", zap.String("session", sessionID),
 			zap.Int("attempt", st.attempts), zap.Duration("wait", d), zap.Error(err))
 		if serr := p.Sleep(ctx, d); serr != nil {
 			return res, st, err
@@ -231,23 +231,23 @@ func (a *core) streamWithRetry(ctx context.Context, client provider.Client, sess
 }
 
 // say sends the user a short note: a notice, or an agent message.
-func (a *core) say(ctx context.Context, sess *session, text string) {
+func (c *core) say(ctx context.Context, sess *session, text string) {
 	// A client that takes notices shows this apart from the model's answer
 	// (exec prints it on stderr, not in the answer on stdout); any other
 	// gets it as bracketed reply text.
-	if a.capabilities().SupportsNotices() {
-		a.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
+	if c.capabilities().SupportsNotices() {
+		c.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
 		return
 	}
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
+	c.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 
 // extSession loads the session named in params.
-func (a *core) extSession(ctx context.Context, id string) (*persistence.Session, error) {
+func (c *core) extSession(ctx context.Context, id string) (*persistence.Session, error) {
 	if id == "" {
 		return nil, acp.MissingParam("sessionId", "pass the id that session/new or session/load returned")
 	}
-	s, err := a.store.GetSession(ctx, id)
+	s, err := c.store.GetSession(ctx, id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, unknownSession(id)
 	}
@@ -259,9 +259,9 @@ func (a *core) extSession(ctx context.Context, id string) (*persistence.Session,
 
 // deleteStored deletes the stored session; state this process still keeps
 // for it (a prompt that raced the delete) drops its kept view.
-func (a *core) deleteStored(ctx context.Context, sessionID string) error {
-	del := func() error { return a.store.DeleteSession(ctx, sessionID) }
-	if sess := a.sessions.kept(sessionID); sess != nil {
+func (c *core) deleteStored(ctx context.Context, sessionID string) error {
+	del := func() error { return c.store.DeleteSession(ctx, sessionID) }
+	if sess := c.sessions.kept(sessionID); sess != nil {
 		return sess.rewrite(del)
 	}
 	return del()

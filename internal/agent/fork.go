@@ -42,8 +42,8 @@ func ForkedFrom(s *persistence.Session) (sessionID string, at time.Time, ok bool
 // fork is neither advertised nor offered as a command). It is found
 // beneath the context cache's wrapper: a fork writes a new session, of
 // which nothing is cached.
-func (a *lifecycle) forker() persistence.Forker {
-	f, _ := a.store.(persistence.Forker)
+func (l *lifecycle) forker() persistence.Forker {
+	f, _ := l.store.(persistence.Forker)
 	return f
 }
 
@@ -75,13 +75,13 @@ func turnRunning(ctx context.Context, sess *session) (bool, error) {
 // source's cwd, title and metadata, except its cost (the source's spending
 // stays the source's), a child's link to its subagent parent (and the
 // subagent instructions) and what adjust changes.
-func (a *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
+func (l *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
 	srcID := from.id
-	f, _ := a.writes(from).(persistence.Forker)
+	f, _ := l.writes(from).(persistence.Forker)
 	if f == nil {
 		return nil, persistence.ForkStats{}, acp.InternalError("This session store cannot copy sessions, so forking is not available.")
 	}
-	src, err := a.store.GetSession(ctx, srcID)
+	src, err := l.store.GetSession(ctx, srcID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, persistence.ForkStats{}, unknownSession(srcID)
 	}
@@ -102,7 +102,7 @@ func (a *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *
 	if adjust != nil {
 		adjust(fork, &m)
 	}
-	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: a.cfg.Now().UTC().Truncate(time.Millisecond)}
+	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: l.cfg.Now().UTC().Truncate(time.Millisecond)}
 	fork.Metadata = encodeMeta(m)
 	st, err := f.ForkSession(context.WithoutCancel(ctx), src.ID, fork)
 	if errors.Is(err, persistence.ErrNotFound) {
@@ -111,15 +111,15 @@ func (a *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *
 	if err != nil {
 		return nil, st, storeError("fork session", err)
 	}
-	a.log.Info("session forked", zap.String("session", fork.ID), zap.String("from", src.ID),
+	l.log.Info("session forked", zap.String("session", fork.ID), zap.String("from", src.ID),
 		zap.Int("messages", st.Messages), zap.Int64("lastSeq", st.LastSeq))
 	return fork, st, nil
 }
 
 // forkCapability is sessionCapabilities.fork: advertised only when the
 // store can copy sessions.
-func (a *lifecycle) forkCapability() *acp.Marker {
-	if a.forker() == nil {
+func (l *lifecycle) forkCapability() *acp.Marker {
+	if l.forker() == nil {
 		return nil
 	}
 	return &acp.Marker{}

@@ -30,20 +30,20 @@ type lifecycle struct {
 // writing and nothing needs repair. If the database cannot be written, the
 // session still opens: replaying only reads, and a prompt will say why it
 // cannot run.
-func (a *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
+func (l *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer, dirs []string, sp *clientPrompt) (*session, *persistence.Session, error) {
 	notFound := func() error { return unknownSession(id) }
-	sess := a.sessions.get(id)
-	if err := a.repairIfAbandoned(ctx, sess); err != nil {
+	sess := l.sessions.get(id)
+	if err := l.repairIfAbandoned(ctx, sess); err != nil {
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
 			return nil, nil, notFound()
 		case storageFault(err):
-			a.log.Warn("session opened read-only", zap.String("session", id), zap.Error(err))
+			l.log.Warn("session opened read-only", zap.String("session", id), zap.Error(err))
 		default:
 			return nil, nil, storeError("open session", err)
 		}
 	}
-	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
+	s, err := l.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
 		s.Cwd = cwd
 		m.McpServers = maskServers(mcp)
 		m.AdditionalDirectories = dirs
@@ -52,8 +52,8 @@ func (a *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpSer
 		}
 	})
 	if storageFault(err) {
-		a.log.Warn("open session: cannot save its new cwd", zap.String("session", id), zap.Error(err))
-		s, err = a.store.GetSession(ctx, id)
+		l.log.Warn("open session: cannot save its new cwd", zap.String("session", id), zap.Error(err))
+		s, err = l.store.GetSession(ctx, id)
 	}
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, nil, notFound()
@@ -71,11 +71,11 @@ func (a *lifecycle) reopen(ctx context.Context, id, cwd string, mcp []acp.McpSer
 // a turn ended, or none, leaves nothing to repair, so a load then writes
 // nothing for it (two transactions fewer, and on PostgreSQL no dead row a
 // load); a live holder elsewhere is left alone (its turn repairs).
-func (a *lifecycle) repairIfAbandoned(ctx context.Context, sess *session) error {
-	l, err := a.store.GetLease(ctx, sess.id)
+func (l *lifecycle) repairIfAbandoned(ctx context.Context, sess *session) error {
+	lease, err := l.store.GetLease(ctx, sess.id)
 	switch {
-	case err == nil && l.Owner == "":
-		sess.cache.Released(l.Generation)
+	case err == nil && lease.Owner == "":
+		sess.cache.Released(lease.Generation)
 		return nil
 	case errors.Is(err, persistence.ErrNotFound):
 		sess.cache.Released(0)
@@ -83,7 +83,7 @@ func (a *lifecycle) repairIfAbandoned(ctx context.Context, sess *session) error 
 	}
 	// A crash may also have left an undo unfinished: reported once the
 	// session is open (afterOpen).
-	return a.leases.briefly(ctx, sess, func(ctx context.Context) { a.undo.takePendingUndos(ctx, sess) })
+	return l.leases.briefly(ctx, sess, func(ctx context.Context) { l.undo.takePendingUndos(ctx, sess) })
 }
 
 // storageFault reports whether err is a full or read-only database.
@@ -95,17 +95,17 @@ func storageFault(err error) bool {
 // new/load/resume response): the slash commands that really work here, and
 // for a session that has talked to the model, its last context usage, so
 // that a reopened session's context meter is right before the next prompt.
-func (a *lifecycle) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
-	cmds := a.commands()
-	usage := a.build.lastUsage(s)
+func (l *lifecycle) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
+	cmds := l.commands()
+	usage := l.build.lastUsage(s)
 	acp.AfterResponse(ctx, func() {
-		a.build.announceInstructions(ctx, sess, s)
-		a.undo.sendPendingUndos(ctx, sess)
-		a.sendUpdate(ctx, sess, acp.SessionUpdate{
+		l.build.announceInstructions(ctx, sess, s)
+		l.undo.sendPendingUndos(ctx, sess)
+		l.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},
 		})
 		if usage != nil {
-			a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: usage})
+			l.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: usage})
 		}
 	})
 }

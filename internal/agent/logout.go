@@ -17,8 +17,8 @@ const (
 
 // authCapabilities advertises logout where there is a stored key to
 // remove, and auth/status wherever the agent knows how keys are found.
-func (a *signIn) authCapabilities() *acp.AgentAuthCapabilities {
-	auth := a.cfg.Auth
+func (si *signIn) authCapabilities() *acp.AgentAuthCapabilities {
+	auth := si.cfg.Auth
 	if auth == nil {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (a *signIn) authCapabilities() *acp.AgentAuthCapabilities {
 
 // defaultEndpoint reports whether m is served by the agent's own endpoint,
 // the one Auth's key is for (clientFor's choice).
-func (a *signIn) defaultEndpoint(m request.Model) bool {
-	p, ok := a.cfg.Providers[m.Provider]
+func (si *signIn) defaultEndpoint(m request.Model) bool {
+	p, ok := si.cfg.Providers[m.Provider]
 	return !ok || p.Client == nil
 }

@@ -8,12 +8,12 @@ import (
 
 // connectMCP (re)connects the session's MCP servers in the background,
 // closing any it had in this process.
-func (a *turns) connectMCP(sess *session, servers []acp.McpServer) {
+func (tr *turns) connectMCP(sess *session, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
-		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
-			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers,
-			URLElicitation: a.capabilities().ElicitsURL()})
+		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: tr.cfg.Version, Timeout: tr.cfg.MCPConnectTimeout,
+			CallTimeout: tr.cfg.MCPCallTimeout, Log: tr.log, Env: tr.cfg.ChildEnv, Trusted: tr.cfg.TrustedMCPServers,
+			URLElicitation: tr.capabilities().ElicitsURL()})
 	}
 	sess.mu.Lock()
 	old := sess.mcp
@@ -23,7 +23,7 @@ func (a *turns) connectMCP(sess *session, servers []acp.McpServer) {
 	}
 	sess.mu.Unlock()
 	if old != nil {
-		request.GoSafe(a.log, "closing MCP servers", func() {
+		request.GoSafe(tr.log, "closing MCP servers", func() {
 			defer sess.closing.Done()
 			old.Close()
 		})

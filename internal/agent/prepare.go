@@ -18,15 +18,15 @@ import (
 // tool iterations of one turn: when the request would pass the compaction
 // threshold it compacts first, and when it cannot fit it fails with an
 // error that says why instead of sending a request the model would reject.
-func (a *builder) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]provider.Message, error) {
-	m := a.meterFor(s).Within(sess.turnWindow())
-	view, err := a.activeView(ctx, sess, m.Counter)
+func (b *builder) prepareContext(ctx context.Context, sess *session, s *persistence.Session) ([]provider.Message, error) {
+	m := b.meterFor(s).Within(sess.turnWindow())
+	view, err := b.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.Counter)
-	entries := sess.cache.RequestEntries(m.Counter, a.systemPrompt(sess, s), view)
-	if entries, err = a.checkBudget(ctx, sess, s, m, view, entries, fixed); err != nil {
+	fixed := b.fixedTokens(sess, s, m.Counter)
+	entries := sess.cache.RequestEntries(m.Counter, b.systemPrompt(sess, s), view)
+	if entries, err = b.checkBudget(ctx, sess, s, m, view, entries, fixed); err != nil {
 		return nil, err
 	}
 	sess.remember(entries, fixed)
@@ -39,13 +39,13 @@ func (a *builder) prepareContext(ctx context.Context, sess *session, s *persiste
 // the request to send, with every guard: auto-compaction off → an error only when it does not
 // fit; at most one automatic compaction per turn; a breaker after
 // MaxFailures failures; the stall guard (in the pipeline).
-func (a *builder) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, entries []request.ContextEntry, fixed int) ([]request.ContextEntry, error) {
+func (b *builder) checkBudget(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, entries []request.ContextEntry, fixed int) ([]request.ContextEntry, error) {
 	st := m.Settings
 	if st.Window <= 0 {
 		return entries, nil // window unknown: nothing to measure against (warned at start)
 	}
 	if fixed > st.Budget() {
-		return nil, overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(a.cfg.NoTools, fixed, fixed)))
+		return nil, overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(b.cfg.NoTools, fixed, fixed)))
 	}
 	used, ratio := sess.measure(entries, fixed)
 	if used <= st.Trigger() {
@@ -59,11 +59,11 @@ func (a *builder) checkBudget(ctx context.Context, sess *session, s *persistence
 		return nil, overflow(m, used, "automatic compaction is off (CROW_AUTO_COMPACT=0); run /compact or start a new session")
 	}
 	sess.mu.Lock()
-	b := &sess.budget
+	bud := &sess.budget
 	cur := sess.turn
-	failures, sameTurn := b.failures, cur != nil && b.turn == cur
+	failures, sameTurn := bud.failures, cur != nil && bud.turn == cur
 	if !sameTurn && failures < st.MaxFailures {
-		b.turn = cur
+		bud.turn = cur
 	}
 	sess.mu.Unlock()
 	switch {
@@ -79,19 +79,19 @@ func (a *builder) checkBudget(ctx context.Context, sess *session, s *persistence
 		return nil, overflow(m, used, "this turn already compacted once and its own messages no longer fit; send a new prompt to continue")
 	}
 
-	res, err := a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{})
+	res, err := b.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		sess.mu.Lock()
-		b.failures++
+		bud.failures++
 		sess.mu.Unlock()
-		nv, verr := a.activeView(ctx, sess, m.Counter)
+		nv, verr := b.activeView(ctx, sess, m.Counter)
 		if verr != nil {
 			return nil, storeError("build context", verr)
 		}
-		nentries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), nv)
+		nentries := request.ContextMessages(m.Counter, b.systemPrompt(sess, s), nv)
 		after, _ := sess.measure(nentries, fixed)
 		if after <= st.Budget() {
 			return nentries, nil // over the threshold but it fits: go on, the failure is reported
@@ -99,18 +99,18 @@ func (a *builder) checkBudget(ctx context.Context, sess *session, s *persistence
 		if request.FitsWindow(st, after) {
 			// Over the budget, but the window holds it with room for a
 			// shorter reply: send it rather than call the window full.
-			a.log.Info("compaction could not bring the request under the budget; sending it, it fits the window",
+			b.log.Info("compaction could not bring the request under the budget; sending it, it fits the window",
 				zap.String("session", s.ID), zap.Int("tokens", after), zap.Int("window", st.Window), zap.Error(err))
 			return nentries, nil
 		}
 		var oe *compaction.OverflowError
 		if errors.As(err, &oe) {
-			return nil, overflow(m, used, oe.Reason+"; "+m.WindowFix(a.cfg.NoTools, fixed, after))
+			return nil, overflow(m, used, oe.Reason+"; "+m.WindowFix(b.cfg.NoTools, fixed, after))
 		}
 		return nil, overflow(m, used, "compaction failed: "+err.Error())
 	}
 	sess.mu.Lock()
-	b.failures = 0
+	bud.failures = 0
 	sess.mu.Unlock()
-	return request.ContextMessages(m.Counter, a.systemPrompt(sess, s), res), nil
+	return request.ContextMessages(m.Counter, b.systemPrompt(sess, s), res), nil
 }

@@ -27,40 +27,40 @@ import (
 
 // runSubagent creates the child session, runs its turn and returns its
 // report as the task call's result.
-func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
-	limits := a.cfg.Subagents.withDefaults()
+func (tr *turns) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
+	limits := tr.cfg.Subagents.withDefaults()
 	select {
-	case a.children <- struct{}{}:
-		defer func() { <-a.children }()
+	case tr.children <- struct{}{}:
+		defer func() { <-tr.children }()
 	default:
 		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
-	parentSess := a.sessions.get(parent.ID)
-	steps, refund, refusal := a.reserveChild(parentSess, parent, limits)
+	parentSess := tr.sessions.get(parent.ID)
+	steps, refund, refusal := tr.reserveChild(parentSess, parent, limits)
 	if refusal != "" {
 		return tool.Failure("%s", refusal)
 	}
-	child, err := a.createChild(ctx, parent, callID, title)
+	child, err := tr.createChild(ctx, parent, callID, title)
 	if err != nil {
 		refund(0)
 		return tool.Failure("could not start the subagent: %v", err)
 	}
 	// The child's state in this process goes with its turn (a child's
 	// context cache would otherwise stay for the connection's life).
-	defer a.sessions.drop(child.ID)
+	defer tr.sessions.drop(child.ID)
 	ref := &tool.ChildSession{SessionID: child.ID, Title: title, Description: taskDescription(prompt)}
-	a.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
+	tr.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, Title: ref.Title, Description: ref.Description,
 		Capabilities: &acp.SubagentSessionCapabilities{Cancel: &acp.Marker{}},
 		State:        &acp.SubagentState{State: acp.SubagentRunning},
 		Meta:         subagentMeta(callID),
 	}.Update())
 	limits.turnLeft = steps
-	run := a.runChild(ctx, child, prompt, limits)
+	run := tr.runChild(ctx, child, prompt, limits)
 	refund(run.steps)
-	a.addChildCost(ctx, parentSess, child.ID)
+	tr.addChildCost(ctx, parentSess, child.ID)
 	ref.StopReason = string(run.stop)
-	a.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
+	tr.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, State: &acp.SubagentState{State: acp.SubagentIdle, StopReason: run.stop, Usage: run.usage},
 	}.Update())
 	res := run.result(ctx, env)
@@ -73,8 +73,8 @@ func (a *turns) runSubagent(ctx context.Context, parent *persistence.Session, en
 // most maxModelCalls requests for all of them. refund gives back the
 // requests the child did not use; refusal, when not "", is why the task
 // call fails, for the model.
-func (a *turns) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
-	pool := request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s))
+func (tr *turns) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
+	pool := request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s))
 	parent.mu.Lock()
 	defer parent.mu.Unlock()
 	t := parent.turn
@@ -114,7 +114,7 @@ func taskDescription(prompt string) string {
 // createChild stores the child session: the parent's directories, model
 // and mode, no MCP servers, and the subagent instructions appended to its
 // system prompt.
-func (a *turns) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
+func (tr *turns) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
 	pm := decodeMeta(parent.Metadata)
 	meta := sessionMeta{
 		AdditionalDirectories: pm.AdditionalDirectories,
@@ -124,13 +124,13 @@ func (a *turns) createChild(ctx context.Context, parent *persistence.Session, ca
 		Subagent:              &subagentLink{ParentSessionID: parent.ID, ParentToolCallID: callID},
 	}
 	child := &persistence.Session{ID: newID("sess_"), Cwd: parent.Cwd, Title: title, Metadata: encodeMeta(meta)}
-	if err := a.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
+	if err := tr.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
 		return nil, storeError("create the subagent's session", err)
 	}
-	a.sessions.get(child.ID).markOpened()
+	tr.sessions.get(child.ID).markOpened()
 	// The frame log gives the child its own stream from here on.
-	a.record(ctx, child.ID, persistence.EventSessionCreated, map[string]any{"subagentOf": parent.ID, "toolCallId": callID})
-	a.log.Info("subagent started", zap.String("session", child.ID), zap.String("parent", parent.ID))
+	tr.record(ctx, child.ID, persistence.EventSessionCreated, map[string]any{"subagentOf": parent.ID, "toolCallId": callID})
+	tr.log.Info("subagent started", zap.String("session", child.ID), zap.String("parent", parent.ID))
 	return child, nil
 }
 
@@ -174,31 +174,31 @@ func (r childRun) result(ctx context.Context, env *tool.Env) tool.Result {
 // runChild runs the child's one turn as a prompt turn runs: its own turn
 // slot (session/cancel on the child's id stops it), its own lease, the
 // task stored as its user message before the model is called.
-func (a *turns) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
-	sess, turnCtx, err := a.beginTurn(ctx, child.ID)
+func (tr *turns) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
+	sess, turnCtx, err := tr.beginTurn(ctx, child.ID)
 	if err != nil {
 		return childRun{err: err}
 	}
 	defer sess.endTurn()
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
+	if err := tr.leases.hold(turnCtx, sess, lose); err != nil {
 		return childRun{err: storeError("start the subagent", err)}
 	}
-	defer a.leases.release(ctx, sess)
+	defer tr.leases.release(ctx, sess)
 	persistCtx := context.WithoutCancel(turnCtx)
 
 	parts := []persistence.Part{{Type: "text", Text: prompt}}
 	user := &persistence.Message{Role: persistence.RoleUser, Content: prompt, Parts: parts, Status: persistence.StatusComplete}
-	countTokens(a.counterFor(a.sessionModel(child)), user)
-	if err := a.writes(sess).AppendMessages(persistCtx, child.ID, user); err != nil {
+	countTokens(tr.counterFor(tr.sessionModel(child)), user)
+	if err := tr.writes(sess).AppendMessages(persistCtx, child.ID, user); err != nil {
 		return childRun{err: storeError("save the subagent's task", err)}
 	}
 	// The client never saw the task: it is shown as the child's prompt.
-	a.sendUpdate(turnCtx, sess, acp.SessionUpdate{UserMessageChunk: &acp.ContentChunk{
+	tr.sendUpdate(turnCtx, sess, acp.SessionUpdate{UserMessageChunk: &acp.ContentChunk{
 		Content: acp.TextBlock(prompt), MessageID: messageID(user)}})
 
-	run := a.childTurn(turnCtx, persistCtx, sess, child, limits)
+	run := tr.childTurn(turnCtx, persistCtx, sess, child, limits)
 	if turnCtx.Err() != nil {
 		run.stop, run.err = acp.StopCancelled, nil
 		if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
@@ -211,11 +211,11 @@ func (a *turns) runChild(ctx context.Context, child *persistence.Session, prompt
 // childTurn calls the model until it answers without tool calls or a
 // subagent limit (steps, tokens) is reached; runTurn with the child's
 // limits and without its loop-guard notice.
-func (a *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
+func (tr *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
 	var run childRun
 	usage := acp.Usage{}
 	reported := false
-	steps := min(limits.MaxSteps, request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)))
+	steps := min(limits.MaxSteps, request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s)))
 	stoppedAt := fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
 	if limits.turnLeft > 0 && limits.turnLeft < steps {
 		steps = limits.turnLeft
@@ -225,7 +225,7 @@ func (a *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	guard := newLoopGuard()
 	for run.steps < steps {
 		run.steps++
-		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
+		res, err := tr.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			run.err = err
 			return run
@@ -244,7 +244,7 @@ func (a *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 			run.stop = stopReason(res.FinishReason)
 			return run
 		}
-		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+		if err := tr.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
 			run.err = err
 			return run
 		}
@@ -287,8 +287,8 @@ func notChild(keep func(*persistence.Session) bool) func(*persistence.Session) b
 // before the parent goes: session/list hides them, so a client could never
 // delete them otherwise. Children are created in the parent's directory;
 // its sessions are read in pages (at most maxListPages of them).
-func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
-	parent, err := a.store.GetSession(ctx, parentID)
+func (tr *turns) deleteChildren(ctx context.Context, parentID string) error {
+	parent, err := tr.store.GetSession(ctx, parentID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil
 	}
@@ -298,7 +298,7 @@ func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
 	var children []string
 	cursor := ""
 	for range maxListPages {
-		page, next, err := a.store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: parent.Cwd, Limit: persistence.MaxListLimit, Cursor: cursor})
+		page, next, err := tr.store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: parent.Cwd, Limit: persistence.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			return err
 		}
@@ -312,14 +312,14 @@ func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
 		}
 	}
 	for _, id := range children {
-		if err := a.sessions.stopTurn(ctx, id); err != nil {
+		if err := tr.sessions.stopTurn(ctx, id); err != nil {
 			return err
 		}
-		a.sessions.drop(id)
-		if err := a.deleteStored(ctx, id); err != nil {
+		tr.sessions.drop(id)
+		if err := tr.deleteStored(ctx, id); err != nil {
 			return err
 		}
-		a.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
+		tr.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
 	}
 	return nil
 }
@@ -327,9 +327,9 @@ func (a *turns) deleteChildren(ctx context.Context, parentID string) error {
 // addChildCost adds what the child's model requests cost to the parent's
 // total: a session's cost is what its prompts cost, subagents included
 // (the child keeps its own share too, shown when it is opened alone).
-func (a *turns) addChildCost(ctx context.Context, parent *session, childID string) {
+func (tr *turns) addChildCost(ctx context.Context, parent *session, childID string) {
 	ctx = context.WithoutCancel(ctx)
-	c, err := a.store.GetSession(ctx, childID)
+	c, err := tr.store.GetSession(ctx, childID)
 	if err != nil {
 		return
 	}
@@ -337,11 +337,11 @@ func (a *turns) addChildCost(ctx context.Context, parent *session, childID strin
 	if len(cost) == 0 {
 		return
 	}
-	if _, err := a.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := tr.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
 		for currency, v := range cost {
 			m.addCost(currency, v)
 		}
 	}); err != nil {
-		a.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))
+		tr.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))
 	}
 }

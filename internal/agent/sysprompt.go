@@ -15,11 +15,11 @@ import (
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
-func (a *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
+func (b *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
 	p := &probe{done: make(chan struct{})}
-	request.GoSafe(a.log, "reading the session's environment", func() {
+	request.GoSafe(b.log, "reading the session's environment", func() {
 		defer close(p.done)
-		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, a.cfg.ChildEnv)
+		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, b.cfg.ChildEnv)
 	})
 	return p
 }
@@ -28,16 +28,16 @@ func (a *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *p
 // tier, gathering them the first time. fresh lists the files just read
 // (nil when they were already known), nested ones of an earlier process
 // included.
-func (a *builder) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
+func (b *builder) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
 	f := &sess.prompt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.ready || f.cwd != s.Cwd || f.tier != tier {
 		if f.date.IsZero() {
-			f.date = a.cfg.Now()
+			f.date = b.cfg.Now()
 		}
 		f.cwd, f.tier, f.ready = s.Cwd, tier, true
-		f.env = a.startProbe(s.Cwd, f.date, tier)
+		f.env = b.startProbe(s.Cwd, f.date, tier)
 		f.loader = sysprompt.NewLoader(s.Cwd, tier.InstructionBytes())
 		f.initial = f.loader.Initial()
 		f.nested = f.loader.Reload(decodeMeta(s.Metadata).Instructions)
@@ -50,16 +50,16 @@ func (a *builder) facts(sess *session, s *persistence.Session, tier sysprompt.Ti
 // configured or client's replacement), the additions, the environment, the
 // mode and the project instructions. It changes only when the session's
 // model, mode, directory or loaded instruction files change.
-func (a *builder) systemPrompt(sess *session, s *persistence.Session) string {
+func (b *builder) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
-	model := a.models.Named(meta.Model)
+	model := b.models.Named(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
-	env, ins, _ := a.facts(sess, s, tier)
-	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}
+	env, ins, _ := b.facts(sess, s, tier)
+	p := sysprompt.Session{Tier: tier, Base: b.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}
 	if model.SystemPrompt != "" {
 		p.Base = model.SystemPrompt
 	}
-	p.Append = append(p.Append, a.cfg.SystemPromptAppend, model.SystemPromptAppend)
+	p.Append = append(p.Append, b.cfg.SystemPromptAppend, model.SystemPromptAppend)
 	if cp := meta.SystemPrompt; cp != nil {
 		if cp.Mode == acp.SystemPromptOverride {
 			p.Base = cp.Text
@@ -91,10 +91,10 @@ func modeForModel(mode string) string {
 
 // announceInstructions gathers the session's prompt facts right after it
 // opened and tells the user which instruction files apply.
-func (a *builder) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
-	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	_, _, fresh := a.facts(sess, s, tier)
-	a.tellInstructions(ctx, sess, fresh)
+func (b *builder) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
+	tier := sysprompt.TierFor(b.sessionModel(s).ContextWindow)
+	_, _, fresh := b.facts(sess, s, tier)
+	b.tellInstructions(ctx, sess, fresh)
 }
 
 // nestedInstructions loads the instruction files of the folders below the
@@ -102,45 +102,45 @@ func (a *builder) announceInstructions(ctx context.Context, sess *session, s *pe
 // text goes into the call's result now and into the system prompt from the
 // next request on, and the session remembers them (a reload or restart
 // neither repeats nor loses them).
-func (a *builder) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
+func (b *builder) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
 	if len(locs) == 0 {
 		return ""
 	}
-	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	a.facts(sess, s, tier)
+	tier := sysprompt.TierFor(b.sessionModel(s).ContextWindow)
+	b.facts(sess, s, tier)
 	f := &sess.prompt
 	f.mu.Lock()
 	var found []sysprompt.Instruction
-	for _, l := range locs {
-		found = append(found, f.loader.Nested(l.Path)...)
+	for _, loc := range locs {
+		found = append(found, f.loader.Nested(loc.Path)...)
 	}
 	f.nested = append(f.nested, found...)
 	f.mu.Unlock()
 	if len(found) == 0 {
 		return ""
 	}
-	if _, err := a.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := b.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
 		for _, in := range found {
 			m.Instructions = append(m.Instructions, in.Path)
 		}
 	}); err != nil {
 		// The text is in the result and the prompt; a restart would offer
 		// it once more.
-		a.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
+		b.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
 	}
-	a.tellInstructions(ctx, sess, found)
-	var b strings.Builder
+	b.tellInstructions(ctx, sess, found)
+	var text strings.Builder
 	for _, in := range found {
-		b.WriteString("\n\n")
-		b.WriteString(in.Section())
+		text.WriteString("\n\n")
+		text.WriteString(in.Section())
 	}
-	return b.String()
+	return text.String()
 }
 
 // tellInstructions shows the user which instruction files were loaded:
 // a notice where the client takes them, else a completed read card (not
 // stored, so not replayed).
-func (a *builder) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
+func (b *builder) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
 	if len(ins) == 0 {
 		return
 	}
@@ -158,14 +158,14 @@ func (a *builder) tellInstructions(ctx context.Context, sess *session, ins []sys
 	desc := strings.Join(names, ", ")
 	update := acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: newID("instr_"), Title: title + ": " + desc,
 		Kind: acp.ToolKindRead, Status: acp.ToolStatusCompleted}}
-	if a.capabilities().SupportsNotices() {
+	if b.capabilities().SupportsNotices() {
 		update = acp.Notice{Severity: "info", Title: title, Description: desc}.Update()
 	}
-	a.sendUpdate(ctx, sess, update)
+	b.sendUpdate(ctx, sess, update)
 }
 
 // fixedTokens counts the head every request carries: system prompt and
 // tool schemas (kept per session while they and the counter stay).
-func (a *builder) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
-	return sess.cache.FixedTokens(c, a.systemPrompt(sess, s), a.toolDefinitions(sess, s))
+func (b *builder) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.FixedTokens(c, b.systemPrompt(sess, s), b.toolDefinitions(sess, s))
 }

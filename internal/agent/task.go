@@ -39,11 +39,11 @@ func subagentTools() []tool.Tool {
 
 // taskToolFor is the task tool of session s, nil where it is not offered:
 // in a child, without tools, or to a client that cannot show children.
-func (a *turns) taskToolFor(s *persistence.Session) tool.Tool {
-	if a.cfg.NoTools || a.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !a.capabilities().SupportsSubagents() {
+func (tr *turns) taskToolFor(s *persistence.Session) tool.Tool {
+	if tr.cfg.NoTools || tr.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !tr.capabilities().SupportsSubagents() {
 		return nil
 	}
-	return taskTool{a: a, parent: s}
+	return taskTool{a: tr, parent: s}
 }
 
 // taskTool is the task tool of one parent session.

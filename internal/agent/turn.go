@@ -18,20 +18,20 @@ import (
 )
 
 // runPrompt is the work of one turn, once it holds the session's turn slot.
-func (a *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
+func (tr *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
 	// One writer per session: the turn holds its lease, and every write it
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
+	if err := tr.leases.hold(turnCtx, sess, lose); err != nil {
 		return nil, storeError("prompt", err)
 	}
-	defer a.leases.release(ctx, sess)
-	a.undo.reportPendingUndos(turnCtx, sess, s)
+	defer tr.leases.release(ctx, sess)
+	tr.undo.reportPendingUndos(turnCtx, sess, s)
 
-	if stop, handled, err := a.slash(turnCtx, sess, s, req.Prompt); handled {
+	if stop, handled, err := tr.slash(turnCtx, sess, s, req.Prompt); handled {
 		if turnCtx.Err() != nil {
-			return a.interruptedResponse(ctx, turnCtx, s.ID)
+			return tr.interruptedResponse(ctx, turnCtx, s.ID)
 		}
 		if err != nil {
 			return nil, err
@@ -43,37 +43,37 @@ func (a *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	// go through a.writes(sess), fenced by the turn's lease.
 	persistCtx := context.WithoutCancel(turnCtx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
-	counter := a.counterFor(a.sessionModel(s))
+	counter := tr.counterFor(tr.sessionModel(s))
 	// A prompt cancelled while it is counted is stored uncounted (the
 	// next request counts it).
 	countTokensContext(turnCtx, counter, user)
-	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
+	if err := tr.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
-	a.undo.startRecording(sess, s, user.Seq)
-	defer a.undo.endRecording(persistCtx, sess, s)
+	tr.undo.startRecording(sess, s, user.Seq)
+	defer tr.undo.endRecording(persistCtx, sess, s)
 	if turnCtx.Err() != nil {
-		return a.interruptedResponse(ctx, turnCtx, s.ID)
+		return tr.interruptedResponse(ctx, turnCtx, s.ID)
 	}
-	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
+	titled := tr.titleAfterPrompt(persistCtx, sess, s, parts)
 
 	var usage *request.TurnUsage // the turn's, for the prompt response
 	if t := sess.runningTurn(); t != nil {
 		usage = &t.usage
 	}
-	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
+	stop, err := tr.runTurn(turnCtx, persistCtx, sess, s)
 	if turnCtx.Err() != nil {
-		return a.interruptedResponse(ctx, turnCtx, s.ID)
+		return tr.interruptedResponse(ctx, turnCtx, s.ID)
 	}
 	if err != nil {
-		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
+		tr.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
 		return nil, err
 	}
-	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
-		a.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
+	if titled && tr.cfg.ModelTitles && stop == acp.StopEndTurn {
+		tr.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
 	}
 	res := &acp.PromptResponse{StopReason: stop}
-	if a.cfg.PromptUsage {
+	if tr.cfg.PromptUsage {
 		res.Usage = usage.Wire()
 	}
 	return res, nil
@@ -81,7 +81,7 @@ func (a *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 
 // interruptedResponse answers a turn whose context ended: cancelled, or
 // aborted because its lease was lost.
-func (a *turns) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
+func (tr *turns) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
 	if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
 		return nil, leaseLostError("go on with session " + sessionID)
 	}
@@ -101,13 +101,13 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 // replyOnce is one model request of a turn: a request the endpoint refuses
 // as too large for its window is retried once after compacting, once per
 // turn (*recovered), never in a loop.
-func (a *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
-	res, err := a.streamReply(ctx, persistCtx, sess, s)
+func (tr *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
+	res, err := tr.streamReply(ctx, persistCtx, sess, s)
 	var refused *overflowRefusal
 	if errors.As(err, &refused) && !*recovered {
 		*recovered = true
-		if err = a.build.recoverOverflow(ctx, sess, s, refused); err == nil {
-			res, err = a.streamReply(ctx, persistCtx, sess, s)
+		if err = tr.build.recoverOverflow(ctx, sess, s, refused); err == nil {
+			res, err = tr.streamReply(ctx, persistCtx, sess, s)
 		}
 	}
 	if errors.As(err, &refused) {
@@ -118,21 +118,21 @@ func (a *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *per
 
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
-func (a *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
-	a.awaitMCP(ctx, sess, s)
+func (tr *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
+	tr.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
-	for call := 0; call < request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)); call++ {
-		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
+	for call := 0; call < request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s)); call++ {
+		res, err := tr.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			return "", err
 		}
 		if len(res.ToolCalls) == 0 {
 			return stopReason(res.FinishReason), nil
 		}
-		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+		if err := tr.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
 			if q, ok := err.(*askedInText); ok && ctx.Err() == nil {
-				return a.replyWithQuestion(persistCtx, sess, s, q)
+				return tr.replyWithQuestion(persistCtx, sess, s, q)
 			}
 			return "", err
 		}
@@ -140,7 +140,7 @@ func (a *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 			return acp.StopCancelled, nil
 		}
 		if guard.stopped() {
-			a.sendUpdate(ctx, sess, loopStopUpdate(a.capabilities()))
+			tr.sendUpdate(ctx, sess, loopStopUpdate(tr.capabilities()))
 			return acp.StopEndTurn, nil
 		}
 	}
@@ -153,20 +153,20 @@ func (a *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 // when it grows fast: partialSaveBytes), and finalised when the stream ends
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
-func (a *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
-	a.models.AwaitDiscovery(ctx, a.sessionModel(s).Name)
-	msgs, err := a.build.prepareContext(ctx, sess, s)
+func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
+	tr.models.AwaitDiscovery(ctx, tr.sessionModel(s).Name)
+	msgs, err := tr.build.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
-	model := a.sessionModel(s)
+	model := tr.sessionModel(s)
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a.core, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
-	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
+	reply := &partialReply{a: tr.core, ctx: persistCtx, sess: sess, store: tr.writes(sess), counter: tr.counterFor(model)}
+	req := provider.Request{Model: model.Name, Messages: msgs, Tools: tr.toolDefinitions(sess, s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
-	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
+	onEvent, redacted := tr.redactReply(func(ev provider.Event) error {
 		switch ev.Kind {
 		case provider.EventText:
 			reply.text.WriteString(ev.Text)
@@ -187,20 +187,20 @@ func (a *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		} else {
 			u.AgentThoughtChunk = chunk
 		}
-		reply.sent(ev, a.deliver(ctx, sess, u))
+		reply.sent(ev, tr.deliver(ctx, sess, u))
 		return nil
 	})
-	res, attempts, streamErr := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, onEvent)
+	res, attempts, streamErr := tr.streamWithRetry(ctx, tr.models.ClientFor(model), s.ID, req, onEvent)
 	if res == nil {
 		res = &provider.Result{}
 	}
 	redacted(res)
-	a.build.afterModelRequest(ctx, sess, s, req, res)
-	if !a.build.detectTruncation(ctx, sess, s, model, req, res) {
+	tr.build.afterModelRequest(ctx, sess, s, req, res)
+	if !tr.build.detectTruncation(ctx, sess, s, model, req, res) {
 		sess.observeUsage(res)
 	}
 	if streamErr == nil {
-		a.models.NoteAccepted(model, res)
+		tr.models.NoteAccepted(model, res)
 	}
 	msg := reply.final(res)
 	switch {
@@ -218,7 +218,7 @@ func (a *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if err := reply.finish(msg); err != nil {
 		// The stored row still says "streaming": mark it failed once the
 		// store answers again.
-		a.finishLater(sess, msg, reply.asStored())
+		tr.finishLater(sess, msg, reply.asStored())
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {
@@ -230,7 +230,7 @@ func (a *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if err := a.auth.authError(streamErr); err != nil {
+	if err := tr.auth.authError(streamErr); err != nil {
 		return nil, err
 	}
 	if streamErr != nil {
@@ -515,27 +515,27 @@ func modelAdvice(api *provider.APIError, retryable bool) string {
 // It is where a prompt looks its session up: the session is returned with
 // the turn registered on it. a.mu is held while a turn registers, so the
 // cap on concurrent turns counts every session's.
-func (a *turns) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
+func (tr *turns) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
 	for {
-		a.sessions.mu.Lock()
-		sess := a.sessions.getLocked(sessionID)
+		tr.sessions.mu.Lock()
+		sess := tr.sessions.getLocked(sessionID)
 		sess.mu.Lock()
 		t := sess.turn
 		answered := t != nil && t.answered
 		sess.mu.Unlock()
 		if t == nil {
-			if a.sessions.runningLocked() >= a.cfg.MaxConcurrentTurns {
-				a.sessions.mu.Unlock()
-				return nil, nil, a.tooManyTurns()
+			if tr.sessions.runningLocked() >= tr.cfg.MaxConcurrentTurns {
+				tr.sessions.mu.Unlock()
+				return nil, nil, tr.tooManyTurns()
 			}
 			turnCtx, cancel := context.WithCancel(ctx)
 			sess.mu.Lock()
 			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
 			sess.mu.Unlock()
-			a.sessions.mu.Unlock()
+			tr.sessions.mu.Unlock()
 			return sess, turnCtx, nil
 		}
-		a.sessions.mu.Unlock()
+		tr.sessions.mu.Unlock()
 		if !answered {
 			return nil, nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
 		}
@@ -549,9 +549,9 @@ func (a *turns) beginTurn(ctx context.Context, sessionID string) (*session, cont
 
 // cancelGrace is how long a cancelled turn may take to stop before its
 // prompt is answered anyway.
-func (a *turns) cancelGrace() time.Duration {
-	if a.cfg.CancelGrace > 0 {
-		return a.cfg.CancelGrace
+func (tr *turns) cancelGrace() time.Duration {
+	if tr.cfg.CancelGrace > 0 {
+		return tr.cfg.CancelGrace
 	}
 	return DefaultCancelGrace
 }

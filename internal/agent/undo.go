@@ -16,12 +16,12 @@ import (
 )
 
 // undoing reports whether turns are recorded and can be undone.
-func (a *undoer) undoing() bool { return a.cfg.Checkpoints != nil }
+func (u *undoer) undoing() bool { return u.cfg.Checkpoints != nil }
 
 // checkpoints is the session's checkpoint store, fenced by its lease; nil
 // when undo is off or the lease is not held here.
-func (a *undoer) checkpoints(sess *session) checkpoint.Store {
-	if a.cfg.Checkpoints == nil {
+func (u *undoer) checkpoints(sess *session) checkpoint.Store {
+	if u.cfg.Checkpoints == nil {
 		return nil
 	}
 	sess.mu.Lock()
@@ -30,46 +30,46 @@ func (a *undoer) checkpoints(sess *session) checkpoint.Store {
 	if h == nil {
 		return nil
 	}
-	st, _ := a.cfg.Checkpoints.WithFence(h.fence).(checkpoint.Store)
+	st, _ := u.cfg.Checkpoints.WithFence(h.fence).(checkpoint.Store)
 	return st
 }
 
 // startRecording makes the running turn record checkpoints: turn is the
 // seq of its prompt message. Subagents only read: nothing to record.
-func (a *undoer) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
-	st := a.checkpoints(sess)
+func (u *undoer) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
+	st := u.checkpoints(sess)
 	t := sess.runningTurn()
 	if st == nil || t == nil || isSubagent(s) {
 		return
 	}
 	sess.mu.Lock()
 	t.seq = turnSeq
-	t.rec = &checkpoint.Recorder{Store: st, Trees: a.cfg.CheckpointTrees}
+	t.rec = &checkpoint.Recorder{Store: st, Trees: u.cfg.CheckpointTrees}
 	sess.mu.Unlock()
 }
 
 // endRecording records the work tree as the turn left it (when its
 // commands were snapshotted before), however the turn ended.
-func (a *undoer) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
+func (u *undoer) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
 	rec, seq := sess.recorder()
 	if rec == nil {
 		return
 	}
 	if err := rec.EndTurn(ctx, s, seq); err != nil {
-		a.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
+		u.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
 	}
 }
 
 // takePendingUndos keeps the reports of undos a killed process left
 // unfinished, holding the session's lease, for sendPendingUndos.
-func (a *undoer) takePendingUndos(ctx context.Context, sess *session) {
-	st := a.checkpoints(sess)
+func (u *undoer) takePendingUndos(ctx context.Context, sess *session) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return
 	}
 	reps, err := checkpoint.PendingUndos(ctx, st, sess.id)
 	if err != nil {
-		a.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
+		u.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
 		return
 	}
 	sess.mu.Lock()
@@ -78,21 +78,21 @@ func (a *undoer) takePendingUndos(ctx context.Context, sess *session) {
 }
 
 // sendPendingUndos shows the reports takePendingUndos kept.
-func (a *undoer) sendPendingUndos(ctx context.Context, sess *session) {
+func (u *undoer) sendPendingUndos(ctx context.Context, sess *session) {
 	sess.mu.Lock()
 	reps := sess.undone
 	sess.undone = nil
 	sess.mu.Unlock()
 	for _, r := range reps {
-		a.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
+		u.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
 	}
 }
 
 // reportPendingUndos tells the user about undos a killed process left
 // unfinished (checkpoint.PendingUndos), holding the session's lease.
-func (a *undoer) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
-	a.takePendingUndos(ctx, sess)
-	a.sendPendingUndos(ctx, sess)
+func (u *undoer) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
+	u.takePendingUndos(ctx, sess)
+	u.sendPendingUndos(ctx, sess)
 }
 
 func agentText(text string) acp.SessionUpdate {
@@ -119,12 +119,12 @@ type errUndo struct{ msg string }
 func (e *errUndo) Error() string { return e.msg }
 
 // undo runs an undo in session sess, whose lease this process holds.
-func (a *undoer) revert(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
-	st := a.checkpoints(sess)
+func (u *undoer) revert(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("undo: the session's lease is not held")
 	}
-	ps, err := a.prompts(ctx, st, s.ID)
+	ps, err := u.prompts(ctx, st, s.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (a *undoer) revert(ctx context.Context, sess *session, s *persistence.Sessi
 		}
 	}
 	err = sess.rewrite(func() error {
-		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
+		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
 		return err
 	})
 	if errors.Is(err, persistence.ErrConflict) {
@@ -148,19 +148,19 @@ func (a *undoer) revert(ctx context.Context, sess *session, s *persistence.Sessi
 	if err != nil {
 		return nil, storeError("undo", err)
 	}
-	a.contextChanged(sess)
+	u.contextChanged(sess)
 	return res, nil
 }
 
 // redo re-applies the session's last undo.
-func (a *undoer) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
-	st := a.checkpoints(sess)
+func (u *undoer) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("redo: the session's lease is not held")
 	}
 	var rep *checkpoint.Report
 	err := sess.rewrite(func() (err error) {
-		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
+		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
 		return err
 	})
 	switch {
@@ -171,20 +171,20 @@ func (a *undoer) redo(ctx context.Context, sess *session, s *persistence.Session
 	case err != nil:
 		return nil, storeError("redo", err)
 	}
-	a.contextChanged(sess)
+	u.contextChanged(sess)
 	return rep, nil
 }
 
 // contextChanged forgets what the provider counted of the session's
 // context: an undo or redo changed which messages it holds.
-func (a *undoer) contextChanged(sess *session) {
+func (u *undoer) contextChanged(sess *session) {
 	sess.mu.Lock()
 	sess.budget.sent, sess.budget.reported = nil, 0
 	sess.mu.Unlock()
 }
 
 // prompts lists the session's prompts (checkpoint.Prompts).
-func (a *undoer) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
+func (u *undoer) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
 	src, ok := st.(checkpoint.PromptSource)
 	if !ok {
 		return nil, errors.New("the store lists no prompts")
@@ -274,8 +274,8 @@ func markdownLine(s string) string {
 // withoutUndone is msgs without the messages an undo hid: a load replays
 // the conversation as it now stands (compacted messages, inactive too, are
 // still replayed).
-func (a *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
-	src, ok := a.cfg.Checkpoints.(interface {
+func (u *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
+	src, ok := u.cfg.Checkpoints.(interface {
 		Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
 	})
 	if !ok {
@@ -283,13 +283,13 @@ func (a *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []per
 	}
 	undos, err := src.Undos(ctx, sessionID)
 	if err != nil {
-		a.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
+		u.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
 		return msgs
 	}
 	hidden := map[int64]bool{}
-	for _, u := range undos {
-		if u.State == persistence.UndoDone {
-			for _, id := range u.Hidden {
+	for _, rec := range undos {
+		if rec.State == persistence.UndoDone {
+			for _, id := range rec.Hidden {
 				hidden[id] = true
 			}
 		}
@@ -339,20 +339,20 @@ func reportOf(r *checkpoint.Report) undoReport {
 // it here or in another process (like changeCompaction); undos a killed
 // process left unfinished are reported first ("pending"). A refusal the
 // user can act on (errUndo) is -32600 with its text.
-func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
-	s, err := a.extSession(ctx, sessionID)
+func (u *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
+	s, err := u.extSession(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	if !a.undoing() {
+	if !u.undoing() {
 		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
 	}
-	sess := a.sessions.get(s.ID)
+	sess := u.sessions.get(s.ID)
 	busy := acp.InvalidRequest("A prompt is running in session %s: %s when it ends.", s.ID, op)
 	if sess.runningTurn() != nil {
 		return nil, busy
 	}
-	err = a.leases.hold(ctx, sess, nil)
+	err = u.leases.hold(ctx, sess, nil)
 	if errors.Is(err, errHeldHere) {
 		return nil, busy
 	}
@@ -363,9 +363,9 @@ func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn fun
 	if err != nil {
 		return nil, storeError(op, err)
 	}
-	defer a.leases.release(ctx, sess)
+	defer u.leases.release(ctx, sess)
 	pending := []undoReport{}
-	if st := a.checkpoints(sess); st != nil {
+	if st := u.checkpoints(sess); st != nil {
 		reps, err := checkpoint.PendingUndos(ctx, st, s.ID)
 		if err != nil {
 			return nil, storeError(op, err)
@@ -375,9 +375,9 @@ func (a *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn fun
 		}
 	}
 	out, err := fn(sess, s)
-	var u *errUndo
-	if errors.As(err, &u) {
-		return nil, acp.InvalidRequest("Cannot %s: %s.", op, u.msg)
+	var refusal *errUndo
+	if errors.As(err, &refusal) {
+		return nil, acp.InvalidRequest("Cannot %s: %s.", op, refusal.msg)
 	}
 	if err != nil {
 		return nil, err
