@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 
-	"go.uber.org/zap"
-
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -17,39 +15,12 @@ import (
 
 var _ acp.SessionArchiver = (*Agent)(nil)
 
-// ArchiveSession hides the session from session/list. As the protocol
-// asks, an open session is first closed: its turn cancelled and awaited,
-// what this process holds for it freed. Archiving twice succeeds.
-func (a *Agent) ArchiveSession(ctx context.Context, req *acp.ArchiveSessionRequest) (*acp.ArchiveSessionResponse, error) {
-	if _, err := a.store.GetSession(ctx, req.SessionID); err != nil {
-		return nil, a.metaError("archive the session", req.SessionID, err)
-	}
-	if err := a.stopTurn(ctx, req.SessionID); err != nil {
-		return nil, err
-	}
-	if err := a.setArchived(ctx, req.SessionID, true); err != nil {
-		return nil, err
-	}
-	a.dropSession(req.SessionID)
-	a.log.Info("session archived", zap.String("session", req.SessionID))
-	return &acp.ArchiveSessionResponse{}, nil
-}
-
-// UnarchiveSession lists the session again.
-func (a *Agent) UnarchiveSession(ctx context.Context, req *acp.UnarchiveSessionRequest) (*acp.UnarchiveSessionResponse, error) {
-	if err := a.setArchived(ctx, req.SessionID, false); err != nil {
-		return nil, err
-	}
-	a.log.Info("session unarchived", zap.String("session", req.SessionID))
-	return &acp.UnarchiveSessionResponse{}, nil
-}
-
-func (a *Agent) setArchived(ctx context.Context, id string, archived bool) error {
-	_, err := a.updateMeta(context.WithoutCancel(ctx), a.session(id), func(_ *persistence.Session, m *sessionMeta) {
+func (l *lifecycle) setArchived(ctx context.Context, id string, archived bool) error {
+	_, err := l.updateMeta(context.WithoutCancel(ctx), l.sessions.get(id), func(_ *persistence.Session, m *sessionMeta) {
 		m.Archived = archived
 	})
 	if err != nil {
-		return a.metaError("change the session's archive state", id, err)
+		return l.metaError("change the session's archive state", id, err)
 	}
 	return nil
 }

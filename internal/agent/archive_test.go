@@ -58,7 +58,7 @@ func TestUserTitleWins(t *testing.T) {
 		t.Fatalf("%d model requests, want 1 (no title request)", n)
 	}
 	stored, _ := a.store.GetSession(ctx, s.SessionID)
-	if a.setTitle(ctx, a.session(stored.ID), stored, stored.Title, "Generated") {
+	if a.turns.setTitle(ctx, a.sessions.get(stored.ID), stored, stored.Title, "Generated") {
 		t.Fatal("a generated title replaced the user's")
 	}
 	stored, _ = a.store.GetSession(ctx, s.SessionID)
@@ -118,9 +118,9 @@ func TestArchiveAndStatus(t *testing.T) {
 	if got := status(first); got != acp.SessionSaved {
 		t.Fatalf("status of an archived session: %s, want saved (archiving closes it)", got)
 	}
-	a.mu.Lock()
-	_, kept := a.sessions[first]
-	a.mu.Unlock()
+	a.sessions.mu.Lock()
+	_, kept := a.sessions.m[first]
+	a.sessions.mu.Unlock()
 	if kept {
 		t.Fatal("session/status or archive left state behind")
 	}

@@ -14,15 +14,15 @@ import (
 
 // elicitInto gives tools the elicitation modes the client advertised
 // (env.Elicit nil: no forms; the tools fall back).
-func (a *Agent) elicitInto(env *tool.Env, caps acp.ClientCapabilities) {
-	e, ok := a.client.(acp.Elicitor)
+func (tr *turns) elicitInto(env *tool.Env, caps acp.ClientCapabilities) {
+	e, ok := tr.client.(acp.Elicitor)
 	if !ok {
 		return
 	}
 	if caps.ElicitsForm() {
 		env.Elicit = e.CreateElicitation
 	}
-	if c, ok := a.client.(interface {
+	if c, ok := tr.client.(interface {
 		CompleteElicitation(context.Context, *acp.CompleteElicitationNotification) error
 	}); ok && caps.ElicitsURL() {
 		env.ElicitURL, env.CompleteElicitation = e.CreateElicitation, c.CompleteElicitation
@@ -40,13 +40,13 @@ func (e *askedInText) Error() string { return "the question is the turn's reply"
 // replyWithQuestion sends and stores the question as the agent's reply, so
 // that a load replays it and the next prompt (the user's answer) follows
 // an assistant message.
-func (a *Agent) replyWithQuestion(persistCtx context.Context, sess *session, s *persistence.Session, q *askedInText) (acp.StopReason, error) {
+func (tr *turns) replyWithQuestion(persistCtx context.Context, sess *session, s *persistence.Session, q *askedInText) (acp.StopReason, error) {
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: q.text, Status: persistence.StatusComplete}
-	countTokens(a.counterFor(a.sessionModel(s)), msg)
-	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
+	countTokens(tr.counterFor(tr.sessionModel(s)), msg)
+	if err := tr.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
 		return "", storeError("save question", err)
 	}
-	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{
+	tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{
 		Content: acp.TextBlock(q.text), MessageID: messageID(msg)}})
 	return acp.StopEndTurn, nil
 }

@@ -1,39 +1,14 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
+	"sync/atomic"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// Auth is how a user signs in to the model endpoint. The agent advertises
-// it in initialize, answers a request the endpoint refuses for want of a
-// valid key (HTTP 401) with auth_required (-32000) so the client shows its
-// sign-in UI, and accepts authenticate only for the methods it advertised.
-type Auth struct {
-	// KeyVariable names the variable the key is read from, e.g.
-	// OPENAI_API_KEY; it is named in messages, the key never is.
-	KeyVariable string
-	// Command is this executable (an absolute path) and LoginArgs the
-	// arguments that run the interactive sign-in ("login"): the command a
-	// client runs in a terminal for terminal auth.
-	Command   string
-	LoginArgs []string
-	// HasKey reads the credentials again and reports whether a key is
-	// available now (a `crow-acp login` in another process counts).
-	HasKey func() bool
-	// KeyFrom says where the key comes from now: KeyFromEnv, KeyFromLogin
-	// or "" (none); nil: unknown (logout.go).
-	KeyFrom func() string
-	// Logout removes the key `crow-acp login` saved for the endpoint;
-	// nil: logout is not offered (logout.go).
-	Logout func() error
-}
 
 // Auth method ids.
 const (
@@ -49,8 +24,8 @@ const (
 // authMethods are the methods offered to a client with caps. The terminal
 // method only to a client that can run it (the schema requires that); it
 // also carries the `_meta["terminal-auth"]` launch hint older clients read.
-func (a *Agent) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
-	auth := a.cfg.Auth
+func (si *signIn) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
+	auth := si.cfg.Auth
 	if auth == nil {
 		return []acp.AuthMethod{}
 	}
@@ -72,44 +47,44 @@ func (a *Agent) authMethods(caps acp.ClientCapabilities) []acp.AuthMethod {
 	return methods
 }
 
-// Authenticate accepts the methods advertised to this client (-32602 for
-// any other id) and succeeds once a key is available.
-func (a *Agent) Authenticate(_ context.Context, req *acp.AuthenticateRequest) (*acp.AuthenticateResponse, error) {
-	a.mu.Lock()
-	caps := a.clientCaps
-	a.mu.Unlock()
-	var ids []string
-	for _, m := range a.authMethods(caps) {
-		if m.ID == req.MethodID {
-			if !a.cfg.Auth.HasKey() {
-				return nil, a.authRequired("No API key is set yet")
-			}
-			a.authSeen.reset() // a new key may be there: not known to be rejected
-			return &acp.AuthenticateResponse{}, nil
-		}
-		ids = append(ids, m.ID)
-	}
-	if len(ids) == 0 {
-		return nil, acp.InvalidParams("Unknown auth method %q: crow-acp offers none.", req.MethodID)
-	}
-	return nil, acp.InvalidParams("Unknown auth method %q: crow-acp offers %s.", req.MethodID, strings.Join(ids, ", "))
-}
-
 // authError is the auth_required error for a model request the endpoint
 // refused with 401; nil for any other failure.
-func (a *Agent) authError(err error) error {
+func (si *signIn) authError(err error) error {
 	var api *provider.APIError
-	if a.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
+	if si.cfg.Auth == nil || !errors.As(err, &api) || api.StatusCode != http.StatusUnauthorized {
 		return nil
 	}
-	a.authSeen.rejected()
-	if a.cfg.Auth.HasKey() {
-		return a.authRequired("The model endpoint rejected the API key (HTTP 401)")
+	si.seen.rejected()
+	if si.cfg.Auth.HasKey() {
+		return si.authRequired("The model endpoint rejected the API key (HTTP 401)")
 	}
-	return a.authRequired("The model endpoint needs an API key (HTTP 401) and none is set")
+	return si.authRequired("The model endpoint needs an API key (HTTP 401) and none is set")
 }
 
 // authRequired is -32000 with what the user must do, in one sentence.
-func (a *Agent) authRequired(what string) error {
-	return acp.AuthRequired("%s: sign in (run `crow-acp login` in a terminal, or set %s) and try again.", what, a.cfg.Auth.KeyVariable)
+func (si *signIn) authRequired(what string) error {
+	return acp.AuthRequired("%s: sign in (run `crow-acp login` in a terminal, or set %s) and try again.", what, si.cfg.Auth.KeyVariable)
 }
+
+// signIn is how the user signs in to the model endpoint (auth.go,
+// logout.go): the methods advertised and what the endpoint last said.
+type signIn struct {
+	*core
+	seen authSeen
+}
+
+// authSeen is what the endpoint last said: nothing yet, an answer (the
+// key, or no key, was accepted), or a 401.
+type authSeen struct{ v atomic.Int32 }
+
+const (
+	seenNothing int32 = iota
+	seenAnswer
+	seenRejected
+)
+
+func (s *authSeen) answered() { s.v.Store(seenAnswer) }
+
+func (s *authSeen) rejected() { s.v.Store(seenRejected) }
+
+func (s *authSeen) reset() { s.v.Store(seenNothing) }

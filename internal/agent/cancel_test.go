@@ -219,7 +219,7 @@ func waitTurnEnded(t *testing.T, a *Agent, sessionID string) {
 	t.Helper()
 	deadline := time.Now().Add(hangLimit)
 	for time.Now().Before(deadline) {
-		if a.runningTurn(sessionID) == nil {
+		if a.sessions.runningTurn(sessionID) == nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

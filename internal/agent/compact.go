@@ -26,7 +26,7 @@ type compactOpts struct {
 // runCompaction runs the pipeline on view, applies its plans, tells the
 // client, and returns the new view. ratio scales the budget to the
 // provider's reported counts.
-func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+func (b *builder) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
 	st := m.Settings
 	planned := st
 	if ratio != 1 && st.Window > 0 {
@@ -34,16 +34,16 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 		planned.OutputReserve = int(float64(st.Reserve()) / ratio)
 	}
 	ref := newID("cmp_")
-	a.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
-	if a.capabilities().SupportsCompaction() {
-		a.sendUpdate(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
+	b.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
+	if b.capabilities().SupportsCompaction() {
+		b.sendUpdate(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
 	persistCtx := context.WithoutCancel(ctx)
 	settings := settingsSnapshot(planned, m.Counter.Name(), ref, o.manual, o.focus)
 	x := &compaction.Compactor{
 		Counter:   m.Counter,
 		Settings:  planned,
-		Summarize: a.summarizer(s.ID, m.Model),
+		Summarize: b.summarizer(s.ID, m.Model),
 		Apply: func(ctx context.Context, p *compaction.Plan) ([]persistence.Message, error) {
 			rec := &persistence.Compaction{SessionID: s.ID, Policy: p.Policy, CompactedIDs: p.Compacted, KeptIDs: p.Kept,
 				TokensBefore: p.TokensBefore, TokensAfter: p.TokensAfter,
@@ -51,12 +51,12 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 			for _, added := range p.Added {
 				added.TokenEncoding = m.Counter.Name()
 			}
-			if err := sess.rewrite(func() error { return a.writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
+			if err := sess.rewrite(func() error { return b.writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
 				return nil, storeError("compact", err)
 			}
-			a.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
+			b.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
 				zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter), zap.String("note", p.Note))
-			return a.activeView(persistCtx, sess, m.Counter)
+			return b.activeView(persistCtx, sess, m.Counter)
 		},
 	}
 	// Old images go first, in place: each message keeps its parts (replay
@@ -66,13 +66,13 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 		for i := range p.Messages {
 			msg := p.Messages[i]
 			msg.SessionID, msg.TokenEncoding = s.ID, m.Counter.Name()
-			if err := sess.updateMessage(persistCtx, a.writes(sess), &msg); err != nil {
+			if err := sess.updateMessage(persistCtx, b.writes(sess), &msg); err != nil {
 				return nil, storeError("take old images out of the context", err)
 			}
 		}
-		a.log.Info("old images taken out of the context", zap.String("session", s.ID), zap.Int("images", len(p.Dropped)),
+		b.log.Info("old images taken out of the context", zap.String("session", s.ID), zap.Int("images", len(p.Dropped)),
 			zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter))
-		return a.activeView(persistCtx, sess, m.Counter)
+		return b.activeView(persistCtx, sess, m.Counter)
 	}
 	if o.noModel {
 		x.Summarize = nil
@@ -82,12 +82,12 @@ func (a *Agent) runCompaction(ctx context.Context, sess *session, s *persistence
 	if err != nil {
 		done["error"] = err.Error()
 	}
-	a.record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
-	a.reportCompaction(ctx, sess, s, m, ref, res, ratio, err)
+	b.record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
+	b.reportCompaction(ctx, sess, s, m, ref, res, ratio, err)
 	if err != nil {
 		return nil, err
 	}
-	return a.activeView(ctx, sess, m.Counter)
+	return b.activeView(ctx, sess, m.Counter)
 }
 
 // settingsSnapshot returns the Settings JSON stored with each record.
@@ -108,10 +108,10 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 // summarizer asks the session's model for a summary, without tools and
 // without streaming it to the client.
 // Failures that may pass are retried like a turn's requests.
-func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Summarizer {
+func (b *builder) summarizer(sessionID string, model request.Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
-		res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), sessionID, req, nil)
+		res, _, err := b.streamWithRetry(ctx, b.models.ClientFor(model), sessionID, req, nil)
 		if err != nil {
 			return "", err
 		}
@@ -119,23 +119,17 @@ func (a *Agent) summarizer(sessionID string, model request.Model) compaction.Sum
 	}
 }
 
-func (a *Agent) capabilities() acp.ClientCapabilities {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.clientCaps
-}
-
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.
-func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
+func (b *builder) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
-		if a.capabilities().SupportsCompaction() {
-			a.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
+		if b.capabilities().SupportsCompaction() {
+			b.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
 		}
 		return
 	}
-	caps := a.capabilities()
+	caps := b.capabilities()
 	var text string
 	images := ""
 	if res.Images != nil {
@@ -182,15 +176,15 @@ func (a *Agent) reportCompaction(ctx context.Context, sess *session, s *persiste
 			}
 			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
 		}
-		a.sendUpdate(ctx, sess, u.Update())
+		b.sendUpdate(ctx, sess, u.Update())
 	} else {
 		// Its own message: it must not merge into the reply around it.
-		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
+		b.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
 	if (len(res.Plans) > 0 || res.Images != nil) && m.Settings.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
-		a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
+		b.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
 	}
 }
 
@@ -213,8 +207,8 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
-	m := a.meterFor(s)
+func (b *builder) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
+	m := b.meterFor(s)
 	st := m.Settings
 	check := st.Window > 0 && st.Auto
 	var c compaction.Counter // without the check, the first turn counts
@@ -224,40 +218,40 @@ func (a *Agent) compactOnLoad(ctx context.Context, sess *session, s *persistence
 	}
 	view, counted, err := loadedView(ctx, c, loaded)
 	if err != nil {
-		a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
+		b.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 		return
 	}
 	seed.Seed(view, enc, counted)
 	if !check {
 		return
 	}
-	if _, over := a.overOnLoad(sess, s, m, view); !over {
+	if _, over := b.overOnLoad(sess, s, m, view); !over {
 		return
 	}
-	err = a.leases.briefly(ctx, sess, func(ctx context.Context) {
-		view, err := a.activeView(ctx, sess, m.Counter)
+	err = b.leases.briefly(ctx, sess, func(ctx context.Context) {
+		view, err := b.activeView(ctx, sess, m.Counter)
 		if err != nil {
-			a.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
+			b.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 			return
 		}
-		fixed, over := a.overOnLoad(sess, s, m, view)
+		fixed, over := b.overOnLoad(sess, s, m, view)
 		if !over {
 			return
 		}
-		if _, err := a.runCompaction(ctx, sess, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
-			a.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
+		if _, err := b.runCompaction(ctx, sess, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
+			b.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
 		}
 	})
 	if err != nil {
-		a.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
+		b.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
 	}
 }
 
 // overOnLoad reports whether a loaded session's view is over the
 // compaction threshold (and can be compacted: the fixed head fits).
-func (a *Agent) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
-	fixed = a.fixedTokens(sess, s, m.Counter)
-	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
+func (b *builder) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
+	fixed = b.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, b.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
 	return fixed, used > m.Settings.Trigger() && fixed <= m.Settings.Budget()
 }

@@ -3,11 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -31,7 +29,7 @@ func (m compactedMeta) raw() json.RawMessage {
 // updates: compacted messages are marked in _meta, and a summary appears
 // where the compaction happened, as compaction_update for clients that
 // support it and as a short agent message otherwise.
-func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
+func (l *lifecycle) compactionReplay(ctx context.Context, sessionID string, msgs []persistence.Message) (func(persistence.Message, []acp.SessionUpdate) []acp.SessionUpdate, error) {
 	needed := false
 	for i := range msgs {
 		if !msgs[i].IsActive || msgs[i].Role == persistence.RoleSummary {
@@ -41,7 +39,7 @@ func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []p
 	}
 	bySummary := map[int64]persistence.Compaction{}
 	if needed {
-		list, err := a.store.Compactions(ctx, sessionID)
+		list, err := l.store.Compactions(ctx, sessionID)
 		if err != nil {
 			return nil, storeError("load session", err)
 		}
@@ -51,7 +49,7 @@ func (a *Agent) compactionReplay(ctx context.Context, sessionID string, msgs []p
 			}
 		}
 	}
-	caps := a.capabilities()
+	caps := l.capabilities()
 	compactedRaw := map[int64]json.RawMessage{}
 	return func(m persistence.Message, ups []acp.SessionUpdate) []acp.SessionUpdate {
 		if compaction.IsPruneMarker(&m) {
@@ -114,35 +112,4 @@ func policyOf(m persistence.Message) string {
 		return meta.Crow.Policy
 	}
 	return "summary"
-}
-
-// compactCommand is /compact [focus]: summarise all but the most recent
-// messages now, optionally focused on what the user names.
-var compactCommand = slashCommand{
-	name:        "compact",
-	description: "Summarise the older part of the conversation to free context (the originals are kept and can be expanded again)",
-	hint:        "optional focus for the summary",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		m := a.meterFor(s)
-		view, err := a.activeView(ctx, sess, m.Counter)
-		if err != nil {
-			return "", storeError("compact", err)
-		}
-		fixed := a.fixedTokens(sess, s, m.Counter)
-		_, ratio := sess.measure(request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view), fixed)
-		_, err = a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
-		switch {
-		case ctx.Err() != nil:
-			return acp.StopCancelled, nil
-		case err == nil:
-			sess.mu.Lock()
-			sess.budget.failures = 0 // a successful manual compaction resets the breaker
-			sess.mu.Unlock()
-			return acp.StopEndTurn, nil
-		case errors.Is(err, compaction.ErrNothingToCompact), errors.Is(err, compaction.ErrStalled):
-			return acp.StopEndTurn, nil // the client was told why
-		default:
-			return "", err
-		}
-	},
 }

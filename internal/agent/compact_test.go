@@ -97,10 +97,10 @@ func TestFixedPartIsSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := a.fixedTokens(a.session(s.ID), s, c); n > 2500 {
+		if n := a.build.fixedTokens(a.sessions.get(s.ID), s, c); n > 2500 {
 			t.Errorf("%s: system prompt and tool schemas take %d tokens, over 2,500", enc, n)
 		} else {
-			t.Logf("%s: fixed part %d tokens (%d tools)", enc, n, len(a.toolDefinitions(a.session(s.ID), s)))
+			t.Logf("%s: fixed part %d tokens (%d tools)", enc, n, len(a.turns.toolDefinitions(a.sessions.get(s.ID), s)))
 		}
 	}
 }

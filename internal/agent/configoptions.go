@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
+	"go.uber.org/zap"
 )
 
 // A config option is a per-session setting the client shows as a selector
@@ -19,9 +18,9 @@ import (
 type configOption struct {
 	id, name, description, category string
 	// values lists the choices, in display order.
-	values func(a *Agent) []acp.SessionConfigSelectOption
+	values func(a *core) []acp.SessionConfigSelectOption
 	// current is the session's value.
-	current func(a *Agent, m sessionMeta) string
+	current func(a *core, m sessionMeta) string
 	// set applies value (already checked against values) to the session
 	// and persists it.
 	set func(ctx context.Context, a *Agent, sess *session, value string) error
@@ -34,8 +33,8 @@ const (
 )
 
 // configOptionList is every option, in priority order. The mode selector
-// is kept in step with session/set_mode and current_mode_update (mode.go).
-func (a *Agent) configOptionList() []configOption {
+// is kept in step with session/set_mode and current_mode_update (modes.go).
+func (l *lifecycle) configOptionList() []configOption {
 	return []configOption{modelOption, modeOption}
 }
 
@@ -44,7 +43,7 @@ var modelOption = configOption{
 	name:        "Model",
 	description: "The model that answers in this session",
 	category:    "model",
-	values: func(a *Agent) []acp.SessionConfigSelectOption {
+	values: func(a *core) []acp.SessionConfigSelectOption {
 		out := make([]acp.SessionConfigSelectOption, 0, len(a.cfg.Models))
 		for _, m := range a.cfg.Models {
 			// The window in use: discovered or learned from the endpoint
@@ -54,7 +53,7 @@ var modelOption = configOption{
 		}
 		return out
 	},
-	current: func(a *Agent, m sessionMeta) string { return a.models.Named(m.Model).Name },
+	current: func(a *core, m sessionMeta) string { return a.models.Named(m.Model).Name },
 	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
 		_, err := a.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Model = value })
 		return err
@@ -93,8 +92,8 @@ func tokens(n int) string {
 }
 
 // configOptions is the wire form of every option with the session's values.
-func (a *Agent) configOptions(m sessionMeta) []acp.SessionConfigOption {
-	opts := a.configOptionList()
+func (l *lifecycle) configOptions(m sessionMeta) []acp.SessionConfigOption {
+	opts := l.configOptionList()
 	out := make([]acp.SessionConfigOption, 0, len(opts))
 	for _, o := range opts {
 		out = append(out, acp.SessionConfigOption{
@@ -103,59 +102,45 @@ func (a *Agent) configOptions(m sessionMeta) []acp.SessionConfigOption {
 			Description:  o.description,
 			Category:     o.category,
 			Type:         "select",
-			CurrentValue: o.current(a, m),
-			Options:      o.values(a),
+			CurrentValue: o.current(l.core, m),
+			Options:      o.values(l.core),
 		})
 	}
 	return out
 }
 
-// SetSessionConfigOption changes one option, persists it with the session
-// and answers with the full list.
-func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionConfigOptionRequest) (*acp.SetSessionConfigOptionResponse, error) {
-	var opt *configOption
-	for _, o := range a.configOptionList() {
-		if o.id == req.ConfigID {
-			opt = &o
-			break
+// modeOption mirrors the mode as a config option (category "mode"), kept in
+// step with session/set_mode and current_mode_update.
+var modeOption = configOption{
+	id:          configMode,
+	name:        "Mode",
+	description: "What needs your permission",
+	category:    "mode",
+	values: func(*core) []acp.SessionConfigSelectOption {
+		out := make([]acp.SessionConfigSelectOption, len(sessionModes))
+		for i, m := range sessionModes {
+			out[i] = acp.SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description}
 		}
+		return out
+	},
+	current: func(_ *core, m sessionMeta) string { return currentMode(m) },
+	set: func(ctx context.Context, a *Agent, sess *session, value string) error {
+		return a.lifecycle.setMode(ctx, sess, value)
+	},
+}
+
+// setMode persists mode for the session and sends current_mode_update. It
+// is the one place modes change (config options mirror it).
+func (l *lifecycle) setMode(ctx context.Context, sess *session, mode string) error {
+	sessionID := sess.id
+	_, err := l.updateMeta(ctx, sess, func(_ *persistence.Session, m *sessionMeta) { m.Mode = mode })
+	if errors.Is(err, persistence.ErrNotFound) {
+		return unknownSession(sessionID)
 	}
-	if opt == nil {
-		return nil, acp.InvalidParams("Unknown config option %q: the session's configOptions list the ids it accepts.", req.ConfigID)
-	}
-	value, err := req.StringValue()
 	if err != nil {
-		return nil, err
+		return storeError("set mode", err)
 	}
-	valid := false
-	for _, v := range opt.values(a) {
-		valid = valid || v.Value == value
-	}
-	if !valid {
-		return nil, acp.InvalidParams("Config option %q has no value %q; pick one of its listed values.", req.ConfigID, value)
-	}
-	persistCtx := context.WithoutCancel(ctx)
-	sess := a.session(req.SessionID)
-	err = opt.set(persistCtx, a, sess, value)
-	var s *persistence.Session
-	if err == nil {
-		s, err = a.store.GetSession(persistCtx, req.SessionID)
-	}
-	var acpErr *acp.Error
-	switch {
-	case errors.As(err, &acpErr):
-		return nil, err
-	case errors.Is(err, persistence.ErrNotFound):
-		return nil, unknownSession(req.SessionID)
-	case err != nil:
-		return nil, storeError("set config option", err)
-	}
-	if opt.id == configModel {
-		// The context meter's window changes with the model.
-		if u := a.lastUsage(s); u != nil {
-			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: u}) })
-		}
-	}
-	a.log.Info("config option set", zap.String("session", s.ID), zap.String("option", opt.id), zap.String("value", value))
-	return &acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(decodeMeta(s.Metadata))}, nil
+	l.log.Info("session mode set", zap.String("session", sessionID), zap.String("mode", mode))
+	l.sendUpdate(ctx, sess, acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: mode}})
+	return nil
 }

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -148,4 +150,25 @@ func withoutImages(msgs []provider.Message) []provider.Message {
 		}
 	}
 	return msgs
+}
+
+// countTokens stores the message's token count with it, so that the next
+// request's context needs no recount (and no write to cache one). The
+// stored row keeps the encoding it was first written with; a reply is
+// always counted with the one counter of its turn.
+func countTokens(c compaction.Counter, m *persistence.Message) {
+	if c != nil {
+		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), c.Name()
+	}
+}
+
+// countTokensContext is countTokens that gives up when ctx is done,
+// leaving the message uncounted.
+func countTokensContext(ctx context.Context, c compaction.Counter, m *persistence.Message) {
+	if c == nil {
+		return
+	}
+	if n, err := compaction.MessageTokensContext(ctx, c, m); err == nil {
+		m.TokenCount, m.TokenEncoding = n, c.Name()
+	}
 }

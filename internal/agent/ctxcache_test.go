@@ -22,12 +22,12 @@ import (
 func checkView(t *testing.T, a *Agent, sid, when string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := a.leases.hold(ctx, a.session(sid), nil); err != nil {
+	if err := a.leases.hold(ctx, a.sessions.get(sid), nil); err != nil {
 		t.Fatal(err)
 	}
-	defer a.leases.release(ctx, a.session(sid))
+	defer a.leases.release(ctx, a.sessions.get(sid))
 	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
-	got, err := a.activeView(ctx, a.session(sid), c)
+	got, err := a.build.activeView(ctx, a.sessions.get(sid), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,17 +70,17 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 
 	edit := func(p *leaseProc, what string) {
 		t.Helper()
-		if err := p.a.leases.hold(ctx, p.a.session(sid), nil); err != nil {
+		if err := p.a.leases.hold(ctx, p.a.sessions.get(sid), nil); err != nil {
 			t.Fatal(err)
 		}
-		defer p.a.leases.release(ctx, p.a.session(sid))
+		defer p.a.leases.release(ctx, p.a.sessions.get(sid))
 		msgs, err := p.a.store.Messages(ctx, sid, persistence.MessageFilter{ActiveOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		old := msgs[1] // an early reply, long read into the kept view
 		old.Content = what
-		if err := p.a.session(sid).updateMessage(ctx, p.a.writes(p.a.session(sid)), &old); err != nil {
+		if err := p.a.sessions.get(sid).updateMessage(ctx, p.a.writes(p.a.sessions.get(sid)), &old); err != nil {
 			t.Fatal(err)
 		}
 	}

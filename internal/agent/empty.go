@@ -88,8 +88,8 @@ func ListShown(ctx context.Context, store SessionStore, opts persistence.ListSes
 
 // sweepEmpty deletes the empty sessions older than the TTL that no live
 // process holds. Failures only cost a later retry.
-func (a *Agent) sweepEmpty(ctx context.Context, empty []persistence.Session) {
-	ttl := a.cfg.EmptySessionTTL
+func (l *lifecycle) sweepEmpty(ctx context.Context, empty []persistence.Session) {
+	ttl := l.cfg.EmptySessionTTL
 	if ttl == 0 {
 		ttl = DefaultEmptySessionTTL
 	}
@@ -97,20 +97,20 @@ func (a *Agent) sweepEmpty(ctx context.Context, empty []persistence.Session) {
 		return
 	}
 	for _, s := range empty {
-		if time.Since(s.UpdatedAt) < ttl || a.isOpened(s.ID) {
+		if time.Since(s.UpdatedAt) < ttl || l.sessions.isOpened(s.ID) {
 			continue
 		}
-		l, err := a.store.GetLease(ctx, s.ID)
-		if err == nil && time.Now().Before(l.ExpiresAt) {
+		lease, err := l.store.GetLease(ctx, s.ID)
+		if err == nil && time.Now().Before(lease.ExpiresAt) {
 			continue // busy in another process
 		}
 		if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 			continue
 		}
-		if err := a.deleteStored(ctx, s.ID); err != nil {
-			a.log.Warn("delete empty session", zap.String("session", s.ID), zap.Error(err))
+		if err := l.deleteStored(ctx, s.ID); err != nil {
+			l.log.Warn("delete empty session", zap.String("session", s.ID), zap.Error(err))
 			continue
 		}
-		a.log.Info("empty session deleted", zap.String("session", s.ID), zap.Time("updated", s.UpdatedAt))
+		l.log.Info("empty session deleted", zap.String("session", s.ID), zap.Time("updated", s.UpdatedAt))
 	}
 }

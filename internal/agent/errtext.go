@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -125,5 +129,53 @@ func overflow(m request.Meter, used int, why string) error {
 	e := acp.InternalError("%s", sentence(fmt.Sprintf("The context window is full: the next model request needs %d tokens and %s has %d with %d reserved for the reply; %s",
 		used, m.Model.Name, m.Settings.Window, m.Settings.Reserve(), why)))
 	e.Data = map[string]any{"reason": "context_window_exceeded", "tokens": used, "window": m.Settings.Window}
+	return e
+}
+
+// NewConnectionID returns a fresh connection id.
+func NewConnectionID() string { return newID("conn_") }
+
+// newID returns a random identifier with a prefix. Identity never comes from
+// a clock.
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// storeError maps a persistence error to the wire: one sentence naming the
+// step that could not be saved or read and what to do.
+func storeError(op string, err error) error {
+	var acpErr *acp.Error
+	switch {
+	case errors.As(err, &acpErr):
+		return err
+	case errors.Is(err, persistence.ErrNotFound):
+		return acp.ResourceNotFound("%s", sentence(fmt.Sprintf("Could not %s: %s", op, detail(err.Error()))))
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, persistence.ErrLeaseLost):
+		return leaseLostError(op)
+	case errors.Is(err, persistence.ErrStorageFull):
+		e := acp.InternalError("Could not %s: the session database is full (%s); free space on its disk and try again, nothing was saved for this step.", op, detail(err.Error()))
+		e.Data = map[string]any{"storage": "full"}
+		return e
+	case errors.Is(err, persistence.ErrStorageReadOnly):
+		e := acp.InternalError("Could not %s: the session database is read-only (%s); check the permissions of the file and its directory, nothing was saved for this step.", op, detail(err.Error()))
+		e.Data = map[string]any{"storage": "read-only"}
+		return e
+	default:
+		return acp.InternalError("Could not %s: the session database failed (%s); try again, and see the log if it persists.", op, detail(err.Error()))
+	}
+}
+
+// leaseLostError is what a write (or a turn) answers once this process
+// lost the session's lease.
+func leaseLostError(op string) error {
+	e := acp.InternalError("Could not %s: this process lost the session's lock (no heartbeat for the lease TTL, e.g. the computer slept, so another crow-acp process may have taken the session over); "+
+		"the turn was stopped and nothing more of it was saved: load the session again to see its current state.", op)
+	e.Data = map[string]any{"lease": "lost"}
 	return e
 }

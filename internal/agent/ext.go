@@ -10,6 +10,7 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -40,7 +41,7 @@ var extMethods = map[string]extHandler{
 func (a *Agent) extMeta() acp.Meta {
 	names := make([]string, 0, len(extMethods))
 	for n := range extMethods {
-		if a.undoing() || (n != "_crow/undo" && n != "_crow/redo" && n != "_crow/prompts") {
+		if a.undo.undoing() || (n != "_crow/undo" && n != "_crow/redo" && n != "_crow/prompts") {
 			names = append(names, n)
 		}
 	}
@@ -81,21 +82,6 @@ type sessionParams struct {
 type compactionParams struct {
 	SessionID    string `json:"sessionId"`
 	CompactionID int64  `json:"compactionId"`
-}
-
-// extSession loads the session named in params.
-func (a *Agent) extSession(ctx context.Context, id string) (*persistence.Session, error) {
-	if id == "" {
-		return nil, acp.MissingParam("sessionId", "pass the id that session/new or session/load returned")
-	}
-	s, err := a.store.GetSession(ctx, id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, unknownSession(id)
-	}
-	if err != nil {
-		return nil, storeError("session", err)
-	}
-	return s, nil
 }
 
 // compactionInfo is a compaction record on the wire.
@@ -236,7 +222,7 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 		case op == "collapse" && !c.Expanded:
 			return nil, acp.InvalidRequest("Cannot collapse compaction %d: it is not expanded.", c.ID)
 		}
-		sess := a.session(p.SessionID)
+		sess := a.sessions.get(p.SessionID)
 		if sess.runningTurn() != nil {
 			return nil, acp.InvalidRequest("A prompt is running in session %s: %s the compaction when it ends.", p.SessionID, op)
 		}
@@ -320,14 +306,14 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 	if err != nil {
 		return nil, err
 	}
-	sess := a.session(s.ID)
+	sess := a.sessions.get(s.ID)
 	m := a.meterFor(s)
-	view, err := a.activeView(ctx, sess, m.Counter)
+	view, err := a.build.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.Counter)
-	entries := request.ContextMessages(m.Counter, a.systemPrompt(sess, s), view)
+	fixed := a.build.fixedTokens(sess, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.build.systemPrompt(sess, s), view)
 	used, _ := sess.measure(entries, fixed)
 	st := m.Settings
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
@@ -341,8 +327,86 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 		r.Messages = append(r.Messages, contextMessage{Role: e.Msg.Role, Content: e.Msg.Content, ToolCalls: e.Msg.ToolCalls,
 			ToolCallID: e.Msg.ToolCallID, Tokens: tokens, MessageID: e.MessageID})
 	}
-	for _, t := range a.toolDefinitions(sess, s) {
+	for _, t := range a.turns.toolDefinitions(sess, s) {
 		r.Tools = append(r.Tools, t.Name)
 	}
 	return r, nil
+}
+
+// undoParams are _crow/undo's and _crow/redo's.
+type undoParams struct {
+	SessionID string `json:"sessionId"`
+	To        int    `json:"to,omitempty"` // prompt number; 0: the last prompt
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+}
+
+// promptInfo is a prompt on the wire.
+type promptInfo struct {
+	Number int    `json:"number"`
+	Text   string `json:"text"`
+}
+
+// _crow/prompts {sessionId} → {prompts: [{number, text}]}: the prompts the
+// conversation shows, the numbers _crow/undo's "to" takes.
+func extPrompts(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[sessionParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.extSession(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	src, ok := a.cfg.Checkpoints.(checkpoint.PromptSource)
+	if !ok {
+		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
+	}
+	ps, err := checkpoint.Prompts(ctx, src, p.SessionID)
+	if err != nil {
+		return nil, storeError("list prompts", err)
+	}
+	out := []promptInfo{}
+	for _, pr := range ps {
+		if !pr.Undone {
+			out = append(out, promptInfo{Number: pr.Number, Text: pr.Text})
+		}
+	}
+	return map[string]any{"prompts": out}, nil
+}
+
+// _crow/undo {sessionId, to?, dryRun?, force?} → {report, prompt, pending}:
+// what /undo (to: /rewind N) does, for a client's button.
+func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To < 0 {
+		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
+	}
+	return a.undo.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
+		res, err := a.undo.revert(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(res.report), "prompt": promptInfo{Number: res.prompt.Number, Text: res.prompt.Text}}, nil
+	})
+}
+
+// _crow/redo {sessionId, dryRun?, force?} → {report, pending}.
+func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
+	p, err := decodeExt[undoParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.To != 0 {
+		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
+	}
+	return a.undo.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
+		rep, err := a.undo.redo(ctx, sess, s, p.DryRun, p.Force)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"report": reportOf(rep)}, nil
+	})
 }

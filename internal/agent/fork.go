@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,12 +26,6 @@ import (
 // that lease already and has stored nothing of its own: its fork ends at
 // the last finished turn.
 
-// forkOrigin, kept in a fork's metadata, is where it came from.
-type forkOrigin struct {
-	SessionID string    `json:"sessionId"`
-	At        time.Time `json:"at"`
-}
-
 // ForkedFrom is the session s was forked from and when, for listings;
 // ok is false for a session that is not a fork.
 func ForkedFrom(s *persistence.Session) (sessionID string, at time.Time, ok bool) {
@@ -49,58 +42,9 @@ func ForkedFrom(s *persistence.Session) (sessionID string, at time.Time, ok bool
 // fork is neither advertised nor offered as a command). It is found
 // beneath the context cache's wrapper: a fork writes a new session, of
 // which nothing is cached.
-func (a *Agent) forker() persistence.Forker {
-	f, _ := a.store.(persistence.Forker)
+func (l *lifecycle) forker() persistence.Forker {
+	f, _ := l.store.(persistence.Forker)
 	return f
-}
-
-// ForkSession answers session/fork. The client opens the fork with the
-// response: its history is not replayed (the client has it from the
-// source, as with claude-agent-acp and codex-acp); session/load on the new
-// id replays it.
-func (a *Agent) ForkSession(ctx context.Context, req *acp.ForkSessionRequest) (*acp.ForkSessionResponse, error) {
-	sp, err := parseClientPrompt(req.SystemPrompt)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := a.store.GetSession(ctx, req.SessionID); errors.Is(err, persistence.ErrNotFound) {
-		return nil, unknownSession(req.SessionID)
-	} else if err != nil {
-		return nil, storeError("fork session", err)
-	}
-	src := a.session(req.SessionID)
-	running, err := turnRunning(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	if running {
-		return nil, acp.InvalidRequest("A prompt is running in session %s: wait for it to end (or send session/cancel), then fork it; a fork copies finished turns only.", req.SessionID)
-	}
-	err = a.leases.hold(ctx, src, nil)
-	if errors.Is(err, errHeldHere) {
-		return nil, acp.InvalidRequest("Session %s is being written in this process (a compaction after it was opened): fork it again in a moment.", req.SessionID)
-	}
-	if err != nil {
-		return nil, storeError("fork session", err) // another process's turn: its -32600 as it is
-	}
-	defer a.leases.release(ctx, src)
-	fork, _, err := a.forkFrom(ctx, src, func(s *persistence.Session, m *sessionMeta) {
-		s.Cwd = req.Cwd
-		m.McpServers = maskServers(req.McpServers)
-		m.AdditionalDirectories = req.AdditionalDirectories
-		if sp != nil {
-			m.SystemPrompt = sp
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	forked := a.session(fork.ID)
-	forked.markOpened()
-	a.connectMCP(forked, req.McpServers) // in the background, as for session/new
-	a.afterOpen(ctx, forked, fork)
-	meta := decodeMeta(fork.Metadata)
-	return &acp.ForkSessionResponse{SessionID: fork.ID, Modes: modeState(meta.Mode), ConfigOptions: a.configOptions(meta)}, nil
 }
 
 // turnRunning reports whether a turn of the session is still at work. A
@@ -131,13 +75,13 @@ func turnRunning(ctx context.Context, sess *session) (bool, error) {
 // source's cwd, title and metadata, except its cost (the source's spending
 // stays the source's), a child's link to its subagent parent (and the
 // subagent instructions) and what adjust changes.
-func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
+func (l *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, persistence.ForkStats, error) {
 	srcID := from.id
-	f, _ := a.writes(from).(persistence.Forker)
+	f, _ := l.writes(from).(persistence.Forker)
 	if f == nil {
 		return nil, persistence.ForkStats{}, acp.InternalError("This session store cannot copy sessions, so forking is not available.")
 	}
-	src, err := a.store.GetSession(ctx, srcID)
+	src, err := l.store.GetSession(ctx, srcID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, persistence.ForkStats{}, unknownSession(srcID)
 	}
@@ -158,7 +102,7 @@ func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *pers
 	if adjust != nil {
 		adjust(fork, &m)
 	}
-	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: a.cfg.Now().UTC().Truncate(time.Millisecond)}
+	m.ForkedFrom = &forkOrigin{SessionID: src.ID, At: l.cfg.Now().UTC().Truncate(time.Millisecond)}
 	fork.Metadata = encodeMeta(m)
 	st, err := f.ForkSession(context.WithoutCancel(ctx), src.ID, fork)
 	if errors.Is(err, persistence.ErrNotFound) {
@@ -167,35 +111,15 @@ func (a *Agent) forkFrom(ctx context.Context, from *session, adjust func(s *pers
 	if err != nil {
 		return nil, st, storeError("fork session", err)
 	}
-	a.log.Info("session forked", zap.String("session", fork.ID), zap.String("from", src.ID),
+	l.log.Info("session forked", zap.String("session", fork.ID), zap.String("from", src.ID),
 		zap.Int("messages", st.Messages), zap.Int64("lastSeq", st.LastSeq))
 	return fork, st, nil
 }
 
-// forkCommand is /fork, for clients without a fork button: the session is
-// copied as it stands (its finished turns) and the user told the new id.
-var forkCommand = slashCommand{
-	name:        "fork",
-	description: "Copy this conversation into a new session (history, mode, model and settings) to try another way there; this one goes on unchanged",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, _ string) (acp.StopReason, error) {
-		fork, st, err := a.forkFrom(ctx, sess, nil)
-		if err != nil {
-			return "", err
-		}
-		// The frame log has the command in the source's stream; the
-		// fork's starts, as after session/fork, with its creation.
-		a.record(ctx, fork.ID, persistence.EventSessionCreated, map[string]any{"forkedFrom": s.ID, "via": "/fork"})
-		text := fmt.Sprintf("[Forked into session %s (%d messages copied). Open it from your editor's session history, "+
-			"or read it with `crow-acp sessions show %s`. This session goes on unchanged.]\n\n", fork.ID, st.Messages, fork.ID)
-		a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock(text)}})
-		return acp.StopEndTurn, nil
-	},
-}
-
 // forkCapability is sessionCapabilities.fork: advertised only when the
 // store can copy sessions.
-func (a *Agent) forkCapability() *acp.Marker {
-	if a.forker() == nil {
+func (l *lifecycle) forkCapability() *acp.Marker {
+	if l.forker() == nil {
 		return nil
 	}
 	return &acp.Marker{}

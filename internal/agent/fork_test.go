@@ -31,7 +31,7 @@ func TestForkCopiesSettings(t *testing.T) {
 	if _, err := a.Prompt(ctx, &acp.PromptRequest{SessionID: src.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.updateMeta(ctx, a.session(src.SessionID), func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := a.updateMeta(ctx, a.sessions.get(src.SessionID), func(_ *persistence.Session, m *sessionMeta) {
 		m.Mode, m.Cost, m.Instructions = ModePlan, map[string]float64{"USD": 1.5}, []string{"pkg/AGENTS.md"}
 	}); err != nil {
 		t.Fatal(err)

@@ -43,17 +43,6 @@ type leases struct {
 	done    chan struct{}
 }
 
-// heldLease is one lease this agent holds (in its session, under
-// session.mu).
-type heldLease struct {
-	taken time.Time
-	fence persistence.Fence
-	lost  func(error) // aborts what holds it; nil: nothing to abort
-	// gone: the heartbeat found the lease lost. The fence stays until the
-	// holder releases it, so what the holder still writes is refused.
-	gone bool
-}
-
 func newLeases(store LeaseStore, owner string, ttl time.Duration, log *zap.Logger) *leases {
 	host, _ := os.Hostname()
 	return &leases{store: store, owner: owner, ttl: ttl, host: host, log: log,
@@ -63,27 +52,6 @@ func newLeases(store LeaseStore, owner string, ttl time.Duration, log *zap.Logge
 // errHeldHere is hold's answer when this agent already holds the session
 // (its turn is running).
 var errHeldHere = errors.New("the session's lease is already held in this process")
-
-// holdsLease reports whether this process holds the session's lease.
-func (sess *session) holdsLease() bool {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.lease != nil && !sess.lease.gone
-}
-
-// writes is the store the session's writes go to: while this process holds
-// (or held and lost, until it releases) the session's lease, every write is
-// fenced by it, so that once the lease is lost the store refuses them. The
-// fence is passed explicitly, like the frame log's origin, never in a context.
-func (a *Agent) writes(sess *session) Store {
-	sess.mu.Lock()
-	h := sess.lease
-	sess.mu.Unlock()
-	if h == nil {
-		return a.store
-	}
-	return a.store.WithFence(h.fence)
-}
 
 // hold takes the session's lease and keeps it, with its fence, in the
 // session: every write made through Agent.writes is refused once the lease
@@ -182,15 +150,6 @@ type leasedError struct{ err *acp.Error }
 
 func (e *leasedError) Error() string { return e.err.Error() }
 func (e *leasedError) Unwrap() error { return e.err }
-
-// leaseLostError is what a write (or a turn) answers once this process
-// lost the session's lease.
-func leaseLostError(op string) error {
-	e := acp.InternalError("Could not %s: this process lost the session's lock (no heartbeat for the lease TTL, e.g. the computer slept, so another crow-acp process may have taken the session over); "+
-		"the turn was stopped and nothing more of it was saved: load the session again to see its current state.", op)
-	e.Data = map[string]any{"lease": "lost"}
-	return e
-}
 
 func (l *leases) lease(sessionID string) *persistence.Lease {
 	return &persistence.Lease{SessionID: sessionID, Owner: l.owner, PID: os.Getpid(), Host: l.host}

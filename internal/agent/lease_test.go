@@ -391,7 +391,7 @@ func TestLeaseFenceOutlivesLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := sess.SessionID
-	st := a.a.session(sid)
+	st := a.a.sessions.get(sid)
 	lost := make(chan error, 1)
 	if err := a.a.leases.hold(ctx, st, func(err error) { lost <- err }); err != nil {
 		t.Fatal(err)
@@ -406,10 +406,10 @@ func TestLeaseFenceOutlivesLoss(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the heartbeat did not report the lease lost")
 	}
-	if err := b.a.leases.hold(ctx, b.a.session(sid), nil); err != nil {
+	if err := b.a.leases.hold(ctx, b.a.sessions.get(sid), nil); err != nil {
 		t.Fatalf("the other process cannot take the expired lease: %v", err)
 	}
-	defer b.a.leases.release(ctx, b.a.session(sid))
+	defer b.a.leases.release(ctx, b.a.sessions.get(sid))
 	err = a.a.writes(st).AppendMessages(ctx, sid, &persistence.Message{Role: persistence.RoleUser, Content: "late", Status: persistence.StatusComplete})
 	if !errors.Is(err, persistence.ErrLeaseLost) {
 		t.Fatalf("a write after the loss = %v, want ErrLeaseLost", err)

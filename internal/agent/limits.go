@@ -2,31 +2,17 @@ package agent
 
 import (
 	"errors"
-	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
-// Defaults of the limits in Config.
-const (
-	// DefaultMaxPromptBytes admits a prompt with a few large files embedded
-	// (1 MiB of text is about 250k tokens, beyond most context windows).
-	DefaultMaxPromptBytes = 1 << 20
-	// DefaultMaxConcurrentTurns bounds the sessions running a prompt at
-	// once on one connection.
-	DefaultMaxConcurrentTurns = 8
-	// DefaultCancelGrace keeps the answer to session/cancel well inside a
-	// second even when the turn is stuck in a call that ignores it.
-	DefaultCancelGrace = 300 * time.Millisecond
-)
-
 // checkPromptSize refuses a prompt larger than the configured caps, before
 // anything is stored or sent to the model: its images by their own limits
 // (imagecheck.CheckPrompt: strict base64, the MIME type against the bytes,
 // each image and all of them), the rest by limits.prompt_bytes.
-func (a *Agent) checkPromptSize(parts []persistence.Part) error {
+func (b *builder) checkPromptSize(parts []persistence.Part) error {
 	var images []imagecheck.Input
 	n := 0
 	for _, p := range parts {
@@ -37,10 +23,10 @@ func (a *Agent) checkPromptSize(parts []persistence.Part) error {
 		}
 		n += len(p.Text) + len(p.Data) + len(p.URI) + len(p.Name)
 	}
-	if _, err := imagecheck.CheckPrompt(images, a.cfg.Images); err != nil {
+	if _, err := imagecheck.CheckPrompt(images, b.cfg.Images); err != nil {
 		return imageError(err)
 	}
-	if limit := a.cfg.MaxPromptBytes; n > limit {
+	if limit := b.cfg.MaxPromptBytes; n > limit {
 		e := acp.InvalidParams("The prompt is too large: %d bytes, the limit is %d (setting limits.prompt_bytes, env CROW_MAX_PROMPT_BYTES); nothing was stored.", n, limit)
 		e.Data = map[string]any{"limit": limit, "size": n}
 		return e
@@ -59,23 +45,9 @@ func imageError(err error) error {
 	return e
 }
 
-// runningTurnsLocked counts the turns still working (not those only waiting
-// to write their answer). a.mu must be held.
-func (a *Agent) runningTurnsLocked() int {
-	n := 0
-	for _, sess := range a.sessions {
-		sess.mu.Lock()
-		if t := sess.turn; t != nil && !t.answered {
-			n++
-		}
-		sess.mu.Unlock()
-	}
-	return n
-}
-
 // tooManyTurns is the error for a prompt over the concurrency cap.
-func (a *Agent) tooManyTurns() error {
-	limit := a.cfg.MaxConcurrentTurns
+func (tr *turns) tooManyTurns() error {
+	limit := tr.cfg.MaxConcurrentTurns
 	e := acp.InvalidRequest("Too many sessions are running a prompt: the limit is %d at once (setting limits.active_sessions, env CROW_MAX_CONCURRENT_SESSIONS); wait for one to finish or cancel it.", limit)
 	e.Data = map[string]any{"limit": limit}
 	return e

@@ -87,6 +87,6 @@ func TestToolResultLimitFollowsTheWindow(t *testing.T) {
 
 // agentWithModels is an agent of cfg with nothing but its models: enough
 // for the limits, which only read the session's model.
-func agentWithModels(cfg Config) *Agent {
-	return &Agent{cfg: cfg, models: request.NewModels(cfg.Models, cfg.Model, nil, nil, nil, zap.NewNop())}
+func agentWithModels(cfg Config) *core {
+	return &core{cfg: cfg, models: request.NewModels(cfg.Models, cfg.Model, nil, nil, nil, zap.NewNop())}
 }

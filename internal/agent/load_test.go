@@ -192,7 +192,7 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.prompt(t, sid, "a turn in the other process")
-	if err := b.a.leases.hold(ctx, b.a.session(sid), nil); err != nil {
+	if err := b.a.leases.hold(ctx, b.a.sessions.get(sid), nil); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := b.a.store.Messages(ctx, sid, persistence.MessageFilter{ActiveOnly: true})
@@ -201,10 +201,10 @@ func TestLoadSeedSeesOtherProcess(t *testing.T) {
 	}
 	old := msgs[1] // the first reply, in the load's read
 	old.Content = "edited by the other process"
-	if err := b.a.writes(b.a.session(sid)).UpdateMessage(ctx, &old); err != nil {
+	if err := b.a.writes(b.a.sessions.get(sid)).UpdateMessage(ctx, &old); err != nil {
 		t.Fatal(err)
 	}
-	b.a.leases.release(ctx, b.a.session(sid))
+	b.a.leases.release(ctx, b.a.sessions.get(sid))
 
 	a.prompt(t, sid, "back here")
 	r := m.Requests()

@@ -90,12 +90,12 @@ func storedRequestTokens(t testing.TB, a *Agent, sessionID string) int {
 		t.Fatal(err)
 	}
 	mt := a.meterFor(sess)
-	view, err := a.activeView(ctx, a.session(sessionID), mt.Counter)
+	view, err := a.build.activeView(ctx, a.sessions.get(sessionID), mt.Counter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := a.fixedTokens(a.session(sessionID), sess, mt.Counter)
-	for _, e := range request.ContextMessages(mt.Counter, a.systemPrompt(a.session(sessionID), sess), view)[1:] {
+	used := a.build.fixedTokens(a.sessions.get(sessionID), sess, mt.Counter)
+	for _, e := range request.ContextMessages(mt.Counter, a.build.systemPrompt(a.sessions.get(sessionID), sess), view)[1:] {
 		used += e.Tokens
 	}
 	return used

@@ -51,7 +51,7 @@ func TestLogoutAndAuthStatus(t *testing.T) {
 	ctx := context.Background()
 	keys := &fakeKeys{stored: "sk-stored"}
 	a, _, m := newTestAgent(t, Config{Model: "m", Auth: keys.auth()}, fakemodel.Reply{Text: "ok"}, fakemodel.Reply{Status: 401})
-	caps := a.authCapabilities()
+	caps := a.auth.authCapabilities()
 	if caps == nil || caps.Logout == nil || caps.Status == nil {
 		t.Fatalf("auth capabilities %+v", caps)
 	}
@@ -94,7 +94,7 @@ func TestLogoutAndAuthStatus(t *testing.T) {
 
 	// Without auth configured neither method is offered.
 	b, _, _ := newTestAgent(t, Config{Model: "m"})
-	if b.authCapabilities() != nil {
+	if b.auth.authCapabilities() != nil {
 		t.Fatal("auth capabilities without auth")
 	}
 	wantCode(t, mustFail(b.Logout(ctx, &acp.LogoutRequest{})), acp.CodeMethodNotFound)

@@ -8,22 +8,22 @@ import (
 
 // connectMCP (re)connects the session's MCP servers in the background,
 // closing any it had in this process.
-func (a *Agent) connectMCP(sess *session, servers []acp.McpServer) {
+func (tr *turns) connectMCP(sess *session, servers []acp.McpServer) {
 	var set *tool.MCPSet
 	if len(servers) > 0 {
-		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: a.cfg.Version, Timeout: a.cfg.MCPConnectTimeout,
-			CallTimeout: a.cfg.MCPCallTimeout, Log: a.log, Env: a.cfg.ChildEnv, Trusted: a.cfg.TrustedMCPServers,
-			URLElicitation: a.capabilities().ElicitsURL()})
+		set = tool.ConnectMCP(servers, tool.MCPOptions{Version: tr.cfg.Version, Timeout: tr.cfg.MCPConnectTimeout,
+			CallTimeout: tr.cfg.MCPCallTimeout, Log: tr.log, Env: tr.cfg.ChildEnv, Trusted: tr.cfg.TrustedMCPServers,
+			URLElicitation: tr.capabilities().ElicitsURL()})
 	}
 	sess.mu.Lock()
 	old := sess.mcp
 	sess.mcp = set
 	if old != nil {
-		sess.closing.Add(1) // under sess.mu: dropSession waits for it
+		sess.closing.Add(1) // under sess.mu: sessionTable.drop waits for it
 	}
 	sess.mu.Unlock()
 	if old != nil {
-		request.GoSafe(a.log, "closing MCP servers", func() {
+		request.GoSafe(tr.log, "closing MCP servers", func() {
 			defer sess.closing.Done()
 			old.Close()
 		})

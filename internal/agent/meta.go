@@ -1,11 +1,11 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
@@ -23,7 +23,7 @@ type sessionMeta struct {
 	// Used is the context the last model request used (tokens), shown
 	// again when the session is reopened.
 	Used int `json:"used,omitempty"`
-	// Mode is the session mode (see mode.go); "" = ModeDefault.
+	// Mode is the session mode (see modes.go); "" = ModeDefault.
 	Mode string `json:"mode,omitempty"`
 	// SystemPrompt is the client's systemPrompt (sysprompt.go); nil: none.
 	SystemPrompt *clientPrompt `json:"systemPrompt,omitempty"`
@@ -67,37 +67,6 @@ func workspaceRoots(s *persistence.Session) []string {
 	return append([]string{s.Cwd}, decodeMeta(s.Metadata).AdditionalDirectories...)
 }
 
-// updateMeta changes a session's metadata with fn and stores it. Writers in
-// this process are serialised so that concurrent changes (a config option
-// set while a turn records its cost) do not overwrite each other. s, when
-// non-nil, receives the stored session. A change that changes nothing
-// (a load in the same directory with the same MCP servers, the model set
-// again) writes nothing: no updated_at bump, and on PostgreSQL no dead row
-// version a load.
-func (a *Agent) updateMeta(ctx context.Context, sess *session, fn func(s *persistence.Session, m *sessionMeta)) (*persistence.Session, error) {
-	sess.meta.Lock()
-	defer sess.meta.Unlock()
-	s, err := a.store.GetSession(ctx, sess.id)
-	if err != nil {
-		return nil, err
-	}
-	was := *s
-	m := decodeMeta(s.Metadata)
-	fn(s, &m)
-	if s.Metadata = encodeMeta(m); s.Metadata == nil {
-		// Stored, it would be an empty blob: the mode, cost and
-		// everything else of the session gone.
-		return nil, errors.New("session metadata does not encode")
-	}
-	if s.Cwd == was.Cwd && s.Title == was.Title && bytes.Equal(s.Metadata, was.Metadata) {
-		return s, nil
-	}
-	if err := a.writes(sess).UpdateSession(ctx, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // addCost adds amount to the session's cost in currency, rounded to a
 // billionth (float sums would otherwise show 0.0061600000000000005), and
 // returns the new total. A sum that is not a finite amount of 0 or more (a
@@ -118,15 +87,6 @@ func (m *sessionMeta) addCost(currency string, amount float64) float64 {
 	}
 	m.Cost[currency] = sum
 	return sum
-}
-
-// metaError maps a store error about session id: unknown ids are -32002
-// with the id in data, as the protocol asks.
-func (a *Agent) metaError(op, id string, err error) error {
-	if errors.Is(err, persistence.ErrNotFound) {
-		return &acp.Error{Code: acp.CodeResourceNotFound, Message: unknownSession(id).Error(), Data: map[string]string{"sessionId": id}}
-	}
-	return storeError(op, err)
 }
 
 // SessionMarker is what changing a stored session's marks needs.
@@ -150,7 +110,77 @@ func changeStored(ctx context.Context, store SessionMarker, id string, fn func(*
 // (none when its models had no prices).
 func SessionCost(s *persistence.Session) map[string]float64 { return decodeMeta(s.Metadata).Cost }
 
-// sessionModel is the model a session uses now.
-func (a *Agent) sessionModel(s *persistence.Session) request.Model {
-	return a.models.Named(decodeMeta(s.Metadata).Model)
+// clientPrompt is a client's systemPrompt as stored with the session, so
+// that a load or a restart builds the same prompt.
+type clientPrompt struct {
+	Mode string `json:"mode"` // acp.SystemPromptAppend or acp.SystemPromptOverride
+	Text string `json:"text"`
 }
+
+// MaxSystemPromptBytes bounds the text of a client's systemPrompt: it is
+// stored with the session and sent with every model request. 128 KiB
+// (about 32k tokens) is more than any agent's own prompt; eight sessions
+// with 24 MiB each once made a 408 MB database.
+const MaxSystemPromptBytes = 128 << 10
+
+// parseClientPrompt checks a client's systemPrompt; one the agent cannot
+// apply is an error, never silently treated as another mode (the schema's
+// MUST). nil: none sent.
+func parseClientPrompt(p *acp.SystemPrompt) (*clientPrompt, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.Mode != acp.SystemPromptAppend && p.Mode != acp.SystemPromptOverride {
+		return nil, acp.InvalidParams("systemPrompt.mode %q is not supported: use %q or %q.", p.Mode, acp.SystemPromptAppend, acp.SystemPromptOverride)
+	}
+	var parts []string
+	size := 0
+	for i, b := range p.Content {
+		if b.Text == nil {
+			return nil, acp.InvalidParams("systemPrompt.content[%d] is not a text block: only text blocks are supported.", i)
+		}
+		parts = append(parts, b.Text.Text)
+		size += len(b.Text.Text)
+	}
+	if size > MaxSystemPromptBytes {
+		// data.limit and data.size: the frame log keeps only a marker of
+		// the refused request (journal, refusedAsTooLarge).
+		e := acp.InvalidParams("systemPrompt is too large: %d bytes of text, the limit is %d (128 KiB); nothing was stored.", size, MaxSystemPromptBytes)
+		e.Data = map[string]any{"limit": MaxSystemPromptBytes, "size": size}
+		return nil, e
+	}
+	text := strings.TrimSpace(strings.Join(parts, "\n\n"))
+	if text == "" && p.Mode == acp.SystemPromptOverride {
+		return nil, acp.InvalidParams("systemPrompt in override mode has no text: send the prompt's text, or leave systemPrompt out.")
+	}
+	return &clientPrompt{Mode: p.Mode, Text: text}, nil
+}
+
+// subagentLink, in a child's session metadata, names the subagent parent:
+// the session and the task call that started the child.
+type subagentLink struct {
+	ParentSessionID  string `json:"parentSessionId"`
+	ParentToolCallID string `json:"parentToolCallId"`
+}
+
+// forkOrigin, kept in a fork's metadata, is where it came from.
+type forkOrigin struct {
+	SessionID string    `json:"sessionId"`
+	At        time.Time `json:"at"`
+}
+
+// isoTime is an ISO 8601 UTC timestamp with millisecond precision.
+func isoTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// SubagentParent is the id of the session whose task call started s, ""
+// for a session that is not a subagent's child.
+func SubagentParent(s *persistence.Session) string {
+	if l := decodeMeta(s.Metadata).Subagent; l != nil {
+		return l.ParentSessionID
+	}
+	return ""
+}
+
+func isSubagent(s *persistence.Session) bool { return SubagentParent(s) != "" }

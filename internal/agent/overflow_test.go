@@ -184,7 +184,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	if _, err := prompt(a, s.SessionID, "What did I ask first? "+prose(7, 6000)); err != nil {
 		t.Fatal(err)
 	}
-	st := a.session(s.SessionID)
+	st := a.sessions.get(s.SessionID)
 	st.mu.Lock()
 	sent := st.budget.estimated
 	st.mu.Unlock()
@@ -211,7 +211,7 @@ func TestOllamaTruncationDetected(t *testing.T) {
 	st.budget.estimated = 9000
 	st.mu.Unlock()
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 4096}}
-	if !a.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
+	if !a.build.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
 		t.Fatal("the second truncation was not detected")
 	}
 	if n := strings.Count(rec.agentText(), "kept only"); n != 1 {
@@ -227,13 +227,13 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := a.session(s.SessionID)
+	st := a.sessions.get(s.SessionID)
 	st.mu.Lock()
 	st.budget.estimated = 9000
 	st.mu.Unlock()
 	sess := mustSession(t, a, s.SessionID)
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 6000}}
-	if a.detectTruncation(context.Background(), st, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
+	if a.build.detectTruncation(context.Background(), st, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
 		t.Fatal("a report at two thirds of our count read as a truncation")
 	}
 	// An endpoint that refuses instead of truncating is not judged at all.
@@ -242,12 +242,12 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bst := b.session(bs.SessionID)
+	bst := b.sessions.get(bs.SessionID)
 	bst.mu.Lock()
 	bst.budget.estimated = 9000
 	bst.mu.Unlock()
 	res.Usage.PromptTokens = 100
-	if b.detectTruncation(context.Background(), bst, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
+	if b.build.detectTruncation(context.Background(), bst, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
 		t.Fatal("a provider that does not truncate silently was judged")
 	}
 }

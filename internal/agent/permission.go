@@ -58,8 +58,8 @@ func permissionKeys(mode string, act *tool.Action) []string {
 // authorize decides whether a call may run: by mode, by the project's
 // stored "always" rules, or by asking the user. why explains a rejection to
 // the model and the user, or why the call cannot succeed (verdictFailed).
-func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Session, call *acp.ToolCall, act *tool.Action) (v verdict, why string, err error) {
-	mode := a.sessionMode(ctx, s.ID)
+func (tr *turns) authorize(ctx context.Context, sess *session, s *persistence.Session, call *acp.ToolCall, act *tool.Action) (v verdict, why string, err error) {
+	mode := tr.sessionMode(ctx, s.ID)
 	if mode == ModePlan && act.Server == "" && (act.Access == tool.AccessEdit || act.Access == tool.AccessExecute) {
 		return verdictRejected, "refused: the session is in read-only planning mode, where edits and commands are disabled. Finish the plan; the user can switch modes to carry it out.", nil
 	}
@@ -76,7 +76,7 @@ func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Ses
 	if len(keys) == 0 && !mustAsk {
 		return verdictAllowed, "", nil
 	}
-	rules, err := a.store.PermissionRules(ctx, s.Cwd)
+	rules, err := tr.store.PermissionRules(ctx, s.Cwd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return verdictCancelled, "", nil
@@ -138,15 +138,15 @@ func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Ses
 		// tool call's title and locations.
 		Options: permissionOptions(keys, mustAsk),
 	}
-	a.subagentAsking(ctx, s, true)
-	res, err := a.client.RequestPermission(ctx, req)
-	a.subagentAsking(ctx, s, false)
+	tr.subagentAsking(ctx, s, true)
+	res, err := tr.client.RequestPermission(ctx, req)
+	tr.subagentAsking(ctx, s, false)
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return verdictCancelled, "", nil
 	}
 	if err != nil {
 		// Without an answer nothing risky runs.
-		a.log.Warn("permission request failed", zap.String("session", s.ID), zap.Error(err))
+		tr.log.Warn("permission request failed", zap.String("session", s.ID), zap.Error(err))
 		return verdictRejected, fmt.Sprintf("rejected: permission could not be obtained (%v).", err), nil
 	}
 	if res.Outcome.Outcome == "cancelled" {
@@ -155,7 +155,7 @@ func (a *Agent) authorize(ctx context.Context, sess *session, s *persistence.Ses
 	save := func(allow bool, keys ...string) error {
 		for _, k := range keys {
 			r := &persistence.PermissionRule{Cwd: s.Cwd, Key: k, Allow: allow, SessionID: s.ID}
-			if err := a.writes(sess).SetPermissionRule(context.WithoutCancel(ctx), r); err != nil {
+			if err := tr.writes(sess).SetPermissionRule(context.WithoutCancel(ctx), r); err != nil {
 				return storeError("save permission rule", err)
 			}
 		}
@@ -227,4 +227,19 @@ func describeKey(k string) string {
 		return "reads"
 	}
 	return k
+}
+
+// subagentAsking tells the client, on the parent, that child s waits for
+// the user's answer to a permission request (requires_action) and then
+// runs again. Nothing for a session that is not a child.
+func (tr *turns) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
+	parent := SubagentParent(s)
+	if parent == "" {
+		return
+	}
+	state := acp.SubagentRunning
+	if asking {
+		state = acp.SubagentRequiresAction
+	}
+	tr.sendUpdate(context.WithoutCancel(ctx), tr.sessions.get(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
 }

@@ -29,6 +29,6 @@ func MeasurePrefix(cfg Config, cwd string, window int) PrefixRoom {
 	st := a.compact
 	st.Window, st.OutputReserve = window, m.OutputReserve
 	s := &persistence.Session{ID: "doctor", Cwd: cwd}
-	fixed := a.fixedTokens(&session{id: s.ID}, s, a.counterFor(m))
+	fixed := a.build.fixedTokens(&session{id: s.ID}, s, a.counterFor(m))
 	return PrefixRoom{Fixed: fixed, Reserve: st.Reserve(), Budget: st.Budget()}
 }

@@ -11,10 +11,10 @@ import (
 // secret.Stream each, which holds back a possible start of a secret until
 // the next delta. finish sends what is held back once the stream ended and
 // redacts the result's accumulated text, which the stored reply is made of.
-func (a *Agent) redactReply(onEvent func(provider.Event) error) (wrapped func(provider.Event) error, finish func(*provider.Result)) {
+func (tr *turns) redactReply(onEvent func(provider.Event) error) (wrapped func(provider.Event) error, finish func(*provider.Result)) {
 	var secrets []string
-	if a.cfg.Secrets != nil {
-		secrets = a.cfg.Secrets()
+	if tr.cfg.Secrets != nil {
+		secrets = tr.cfg.Secrets()
 	}
 	text, reasoning := secret.NewStream(secrets...), secret.NewStream(secrets...)
 	var failed bool

@@ -13,11 +13,11 @@ import (
 // (inactive) messages: the user sees the original conversation while the
 // model sees the compacted view. A client that can batch (acp.Conn) gets
 // the frames in few writes, all of them before replay returns.
-func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
+func (l *lifecycle) replay(ctx context.Context, sessionID string, msgs []persistence.Message) (err error) {
 	send := func(u acp.SessionUpdate) error {
-		return a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
+		return l.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sessionID, Update: u})
 	}
-	if c, ok := a.client.(batcher); ok {
+	if c, ok := l.client.(batcher); ok {
 		b := c.Batch()
 		defer func() { err = errors.Join(err, b.Flush()) }()
 		// The batch encodes each notification before it returns: one
@@ -28,12 +28,12 @@ func (a *Agent) replay(ctx context.Context, sessionID string, msgs []persistence
 			return b.SessionUpdate(ctx, n)
 		}
 	}
-	mark, err := a.compactionReplay(ctx, sessionID, msgs)
+	mark, err := l.compactionReplay(ctx, sessionID, msgs)
 	if err != nil {
 		return err
 	}
 	calls := newCallIndex(msgs)
-	calls.subagents = a.capabilities().SupportsSubagents()
+	calls.subagents = l.capabilities().SupportsSubagents()
 	var buf []acp.SessionUpdate // one message's updates, reused: send copies them
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {

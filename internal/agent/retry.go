@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -138,39 +136,4 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 type retryState struct {
 	attempts  int
 	forwarded bool // part of the reply reached the client
-}
-
-// streamWithRetry is the model's Stream under the retry policy. onEvent
-// sees the events of the attempt that is finally returned and of failed
-// attempts that produced none the client could see. A nil onEvent is a
-// request whose reply the client never sees (a summary, a title): it is
-// retried whatever arrived before the failure.
-func (a *Agent) streamWithRetry(ctx context.Context, client provider.Client, sessionID string, req provider.Request, onEvent func(provider.Event) error) (*provider.Result, retryState, error) {
-	p := a.cfg.Retry.withDefaults()
-	var st retryState
-	for {
-		st.attempts++
-		res, err := client.Stream(ctx, req, func(ev provider.Event) error {
-			if onEvent == nil {
-				return nil
-			}
-			switch ev.Kind {
-			case provider.EventText, provider.EventReasoning, provider.EventToolCallDelta:
-				st.forwarded = true
-			}
-			return onEvent(ev)
-		})
-		if err == nil || ctx.Err() != nil || st.forwarded {
-			return res, st, err
-		}
-		d, ok := p.delay(st.attempts, err)
-		if !ok {
-			return res, st, err
-		}
-		a.log.Warn("model request failed; retrying", zap.String("session", sessionID),
-			zap.Int("attempt", st.attempts), zap.Duration("wait", d), zap.Error(err))
-		if serr := p.Sleep(ctx, d); serr != nil {
-			return res, st, err
-		}
-	}
 }

@@ -85,7 +85,7 @@ func TestPartialSaveCadence(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := &savesStore{Store: real, saves: &saves{}}
-			a := &Agent{store: store, cfg: Config{PartialSaveInterval: DefaultPartialSaveInterval}}
+			a := &core{store: store, cfg: Config{PartialSaveInterval: DefaultPartialSaveInterval}}
 			r := &partialReply{a: a, ctx: ctx, sess: &session{id: "sess_a"}, store: store}
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			maxUnsaved := 0

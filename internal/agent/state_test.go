@@ -16,9 +16,9 @@ import (
 
 // sessionCount is how many sessions this process keeps state for.
 func (a *Agent) sessionCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.sessions)
+	a.sessions.mu.Lock()
+	defer a.sessions.mu.Unlock()
+	return len(a.sessions.m)
 }
 
 // Issue 17 item 5: closing or deleting a session drops everything the agent
@@ -78,7 +78,7 @@ func TestCloseSessionWaitsForItsMCPServers(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	a.session(s.SessionID).mcpServers().Wait(waitCtx)
+	a.sessions.get(s.SessionID).mcpServers().Wait(waitCtx)
 	if got := processesOf(t, bin); got != 1 {
 		t.Fatalf("%d MCP server processes after connecting, want 1", got)
 	}

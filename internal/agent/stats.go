@@ -20,9 +20,9 @@ type debugStats struct {
 func extDebugStats(_ context.Context, a *Agent, _ json.RawMessage) (any, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	a.mu.Lock()
-	running := a.runningTurnsLocked()
-	a.mu.Unlock()
+	a.sessions.mu.Lock()
+	running := a.sessions.runningLocked()
+	a.sessions.mu.Unlock()
 	return debugStats{
 		Goroutines:     runtime.NumGoroutine(),
 		HeapAllocBytes: ms.HeapAlloc,

@@ -91,7 +91,7 @@ func TestStreamedTextLeftToFramesOnlyWhenKept(t *testing.T) {
 // delta cut inside a character) reaches its frame as U+FFFD, not as the
 // stored bytes: from there on the reply's text stays in its records.
 func TestStreamedStopsAtAnInvalidChunk(t *testing.T) {
-	r := &partialReply{a: &Agent{cfg: Config{FrameLog: keptFrames{on: true}}}}
+	r := &partialReply{a: &core{cfg: Config{FrameLog: keptFrames{on: true}}}}
 	for _, chunk := range []string{"the euro sign ", "\xe2\x82", "\xac"} {
 		r.text.WriteString(chunk)
 		r.sent(provider.Event{Kind: provider.EventText, Text: chunk}, true)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"go.uber.org/zap"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence"
-	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // Subagents: the task tool hands a self-contained task to a child session
@@ -27,209 +25,42 @@ import (
 // is why the tool is offered only to a client that advertised
 // `subagents`. A child gets no task tool: depth is one.
 
-// subagentTool is the name of the tool that starts a child session.
-const subagentTool = "task"
-
-// Default subagent limits (Config.Subagents).
-const (
-	// DefaultMaxSubagents: children running at once in this process, over
-	// all sessions; one more call fails at once and says so.
-	DefaultMaxSubagents = 4
-	// DefaultSubagentSteps: model requests of one child's turn.
-	DefaultSubagentSteps = 30
-	// DefaultSubagentTokens: tokens one child may use, prompt and reply
-	// summed over its requests as the endpoint reports them.
-	DefaultSubagentTokens = 500_000
-	// DefaultSubagentsPerTurn: children one turn may start; the next task
-	// call fails and says so (a model once made 25 in one reply).
-	DefaultSubagentsPerTurn = 8
-	// maxTaskBytes bounds the task text the parent's model writes.
-	maxTaskBytes = 32 << 10
-	// maxTaskTitleRunes bounds the child's title (the task's description).
-	maxTaskTitleRunes = 80
-)
-
-// SubagentLimits bounds subagents; zero fields take the defaults above.
-type SubagentLimits struct {
-	MaxConcurrent int // children running at once; negative: no task tool
-	MaxSteps      int // model requests per child
-	MaxTokens     int // tokens per child
-	PerTurn       int // children one turn may start
-
-	turnLeft int // model requests left to the turn's subagents (reserveChild)
-}
-
-func (l SubagentLimits) withDefaults() SubagentLimits {
-	if l.MaxConcurrent == 0 {
-		l.MaxConcurrent = DefaultMaxSubagents
-	}
-	if l.MaxSteps <= 0 {
-		l.MaxSteps = DefaultSubagentSteps
-	}
-	if l.MaxTokens <= 0 {
-		l.MaxTokens = DefaultSubagentTokens
-	}
-	if l.PerTurn <= 0 {
-		l.PerTurn = DefaultSubagentsPerTurn
-	}
-	return l
-}
-
-// subagentLink, in a child's session metadata, names the subagent parent:
-// the session and the task call that started the child.
-type subagentLink struct {
-	ParentSessionID  string `json:"parentSessionId"`
-	ParentToolCallID string `json:"parentToolCallId"`
-}
-
-// SubagentParent is the id of the session whose task call started s, ""
-// for a session that is not a subagent's child.
-func SubagentParent(s *persistence.Session) string {
-	if l := decodeMeta(s.Metadata).Subagent; l != nil {
-		return l.ParentSessionID
-	}
-	return ""
-}
-
-func isSubagent(s *persistence.Session) bool { return SubagentParent(s) != "" }
-
-// subagentInstructions are added to a child's system prompt.
-const subagentInstructions = `You are a subagent: another agent handed you the task in the user message and
-will read only your final answer. You cannot edit files or run commands; read, list and search.
-Work on the task alone (nobody can answer questions), then end with one report: what you found,
-with file paths and line numbers, and what you could not find out. Be concise.`
-
-// subagentTools are a child's tools: the read-only built-ins, no MCP
-// servers (what an MCP tool does is only its server's word) and no task
-// tool.
-func subagentTools() []tool.Tool {
-	var out []tool.Tool
-	for _, t := range tool.Builtins() {
-		switch t.Definition().Name {
-		case "read_file", "list_files", "search", "read_output":
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// taskToolFor is the task tool of session s, nil where it is not offered:
-// in a child, without tools, or to a client that cannot show children.
-func (a *Agent) taskToolFor(s *persistence.Session) tool.Tool {
-	if a.cfg.NoTools || a.cfg.Subagents.MaxConcurrent < 0 || isSubagent(s) || !a.capabilities().SupportsSubagents() {
-		return nil
-	}
-	return taskTool{a: a, parent: s}
-}
-
-// taskTool is the task tool of one parent session.
-type taskTool struct {
-	a      *Agent
-	parent *persistence.Session
-}
-
-func (taskTool) Definition() provider.Tool {
-	return provider.Tool{
-		Name: subagentTool,
-		Description: "Hand a self-contained task to a helper agent: explore part of the code, or answer a question about it. " +
-			"It starts fresh (it cannot see this conversation, so say everything it needs), reads, lists and searches files but cannot edit or run commands, " +
-			"and returns only its final report, which keeps long explorations out of your context. One task per call.",
-		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"description": map[string]any{"type": "string", "description": "A title for the task, 3-6 words"},
-				"prompt":      map[string]any{"type": "string", "description": "The whole task: what to find out, where to look, what to report"},
-			},
-			"required": []string{"description", "prompt"},
-		},
-	}
-}
-
-type taskArgs struct {
-	Description string `json:"description"`
-	Prompt      string `json:"prompt"`
-}
-
-func (t taskTool) Prepare(env *tool.Env, raw json.RawMessage) (*tool.Action, error) {
-	var args taskArgs
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("invalid arguments: %v", err)
-	}
-	args.Prompt = strings.TrimSpace(args.Prompt)
-	if args.Prompt == "" {
-		return nil, errors.New("prompt is required: the whole task for the subagent")
-	}
-	if len(args.Prompt) > maxTaskBytes {
-		return nil, fmt.Errorf("prompt is %d bytes, more than the %d a task may have: state the task shorter and let the subagent read the files", len(args.Prompt), maxTaskBytes)
-	}
-	title := taskTitle(args.Description, args.Prompt)
-	callID := env.CallID
-	return &tool.Action{
-		Title: "Subagent: " + title, Kind: acp.ToolKindThink, Access: tool.AccessNone,
-		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) tool.Result {
-			return t.a.runSubagent(ctx, t.parent, env, callID, title, args.Prompt)
-		},
-	}, nil
-}
-
-// taskTitle is the child's title: the model's description on one line,
-// else the start of the task.
-func taskTitle(description, prompt string) string {
-	title := strings.Join(strings.Fields(description), " ")
-	if title == "" {
-		title = deriveTitle([]persistence.Part{{Type: "text", Text: prompt}})
-	}
-	return shorten(strings.Map(dropControl, title), maxTaskTitleRunes)
-}
-
-// dropControl drops the control characters NormalizeTitle turns into
-// spaces (C0, DEL, C1): in a task's one line they only split words.
-func dropControl(r rune) rune {
-	if unicode.IsControl(r) {
-		return -1
-	}
-	return r
-}
-
 // runSubagent creates the child session, runs its turn and returns its
 // report as the task call's result.
-func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
-	limits := a.cfg.Subagents.withDefaults()
+func (tr *turns) runSubagent(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result {
+	limits := tr.cfg.Subagents.withDefaults()
 	select {
-	case a.children <- struct{}{}:
-		defer func() { <-a.children }()
+	case tr.children <- struct{}{}:
+		defer func() { <-tr.children }()
 	default:
 		return tool.Failure("the limit of %d subagents running at once is reached (setting limits.subagents, env CROW_MAX_SUBAGENTS): do this task yourself, or try again once one has finished", limits.MaxConcurrent)
 	}
-	parentSess := a.session(parent.ID)
-	steps, refund, refusal := a.reserveChild(parentSess, parent, limits)
+	parentSess := tr.sessions.get(parent.ID)
+	steps, refund, refusal := tr.reserveChild(parentSess, parent, limits)
 	if refusal != "" {
 		return tool.Failure("%s", refusal)
 	}
-	child, err := a.createChild(ctx, parent, callID, title)
+	child, err := tr.createChild(ctx, parent, callID, title)
 	if err != nil {
 		refund(0)
 		return tool.Failure("could not start the subagent: %v", err)
 	}
 	// The child's state in this process goes with its turn (a child's
 	// context cache would otherwise stay for the connection's life).
-	defer a.dropSession(child.ID)
+	defer tr.sessions.drop(child.ID)
 	ref := &tool.ChildSession{SessionID: child.ID, Title: title, Description: taskDescription(prompt)}
-	a.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
+	tr.sendUpdate(ctx, parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, Title: ref.Title, Description: ref.Description,
 		Capabilities: &acp.SubagentSessionCapabilities{Cancel: &acp.Marker{}},
 		State:        &acp.SubagentState{State: acp.SubagentRunning},
 		Meta:         subagentMeta(callID),
 	}.Update())
 	limits.turnLeft = steps
-	run := a.runChild(ctx, child, prompt, limits)
+	run := tr.runChild(ctx, child, prompt, limits)
 	refund(run.steps)
-	a.addChildCost(ctx, parentSess, child.ID)
+	tr.addChildCost(ctx, parentSess, child.ID)
 	ref.StopReason = string(run.stop)
-	a.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
+	tr.sendUpdate(context.WithoutCancel(ctx), parentSess, acp.SubagentUpdate{
 		SessionID: child.ID, State: &acp.SubagentState{State: acp.SubagentIdle, StopReason: run.stop, Usage: run.usage},
 	}.Update())
 	res := run.result(ctx, env)
@@ -237,22 +68,13 @@ func (a *Agent) runSubagent(ctx context.Context, parent *persistence.Session, en
 	return res
 }
 
-// turnSubagents is what one turn's task calls have taken: the children
-// started, and the model requests set aside for them, which together come
-// out of the turn's own cap on model requests (maxModelCalls): 25 task
-// calls in one reply once made 25 children and 152 model requests.
-type turnSubagents struct {
-	started int
-	steps   int
-}
-
 // reserveChild takes one more child, and the model requests it may make,
 // from the running turn of parent: at most limits.PerTurn children, and at
 // most maxModelCalls requests for all of them. refund gives back the
 // requests the child did not use; refusal, when not "", is why the task
 // call fails, for the model.
-func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
-	pool := request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s))
+func (tr *turns) reserveChild(parent *session, s *persistence.Session, limits SubagentLimits) (steps int, refund func(used int), refusal string) {
+	pool := request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s))
 	parent.mu.Lock()
 	defer parent.mu.Unlock()
 	t := parent.turn
@@ -278,21 +100,6 @@ func (a *Agent) reserveChild(parent *session, s *persistence.Session, limits Sub
 	}, ""
 }
 
-// subagentAsking tells the client, on the parent, that child s waits for
-// the user's answer to a permission request (requires_action) and then
-// runs again. Nothing for a session that is not a child.
-func (a *Agent) subagentAsking(ctx context.Context, s *persistence.Session, asking bool) {
-	parent := SubagentParent(s)
-	if parent == "" {
-		return
-	}
-	state := acp.SubagentRunning
-	if asking {
-		state = acp.SubagentRequiresAction
-	}
-	a.sendUpdate(context.WithoutCancel(ctx), a.session(parent), acp.SubagentUpdate{SessionID: s.ID, State: &acp.SubagentState{State: state}}.Update())
-}
-
 // subagentMeta links a subagent_update to the parent's task call.
 func subagentMeta(callID string) acp.Meta {
 	b, _ := json.Marshal(map[string]string{"crow/parentToolCallId": callID})
@@ -307,7 +114,7 @@ func taskDescription(prompt string) string {
 // createChild stores the child session: the parent's directories, model
 // and mode, no MCP servers, and the subagent instructions appended to its
 // system prompt.
-func (a *Agent) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
+func (tr *turns) createChild(ctx context.Context, parent *persistence.Session, callID, title string) (*persistence.Session, error) {
 	pm := decodeMeta(parent.Metadata)
 	meta := sessionMeta{
 		AdditionalDirectories: pm.AdditionalDirectories,
@@ -317,13 +124,13 @@ func (a *Agent) createChild(ctx context.Context, parent *persistence.Session, ca
 		Subagent:              &subagentLink{ParentSessionID: parent.ID, ParentToolCallID: callID},
 	}
 	child := &persistence.Session{ID: newID("sess_"), Cwd: parent.Cwd, Title: title, Metadata: encodeMeta(meta)}
-	if err := a.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
+	if err := tr.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
 		return nil, storeError("create the subagent's session", err)
 	}
-	a.session(child.ID).markOpened()
+	tr.sessions.get(child.ID).markOpened()
 	// The frame log gives the child its own stream from here on.
-	a.record(ctx, child.ID, persistence.EventSessionCreated, map[string]any{"subagentOf": parent.ID, "toolCallId": callID})
-	a.log.Info("subagent started", zap.String("session", child.ID), zap.String("parent", parent.ID))
+	tr.record(ctx, child.ID, persistence.EventSessionCreated, map[string]any{"subagentOf": parent.ID, "toolCallId": callID})
+	tr.log.Info("subagent started", zap.String("session", child.ID), zap.String("parent", parent.ID))
 	return child, nil
 }
 
@@ -367,31 +174,31 @@ func (r childRun) result(ctx context.Context, env *tool.Env) tool.Result {
 // runChild runs the child's one turn as a prompt turn runs: its own turn
 // slot (session/cancel on the child's id stops it), its own lease, the
 // task stored as its user message before the model is called.
-func (a *Agent) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
-	sess, turnCtx, err := a.beginTurn(ctx, child.ID)
+func (tr *turns) runChild(ctx context.Context, child *persistence.Session, prompt string, limits SubagentLimits) childRun {
+	sess, turnCtx, err := tr.beginTurn(ctx, child.ID)
 	if err != nil {
 		return childRun{err: err}
 	}
 	defer sess.endTurn()
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
+	if err := tr.leases.hold(turnCtx, sess, lose); err != nil {
 		return childRun{err: storeError("start the subagent", err)}
 	}
-	defer a.leases.release(ctx, sess)
+	defer tr.leases.release(ctx, sess)
 	persistCtx := context.WithoutCancel(turnCtx)
 
 	parts := []persistence.Part{{Type: "text", Text: prompt}}
 	user := &persistence.Message{Role: persistence.RoleUser, Content: prompt, Parts: parts, Status: persistence.StatusComplete}
-	countTokens(a.counterFor(a.sessionModel(child)), user)
-	if err := a.writes(sess).AppendMessages(persistCtx, child.ID, user); err != nil {
+	countTokens(tr.counterFor(tr.sessionModel(child)), user)
+	if err := tr.writes(sess).AppendMessages(persistCtx, child.ID, user); err != nil {
 		return childRun{err: storeError("save the subagent's task", err)}
 	}
 	// The client never saw the task: it is shown as the child's prompt.
-	a.sendUpdate(turnCtx, sess, acp.SessionUpdate{UserMessageChunk: &acp.ContentChunk{
+	tr.sendUpdate(turnCtx, sess, acp.SessionUpdate{UserMessageChunk: &acp.ContentChunk{
 		Content: acp.TextBlock(prompt), MessageID: messageID(user)}})
 
-	run := a.childTurn(turnCtx, persistCtx, sess, child, limits)
+	run := tr.childTurn(turnCtx, persistCtx, sess, child, limits)
 	if turnCtx.Err() != nil {
 		run.stop, run.err = acp.StopCancelled, nil
 		if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
@@ -404,11 +211,11 @@ func (a *Agent) runChild(ctx context.Context, child *persistence.Session, prompt
 // childTurn calls the model until it answers without tool calls or a
 // subagent limit (steps, tokens) is reached; runTurn with the child's
 // limits and without its loop-guard notice.
-func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
+func (tr *turns) childTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session, limits SubagentLimits) childRun {
 	var run childRun
 	usage := acp.Usage{}
 	reported := false
-	steps := min(limits.MaxSteps, request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)))
+	steps := min(limits.MaxSteps, request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s)))
 	stoppedAt := fmt.Sprintf("its limit of %d model requests (setting limits.subagent_steps)", steps)
 	if limits.turnLeft > 0 && limits.turnLeft < steps {
 		steps = limits.turnLeft
@@ -418,7 +225,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 	guard := newLoopGuard()
 	for run.steps < steps {
 		run.steps++
-		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
+		res, err := tr.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			run.err = err
 			return run
@@ -437,7 +244,7 @@ func (a *Agent) childTurn(ctx, persistCtx context.Context, sess *session, s *per
 			run.stop = stopReason(res.FinishReason)
 			return run
 		}
-		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+		if err := tr.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
 			run.err = err
 			return run
 		}
@@ -480,8 +287,8 @@ func notChild(keep func(*persistence.Session) bool) func(*persistence.Session) b
 // before the parent goes: session/list hides them, so a client could never
 // delete them otherwise. Children are created in the parent's directory;
 // its sessions are read in pages (at most maxListPages of them).
-func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
-	parent, err := a.store.GetSession(ctx, parentID)
+func (tr *turns) deleteChildren(ctx context.Context, parentID string) error {
+	parent, err := tr.store.GetSession(ctx, parentID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil
 	}
@@ -491,7 +298,7 @@ func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
 	var children []string
 	cursor := ""
 	for range maxListPages {
-		page, next, err := a.store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: parent.Cwd, Limit: persistence.MaxListLimit, Cursor: cursor})
+		page, next, err := tr.store.ListSessions(ctx, persistence.ListSessionsOptions{Cwd: parent.Cwd, Limit: persistence.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			return err
 		}
@@ -505,14 +312,14 @@ func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
 		}
 	}
 	for _, id := range children {
-		if err := a.stopTurn(ctx, id); err != nil {
+		if err := tr.sessions.stopTurn(ctx, id); err != nil {
 			return err
 		}
-		a.dropSession(id)
-		if err := a.deleteStored(ctx, id); err != nil {
+		tr.sessions.drop(id)
+		if err := tr.deleteStored(ctx, id); err != nil {
 			return err
 		}
-		a.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
+		tr.log.Info("subagent session deleted with its parent", zap.String("session", id), zap.String("parent", parentID))
 	}
 	return nil
 }
@@ -520,9 +327,9 @@ func (a *Agent) deleteChildren(ctx context.Context, parentID string) error {
 // addChildCost adds what the child's model requests cost to the parent's
 // total: a session's cost is what its prompts cost, subagents included
 // (the child keeps its own share too, shown when it is opened alone).
-func (a *Agent) addChildCost(ctx context.Context, parent *session, childID string) {
+func (tr *turns) addChildCost(ctx context.Context, parent *session, childID string) {
 	ctx = context.WithoutCancel(ctx)
-	c, err := a.store.GetSession(ctx, childID)
+	c, err := tr.store.GetSession(ctx, childID)
 	if err != nil {
 		return
 	}
@@ -530,11 +337,11 @@ func (a *Agent) addChildCost(ctx context.Context, parent *session, childID strin
 	if len(cost) == 0 {
 		return
 	}
-	if _, err := a.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := tr.updateMeta(ctx, parent, func(_ *persistence.Session, m *sessionMeta) {
 		for currency, v := range cost {
 			m.addCost(currency, v)
 		}
 	}); err != nil {
-		a.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))
+		tr.log.Warn("could not add a subagent's cost to its parent's", zap.String("session", parent.id), zap.Error(err))
 	}
 }

@@ -79,7 +79,7 @@ func TestTaskToolOffered(t *testing.T) {
 	parent := &persistence.Session{ID: "sess_p", Metadata: encodeMeta(sessionMeta{})}
 	child := &persistence.Session{ID: "sess_c", Metadata: encodeMeta(sessionMeta{Subagent: &subagentLink{ParentSessionID: "sess_p", ParentToolCallID: "call_1"}})}
 	has := func(a *Agent, s *persistence.Session) bool {
-		for _, tl := range a.tools(a.session(s.ID), s) {
+		for _, tl := range a.turns.tools(a.sessions.get(s.ID), s) {
 			if tl.Definition().Name == subagentTool {
 				return true
 			}
@@ -101,7 +101,7 @@ func TestTaskToolOffered(t *testing.T) {
 	if has(a, child) {
 		t.Error("offered in a child: depth must be one")
 	}
-	for _, tl := range a.tools(a.session(child.ID), child) {
+	for _, tl := range a.turns.tools(a.sessions.get(child.ID), child) {
 		if n := tl.Definition().Name; n != "read_file" && n != "list_files" && n != "search" && n != "read_output" {
 			t.Errorf("a child is offered %s, which is not read-only", n)
 		}

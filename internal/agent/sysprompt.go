@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,111 +10,34 @@ import (
 	"github.com/crow-acp/crow-acp/acp"
 	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
+	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
-// clientPrompt is a client's systemPrompt as stored with the session, so
-// that a load or a restart builds the same prompt.
-type clientPrompt struct {
-	Mode string `json:"mode"` // acp.SystemPromptAppend or acp.SystemPromptOverride
-	Text string `json:"text"`
-}
-
-// MaxSystemPromptBytes bounds the text of a client's systemPrompt: it is
-// stored with the session and sent with every model request. 128 KiB
-// (about 32k tokens) is more than any agent's own prompt; eight sessions
-// with 24 MiB each once made a 408 MB database.
-const MaxSystemPromptBytes = 128 << 10
-
-// parseClientPrompt checks a client's systemPrompt; one the agent cannot
-// apply is an error, never silently treated as another mode (the schema's
-// MUST). nil: none sent.
-func parseClientPrompt(p *acp.SystemPrompt) (*clientPrompt, error) {
-	if p == nil {
-		return nil, nil
-	}
-	if p.Mode != acp.SystemPromptAppend && p.Mode != acp.SystemPromptOverride {
-		return nil, acp.InvalidParams("systemPrompt.mode %q is not supported: use %q or %q.", p.Mode, acp.SystemPromptAppend, acp.SystemPromptOverride)
-	}
-	var parts []string
-	size := 0
-	for i, b := range p.Content {
-		if b.Text == nil {
-			return nil, acp.InvalidParams("systemPrompt.content[%d] is not a text block: only text blocks are supported.", i)
-		}
-		parts = append(parts, b.Text.Text)
-		size += len(b.Text.Text)
-	}
-	if size > MaxSystemPromptBytes {
-		// data.limit and data.size: the frame log keeps only a marker of
-		// the refused request (journal, refusedAsTooLarge).
-		e := acp.InvalidParams("systemPrompt is too large: %d bytes of text, the limit is %d (128 KiB); nothing was stored.", size, MaxSystemPromptBytes)
-		e.Data = map[string]any{"limit": MaxSystemPromptBytes, "size": size}
-		return nil, e
-	}
-	text := strings.TrimSpace(strings.Join(parts, "\n\n"))
-	if text == "" && p.Mode == acp.SystemPromptOverride {
-		return nil, acp.InvalidParams("systemPrompt in override mode has no text: send the prompt's text, or leave systemPrompt out.")
-	}
-	return &clientPrompt{Mode: p.Mode, Text: text}, nil
-}
-
-// promptFacts is what a session's prompt is built from beyond its
-// settings: the environment and the project instruction files. It is
-// gathered once per session in this process (again only when the session
-// directory or the tier changes), so the prompt stays a stable prefix.
-type promptFacts struct {
-	mu      sync.Mutex
-	cwd     string
-	tier    sysprompt.Tier
-	ready   bool
-	date    time.Time // kept across regathering: the session's start here
-	env     *probe
-	loader  *sysprompt.Loader
-	initial []sysprompt.Instruction // root down to the session directory
-	nested  []sysprompt.Instruction // folders below it, as the model touched them
-}
-
-// probe is a session's environment (sysprompt.Probe), read on a goroutine
-// of its own with its own bounded context: the git status of the full tier
-// takes up to sysprompt.GitTimeout, which neither the request that opened
-// the session (answered already, its context ended) nor the requests
-// queued behind it should wait for. The first prompt waits for it.
-type probe struct {
-	done chan struct{}
-	env  sysprompt.Env // set before done is closed
-}
-
-func (a *Agent) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
+func (b *builder) startProbe(cwd string, date time.Time, tier sysprompt.Tier) *probe {
 	p := &probe{done: make(chan struct{})}
-	request.GoSafe(a.log, "reading the session's environment", func() {
+	request.GoSafe(b.log, "reading the session's environment", func() {
 		defer close(p.done)
-		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, a.cfg.ChildEnv)
+		p.env = sysprompt.Probe(context.Background(), cwd, date, tier == sysprompt.Full, b.cfg.ChildEnv)
 	})
 	return p
-}
-
-// wait is the environment, once read.
-func (p *probe) wait() sysprompt.Env {
-	<-p.done
-	return p.env
 }
 
 // facts returns the session's environment and instruction files for the
 // tier, gathering them the first time. fresh lists the files just read
 // (nil when they were already known), nested ones of an earlier process
 // included.
-func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
+func (b *builder) facts(sess *session, s *persistence.Session, tier sysprompt.Tier) (env *probe, ins []sysprompt.Instruction, fresh []sysprompt.Instruction) {
 	f := &sess.prompt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.ready || f.cwd != s.Cwd || f.tier != tier {
 		if f.date.IsZero() {
-			f.date = a.cfg.Now()
+			f.date = b.cfg.Now()
 		}
 		f.cwd, f.tier, f.ready = s.Cwd, tier, true
-		f.env = a.startProbe(s.Cwd, f.date, tier)
+		f.env = b.startProbe(s.Cwd, f.date, tier)
 		f.loader = sysprompt.NewLoader(s.Cwd, tier.InstructionBytes())
 		f.initial = f.loader.Initial()
 		f.nested = f.loader.Reload(decodeMeta(s.Metadata).Instructions)
@@ -128,16 +50,16 @@ func (a *Agent) facts(sess *session, s *persistence.Session, tier sysprompt.Tier
 // configured or client's replacement), the additions, the environment, the
 // mode and the project instructions. It changes only when the session's
 // model, mode, directory or loaded instruction files change.
-func (a *Agent) systemPrompt(sess *session, s *persistence.Session) string {
+func (b *builder) systemPrompt(sess *session, s *persistence.Session) string {
 	meta := decodeMeta(s.Metadata)
-	model := a.models.Named(meta.Model)
+	model := b.models.Named(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
-	env, ins, _ := a.facts(sess, s, tier)
-	p := sysprompt.Session{Tier: tier, Base: a.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}
+	env, ins, _ := b.facts(sess, s, tier)
+	p := sysprompt.Session{Tier: tier, Base: b.cfg.SystemPrompt, Model: model.Name, Mode: modeForModel(currentMode(meta)), Env: env.wait(), Instructions: ins}
 	if model.SystemPrompt != "" {
 		p.Base = model.SystemPrompt
 	}
-	p.Append = append(p.Append, a.cfg.SystemPromptAppend, model.SystemPromptAppend)
+	p.Append = append(p.Append, b.cfg.SystemPromptAppend, model.SystemPromptAppend)
 	if cp := meta.SystemPrompt; cp != nil {
 		if cp.Mode == acp.SystemPromptOverride {
 			p.Base = cp.Text
@@ -169,10 +91,10 @@ func modeForModel(mode string) string {
 
 // announceInstructions gathers the session's prompt facts right after it
 // opened and tells the user which instruction files apply.
-func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
-	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	_, _, fresh := a.facts(sess, s, tier)
-	a.tellInstructions(ctx, sess, fresh)
+func (b *builder) announceInstructions(ctx context.Context, sess *session, s *persistence.Session) {
+	tier := sysprompt.TierFor(b.sessionModel(s).ContextWindow)
+	_, _, fresh := b.facts(sess, s, tier)
+	b.tellInstructions(ctx, sess, fresh)
 }
 
 // nestedInstructions loads the instruction files of the folders below the
@@ -180,45 +102,45 @@ func (a *Agent) announceInstructions(ctx context.Context, sess *session, s *pers
 // text goes into the call's result now and into the system prompt from the
 // next request on, and the session remembers them (a reload or restart
 // neither repeats nor loses them).
-func (a *Agent) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
+func (b *builder) nestedInstructions(ctx context.Context, sess *session, s *persistence.Session, locs []acp.ToolCallLocation) string {
 	if len(locs) == 0 {
 		return ""
 	}
-	tier := sysprompt.TierFor(a.sessionModel(s).ContextWindow)
-	a.facts(sess, s, tier)
+	tier := sysprompt.TierFor(b.sessionModel(s).ContextWindow)
+	b.facts(sess, s, tier)
 	f := &sess.prompt
 	f.mu.Lock()
 	var found []sysprompt.Instruction
-	for _, l := range locs {
-		found = append(found, f.loader.Nested(l.Path)...)
+	for _, loc := range locs {
+		found = append(found, f.loader.Nested(loc.Path)...)
 	}
 	f.nested = append(f.nested, found...)
 	f.mu.Unlock()
 	if len(found) == 0 {
 		return ""
 	}
-	if _, err := a.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
+	if _, err := b.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
 		for _, in := range found {
 			m.Instructions = append(m.Instructions, in.Path)
 		}
 	}); err != nil {
 		// The text is in the result and the prompt; a restart would offer
 		// it once more.
-		a.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
+		b.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
 	}
-	a.tellInstructions(ctx, sess, found)
-	var b strings.Builder
+	b.tellInstructions(ctx, sess, found)
+	var text strings.Builder
 	for _, in := range found {
-		b.WriteString("\n\n")
-		b.WriteString(in.Section())
+		text.WriteString("\n\n")
+		text.WriteString(in.Section())
 	}
-	return b.String()
+	return text.String()
 }
 
 // tellInstructions shows the user which instruction files were loaded:
 // a notice where the client takes them, else a completed read card (not
 // stored, so not replayed).
-func (a *Agent) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
+func (b *builder) tellInstructions(ctx context.Context, sess *session, ins []sysprompt.Instruction) {
 	if len(ins) == 0 {
 		return
 	}
@@ -236,8 +158,14 @@ func (a *Agent) tellInstructions(ctx context.Context, sess *session, ins []syspr
 	desc := strings.Join(names, ", ")
 	update := acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: newID("instr_"), Title: title + ": " + desc,
 		Kind: acp.ToolKindRead, Status: acp.ToolStatusCompleted}}
-	if a.capabilities().SupportsNotices() {
+	if b.capabilities().SupportsNotices() {
 		update = acp.Notice{Severity: "info", Title: title, Description: desc}.Update()
 	}
-	a.sendUpdate(ctx, sess, update)
+	b.sendUpdate(ctx, sess, update)
+}
+
+// fixedTokens counts the head every request carries: system prompt and
+// tool schemas (kept per session while they and the counter stay).
+func (b *builder) fixedTokens(sess *session, s *persistence.Session, c compaction.Counter) int {
+	return sess.cache.FixedTokens(c, b.systemPrompt(sess, s), b.toolDefinitions(sess, s))
 }

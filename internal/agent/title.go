@@ -21,30 +21,30 @@ const maxTitleRunes = 60
 // (locally: no model call, no cost, no delay), stores it, and tells the
 // client with session_info_update. session/list shows it from then on.
 // It reports whether it titled the session.
-func (a *Agent) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
+func (tr *turns) titleAfterPrompt(ctx context.Context, sess *session, s *persistence.Session, parts []persistence.Part) bool {
 	if s.Title != "" {
 		return false
 	}
-	return a.setTitle(ctx, sess, s, "", deriveTitle(parts))
+	return tr.setTitle(ctx, sess, s, "", deriveTitle(parts))
 }
 
 // setTitle replaces the session's title old with title (unless someone
 // changed it meanwhile), stores it and sends session_info_update.
-func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
+func (tr *turns) setTitle(ctx context.Context, sess *session, s *persistence.Session, old, title string) bool {
 	if title == "" || title == old {
 		return false
 	}
 	sess.meta.Lock()
-	cur, err := a.store.GetSession(ctx, s.ID)
+	cur, err := tr.store.GetSession(ctx, s.ID)
 	// A title the user chose is never replaced by a generated one.
 	changed := err == nil && cur.Title == old && !decodeMeta(cur.Metadata).TitleByUser
 	if changed {
 		cur.Title = title
-		err = a.writes(sess).UpdateSession(ctx, cur)
+		err = tr.writes(sess).UpdateSession(ctx, cur)
 	}
 	sess.meta.Unlock()
 	if err != nil {
-		a.log.Warn("cannot store the session title", zap.String("session", s.ID), zap.Error(err))
+		tr.log.Warn("cannot store the session title", zap.String("session", s.ID), zap.Error(err))
 		return false
 	}
 	if !changed {
@@ -52,7 +52,7 @@ func (a *Agent) setTitle(ctx context.Context, sess *session, s *persistence.Sess
 	}
 	s.Title = title
 	updated := isoTime(cur.UpdatedAt)
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
+	tr.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &title, UpdatedAt: &updated}})
 	return true
 }
 
@@ -64,8 +64,8 @@ const titlePrompt = `Name this coding conversation from its first request. Answe
 // local title: a title is never worth failing a turn for. The request's
 // cost is added to the session's; it is not the session's context, so it
 // sends no usage_update.
-func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
-	model := a.sessionModel(s)
+func (tr *turns) titleFromModel(ctx, persistCtx context.Context, sess *session, s *persistence.Session, request string) {
+	model := tr.sessionModel(s)
 	if r := []rune(request); len(r) > 2000 {
 		request = string(r[:2000])
 	}
@@ -78,18 +78,18 @@ func (a *Agent) titleFromModel(ctx, persistCtx context.Context, sess *session, s
 		MaxTokens:   32,
 		InlineThink: model.InlineThink,
 	}
-	res, _, err := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, nil)
+	res, _, err := tr.streamWithRetry(ctx, tr.models.ClientFor(model), s.ID, req, nil)
 	if res != nil && res.Usage != nil && model.Priced() {
 		u := res.Usage
-		_, _ = a.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
+		_, _ = tr.updateMeta(persistCtx, sess, func(_ *persistence.Session, m *sessionMeta) {
 			m.addCost(model.Currency, model.Cost(*u))
 		})
 	}
 	if err != nil {
-		a.log.Debug("no title from the model; keeping the local one", zap.String("session", s.ID), zap.Error(err))
+		tr.log.Debug("no title from the model; keeping the local one", zap.String("session", s.ID), zap.Error(err))
 		return
 	}
-	a.setTitle(persistCtx, sess, s, s.Title, cleanModelTitle(res.Text))
+	tr.setTitle(persistCtx, sess, s, s.Title, cleanModelTitle(res.Text))
 }
 
 // cleanModelTitle keeps the first line of a model's answer without quotes,
@@ -179,31 +179,6 @@ func NormalizeTitle(title string) string {
 		title = strings.TrimRightFunc(string(r[:MaxUserTitleRunes]), unicode.IsSpace)
 	}
 	return title
-}
-
-// SetSessionTitle stores the user's title; from then on no generated title
-// replaces it. The session need not be open here.
-func (a *Agent) SetSessionTitle(ctx context.Context, req *acp.SetSessionTitleRequest) (*acp.SetSessionTitleResponse, error) {
-	title := NormalizeTitle(req.Title)
-	if title == "" {
-		return nil, acp.InvalidParams("The title is empty once control characters and spaces are removed: pass the session's new name.")
-	}
-	sess := a.session(req.SessionID)
-	s, err := a.updateMeta(ctx, sess, func(s *persistence.Session, m *sessionMeta) {
-		s.Title = title
-		m.TitleByUser = true
-	})
-	if err != nil {
-		return nil, a.metaError("set the session title", req.SessionID, err)
-	}
-	a.log.Info("session retitled", zap.String("session", s.ID))
-	if sess.isOpened() { // updates go only to a connection that has the session open
-		updated := isoTime(s.UpdatedAt)
-		acp.AfterResponse(ctx, func() {
-			a.sendUpdate(ctx, sess, acp.SessionUpdate{SessionInfoUpdate: &acp.SessionInfoUpdate{Title: &s.Title, UpdatedAt: &updated}})
-		})
-	}
-	return &acp.SetSessionTitleResponse{Title: s.Title}, nil
 }
 
 // RetitleStored sets the user's title of a stored session, for the

@@ -18,14 +18,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
-// planTool is the built-in planning tool: shown as plan updates, not as a
-// tool call.
-const planTool = "update_plan"
-
-// commandTool runs shell commands: the work tree is kept before a turn's
-// first one (undo.go).
-const commandTool = "run_command"
-
 // toolMeta is what a stored tool result carries (persistence.Message.Meta)
 // so that session/load replays the call as it happened.
 type toolMeta struct {
@@ -42,12 +34,12 @@ type toolMeta struct {
 
 // toolDefinitions are the tools offered to the model in session s: the
 // built-ins, then the tools of the session's connected MCP servers.
-func (a *Agent) toolDefinitions(sess *session, s *persistence.Session) []provider.Tool {
+func (tr *turns) toolDefinitions(sess *session, s *persistence.Session) []provider.Tool {
 	// Below 4k tokens (the minimal prompt tier) the parameters' prose would
 	// take a third of the window: their names and types are sent alone.
-	terse := sysprompt.TierFor(a.sessionModel(s).ContextWindow) == sysprompt.Minimal
+	terse := sysprompt.TierFor(tr.sessionModel(s).ContextWindow) == sysprompt.Minimal
 	var out []provider.Tool
-	for _, t := range a.tools(sess, s) {
+	for _, t := range tr.tools(sess, s) {
 		d := t.Definition()
 		if terse {
 			d = tool.Terse(d)
@@ -58,16 +50,16 @@ func (a *Agent) toolDefinitions(sess *session, s *persistence.Session) []provide
 }
 
 // tools lists the tools of session s in the order offered.
-func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
-	if a.cfg.NoTools {
+func (tr *turns) tools(sess *session, s *persistence.Session) []tool.Tool {
+	if tr.cfg.NoTools {
 		return nil
 	}
 	if isSubagent(s) {
 		return subagentTools()
 	}
-	m := a.sessionModel(s)
-	all := tool.ForModel(cmp.Or(m.Name, a.cfg.Model), m.EditTool)
-	if t := a.taskToolFor(s); t != nil {
+	m := tr.sessionModel(s)
+	all := tool.ForModel(cmp.Or(m.Name, tr.cfg.Model), m.EditTool)
+	if t := tr.taskToolFor(s); t != nil {
 		all = append(all, t)
 	}
 	if set := sess.mcpServers(); set != nil {
@@ -79,15 +71,15 @@ func (a *Agent) tools(sess *session, s *persistence.Session) []tool.Tool {
 // awaitMCP waits, at the start of a turn, for the session's MCP servers
 // still connecting (bounded by their connect timeout and by the turn), and
 // tells the user about any that failed.
-func (a *Agent) awaitMCP(ctx context.Context, sess *session, s *persistence.Session) {
+func (tr *turns) awaitMCP(ctx context.Context, sess *session, s *persistence.Session) {
 	set := sess.mcpServers()
 	if set == nil {
 		return
 	}
 	set.Wait(ctx)
 	for _, f := range set.TakeFailures() {
-		a.log.Warn("mcp server failed", zap.String("session", s.ID), zap.String("error", f))
-		a.sendUpdate(ctx, sess, mcpFailureUpdate(a.capabilities(), f))
+		tr.log.Warn("mcp server failed", zap.String("session", s.ID), zap.String("error", f))
+		tr.sendUpdate(ctx, sess, mcpFailureUpdate(tr.capabilities(), f))
 	}
 }
 
@@ -105,35 +97,35 @@ func mcpFailureUpdate(caps acp.ClientCapabilities, failure string) acp.SessionUp
 }
 
 // toolEnv is what tools may use in session s.
-func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
-	a.mu.Lock()
-	caps := a.clientCaps
-	a.mu.Unlock()
+func (tr *turns) toolEnv(sess *session, s *persistence.Session) *tool.Env {
+	tr.mu.Lock()
+	caps := tr.clientCaps
+	tr.mu.Unlock()
 	var client acp.Client
-	if a.client != nil {
-		client = tool.BoundClient(a.client, a.cfg.ClientCallTimeout)
+	if tr.client != nil {
+		client = tool.BoundClient(tr.client, tr.cfg.ClientCallTimeout)
 	}
 	env := &tool.Env{
 		SessionID:        s.ID,
 		Roots:            tool.ResolveRoots(workspaceRoots(s)),
 		ClientRoots:      tool.ClientRoots(workspaceRoots(s)),
-		Protected:        tool.ResolveRoots(a.cfg.ProtectedFiles),
-		ChildEnv:         a.cfg.ChildEnv,
+		Protected:        tool.ResolveRoots(tr.cfg.ProtectedFiles),
+		ChildEnv:         tr.cfg.ChildEnv,
 		Client:           client,
 		ClientRead:       caps.FS.ReadTextFile,
 		ClientWrite:      caps.FS.WriteTextFile,
 		ClientTerminal:   caps.Terminal,
-		CommandTimeout:   a.cfg.CommandTimeout,
-		CommandOutputCap: a.cfg.CommandOutputCap,
-		OutputLimit:      request.ToolOutputLimit(a.cfg.ToolOutputLimit, a.sessionModel(s)),
-		Images:           a.sessionModel(s).Images,
-		ImageBytes:       a.cfg.Images.ImageBytes,
+		CommandTimeout:   tr.cfg.CommandTimeout,
+		CommandOutputCap: tr.cfg.CommandOutputCap,
+		OutputLimit:      request.ToolOutputLimit(tr.cfg.ToolOutputLimit, tr.sessionModel(s)),
+		Images:           tr.sessionModel(s).Images,
+		ImageBytes:       tr.cfg.Images.ImageBytes,
 		Reads:            sess.fileReads(),
 		StoredOutput: func(ctx context.Context, callID string) (string, error) {
-			return a.storedOutput(ctx, s.ID, callID)
+			return tr.storedOutput(ctx, s.ID, callID)
 		},
 	}
-	a.elicitInto(env, caps)
+	tr.elicitInto(env, caps)
 	if !isSubagent(s) {
 		sess.recordChanges(env, s)
 	}
@@ -141,8 +133,8 @@ func (a *Agent) toolEnv(sess *session, s *persistence.Session) *tool.Env {
 }
 
 // storedOutput is the full output of an earlier tool call of the session.
-func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (string, error) {
-	msgs, err := a.store.Messages(ctx, sessionID, persistence.MessageFilter{})
+func (tr *turns) storedOutput(ctx context.Context, sessionID, callID string) (string, error) {
+	msgs, err := tr.store.Messages(ctx, sessionID, persistence.MessageFilter{})
 	if err != nil {
 		return "", fmt.Errorf("read stored output: %v", err)
 	}
@@ -165,11 +157,11 @@ func (a *Agent) storedOutput(ctx context.Context, sessionID, callID string) (str
 // result for every call, so the rebuilt context never holds a call without
 // its result. Once the turn is cancelled, or stopped by the loop guard, the
 // remaining calls are not run but still answered.
-func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *persistence.Session, calls []provider.ToolCall, guard *loopGuard) error {
-	env := a.toolEnv(sess, s)
+func (tr *turns) runToolCalls(ctx, persistCtx context.Context, sess *session, s *persistence.Session, calls []provider.ToolCall, guard *loopGuard) error {
+	env := tr.toolEnv(sess, s)
 	byName := make(map[string]tool.Tool)
 	schemas := make(map[string]toolSchema)
-	for _, t := range a.tools(sess, s) {
+	for _, t := range tr.tools(sess, s) {
 		d := t.Definition()
 		byName[d.Name], schemas[d.Name] = t, schemaOf(d.Parameters)
 	}
@@ -195,12 +187,12 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 				status, why = persistence.StatusComplete, "Error: not run: the turn was stopped because the same failing call kept being repeated."
 			}
 			msg := &persistence.Message{Role: persistence.RoleTool, ToolCallID: c.ID, Status: status, Content: why}
-			if err := a.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
+			if err := tr.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
 				return storeError("save tool result", err)
 			}
 			continue
 		}
-		if err := a.runToolCall(ctx, persistCtx, sess, s, env, byName, schemas, c, guard); err != nil {
+		if err := tr.runToolCall(ctx, persistCtx, sess, s, env, byName, schemas, c, guard); err != nil {
 			if q, ok := err.(*askedInText); ok {
 				asked = q
 				continue
@@ -219,7 +211,7 @@ func (a *Agent) runToolCalls(ctx, persistCtx context.Context, sess *session, s *
 // The call runs as repaired (repair.go): permissions, rules and the user
 // see the tool and arguments that actually run, the stored assistant
 // message keeps what the model sent, and the result's note says what ran.
-func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *persistence.Session, env *tool.Env,
+func (tr *turns) runToolCall(ctx, persistCtx context.Context, sess *session, s *persistence.Session, env *tool.Env,
 	byName map[string]tool.Tool, schemas map[string]toolSchema, sent provider.ToolCall, guard *loopGuard) error {
 	c := sent
 	rep, found := repairCall(sent.Name, sent.Arguments, schemas)
@@ -243,19 +235,19 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		if res.Output != "" {
 			res.Output = note + res.Output
 		}
-		return a.saveToolResult(persistCtx, sess, s, c, call, res, status)
+		return tr.saveToolResult(persistCtx, sess, s, c, call, res, status)
 	}
 	// failEarly answers a call that cannot even be prepared; the user still
 	// sees it, already failed.
 	failEarly := func(res tool.Result) error {
 		call.Status, call.Content = acp.ToolStatusFailed, res.Content
-		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
+		tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
 		return save(res, persistence.StatusFailed)
 	}
 	if why := guard.refuse(key); why != "" {
 		call.Status, call.Content = acp.ToolStatusFailed, []acp.ToolCallContent{acp.ToolText(why)}
-		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
-		return a.saveToolResult(persistCtx, sess, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
+		tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
+		return tr.saveToolResult(persistCtx, sess, s, c, call, tool.Result{Output: "Error: " + why, Failed: true}, persistence.StatusFailed)
 	}
 	if rep.Refusal != "" {
 		return failEarly(tool.Failure("%s", rep.Refusal))
@@ -284,19 +276,19 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 	if c.Name == planTool {
 		res := act.Run(ctx, func([]acp.ToolCallContent) {})
 		if res.Plan != nil {
-			a.sendUpdate(persistCtx, sess, acp.SessionUpdate{Plan: res.Plan})
+			tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{Plan: res.Plan})
 		}
 		call.Status = acp.ToolStatusCompleted
 		return save(res, persistence.StatusComplete)
 	}
 
-	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
+	tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCall: call})
 	finish := func(res tool.Result, status persistence.MessageStatus) error {
 		call.Status = acp.ToolStatusCompleted
 		if res.Failed || status != persistence.StatusComplete {
 			call.Status = acp.ToolStatusFailed
 		}
-		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{
+		tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{
 			ToolCallID: c.ID, Status: call.Status, Content: res.Content}})
 		if res.Release != nil {
 			res.Release()
@@ -307,7 +299,7 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 		return &askedInText{text: res.EndTurn}
 	}
 
-	verdict, why, err := a.authorize(ctx, sess, s, call, act)
+	verdict, why, err := tr.authorize(ctx, sess, s, call, act)
 	if err != nil {
 		return err
 	}
@@ -325,20 +317,20 @@ func (a *Agent) runToolCall(ctx, persistCtx context.Context, sess *session, s *p
 			return finish(tool.Failure("not run: the work tree could not be recorded for undo: %v", err), persistence.StatusComplete)
 		}
 	}
-	a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
+	tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Status: acp.ToolStatusInProgress}})
 	res := act.Run(ctx, func(content []acp.ToolCallContent) {
-		a.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})
+		tr.sendUpdate(persistCtx, sess, acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: c.ID, Content: content}})
 	})
 	status := persistence.StatusComplete
 	if ctx.Err() != nil && res.Failed {
 		status = persistence.StatusCancelled
 	}
-	res.Output += a.nestedInstructions(persistCtx, sess, s, call.Locations)
+	res.Output += tr.build.nestedInstructions(persistCtx, sess, s, call.Locations)
 	return finish(res, status)
 }
 
 // saveToolResult stores the model's view of a result with what replay needs.
-func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistence.Session, c provider.ToolCall, call *acp.ToolCall,
+func (tr *turns) saveToolResult(ctx context.Context, sess *session, s *persistence.Session, c provider.ToolCall, call *acp.ToolCall,
 	res tool.Result, status persistence.MessageStatus) error {
 	meta := toolMeta{
 		Name: c.Name, Title: call.Title, Kind: call.Kind, Status: call.Status,
@@ -355,8 +347,8 @@ func (a *Agent) saveToolResult(ctx context.Context, sess *session, s *persistenc
 	if res.Image != nil {
 		msg.Parts = []persistence.Part{{Type: "image", MimeType: res.Image.MimeType, Data: res.Image.Data}}
 	}
-	countTokens(a.counterFor(a.sessionModel(s)), msg)
-	if err := a.writes(sess).AppendMessages(ctx, s.ID, msg); err != nil {
+	countTokens(tr.counterFor(tr.sessionModel(s)), msg)
+	if err := tr.writes(sess).AppendMessages(ctx, s.ID, msg); err != nil {
 		return storeError("save tool result", err)
 	}
 	return nil

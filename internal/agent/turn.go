@@ -12,124 +12,26 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
-	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
-// turn is one running prompt turn.
-type turn struct {
-	cancel context.CancelFunc
-	// muted: the prompt was answered while its work still ran (see
-	// Prompt); that work sends no more updates.
-	muted bool
-	done  chan struct{} // closed once the prompt's answer is written
-	// answered: the prompt has its answer; only writing it is left.
-	answered bool
-	// usage is what the provider reported for the turn's model requests
-	// (request.TurnUsage), for the prompt response.
-	usage request.TurnUsage
-	// subagents is what its task calls started (subagent.go).
-	subagents turnSubagents
-	// seq is the seq of the turn's prompt message and rec records what its
-	// tools change (undo.go); rec is nil when nothing is recorded.
-	seq int64
-	rec *checkpoint.Recorder
-}
-
-// Prompt runs one turn: the user message is committed before the model is
-// called, every streamed delta is forwarded as it arrives, and the reply is
-// committed when the stream ends, partial or not.
-func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.PromptResponse, error) {
-	s, err := a.store.GetSession(ctx, req.SessionID)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, unknownSession(req.SessionID)
-	}
-	if err != nil {
-		return nil, storeError("prompt", err)
-	}
-	model := a.sessionModel(s)
-	if hasImage(req.Prompt) && !model.Images {
-		// The endpoint may still be telling whether it reads images
-		// (bounded: 5 s).
-		a.models.AwaitImages(ctx, model.Name)
-		model = a.sessionModel(s)
-	}
-	parts, err := userParts(req.Prompt, model)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.checkPromptSize(parts); err != nil {
-		return nil, err
-	}
-	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {
-		// Within its limits: the frame log need not hold it for a refusal.
-		fl.PromptAccepted(s.ID)
-	}
-	sess, turnCtx, err := a.beginTurn(ctx, s.ID)
-	if err != nil {
-		return nil, err
-	}
-	type answer struct {
-		res *acp.PromptResponse
-		err error
-	}
-	ended := make(chan answer, 1)
-	go func() {
-		var ans answer
-		ans.err = acp.Safely(a.log, "the prompt turn", func() (err error) {
-			ans.res, err = a.runPrompt(ctx, turnCtx, sess, s, req, parts)
-			return err
-		})
-		ended <- ans
-	}()
-	// The turn counts as running until its answer is written and its work
-	// has ended, so that session/close, session/delete and the next prompt
-	// wait for it.
-	var ans answer
-	select {
-	case ans = <-ended:
-	case <-turnCtx.Done():
-		// Cancel is answered within CancelGrace whatever the turn is
-		// waiting for (a store lock, a tool, a client that does not
-		// answer); the work still running stops on its own, silenced.
-		select {
-		case ans = <-ended:
-		case <-time.After(a.cancelGrace()):
-			sess.muteTurn()
-			res, err := cancelledResponse(ctx)
-			sess.markAnswered()
-			acp.AfterResponse(ctx, func() {
-				request.GoSafe(a.log, "ending a cancelled turn", func() {
-					<-ended
-					sess.endTurn()
-				})
-			})
-			return res, err
-		}
-	}
-	sess.markAnswered()
-	acp.AfterResponse(ctx, func() { sess.endTurn() })
-	return ans.res, ans.err
-}
-
 // runPrompt is the work of one turn, once it holds the session's turn slot.
-func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
+func (tr *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persistence.Session, req *acp.PromptRequest, parts []persistence.Part) (*acp.PromptResponse, error) {
 	// One writer per session: the turn holds its lease, and every write it
 	// makes is fenced by it. A heartbeat that finds it lost aborts the turn.
 	turnCtx, lose := context.WithCancelCause(turnCtx)
 	defer lose(nil)
-	if err := a.leases.hold(turnCtx, sess, lose); err != nil {
+	if err := tr.leases.hold(turnCtx, sess, lose); err != nil {
 		return nil, storeError("prompt", err)
 	}
-	defer a.leases.release(ctx, sess)
-	a.reportPendingUndos(turnCtx, sess, s)
+	defer tr.leases.release(ctx, sess)
+	tr.undo.reportPendingUndos(turnCtx, sess, s)
 
-	if cmd, input := a.parseSlashCommand(req.Prompt); cmd != nil {
-		stop, err := cmd.run(turnCtx, a, sess, s, input)
+	if stop, handled, err := tr.slash(turnCtx, sess, s, req.Prompt); handled {
 		if turnCtx.Err() != nil {
-			return a.interruptedResponse(ctx, turnCtx, s.ID)
+			return tr.interruptedResponse(ctx, turnCtx, s.ID)
 		}
 		if err != nil {
 			return nil, err
@@ -141,37 +43,37 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 	// go through a.writes(sess), fenced by the turn's lease.
 	persistCtx := context.WithoutCancel(turnCtx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
-	counter := a.counterFor(a.sessionModel(s))
+	counter := tr.counterFor(tr.sessionModel(s))
 	// A prompt cancelled while it is counted is stored uncounted (the
 	// next request counts it).
 	countTokensContext(turnCtx, counter, user)
-	if err := a.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
+	if err := tr.writes(sess).AppendMessages(persistCtx, s.ID, user); err != nil {
 		return nil, storeError("save prompt", err)
 	}
-	a.startRecording(sess, s, user.Seq)
-	defer a.endRecording(persistCtx, sess, s)
+	tr.undo.startRecording(sess, s, user.Seq)
+	defer tr.undo.endRecording(persistCtx, sess, s)
 	if turnCtx.Err() != nil {
-		return a.interruptedResponse(ctx, turnCtx, s.ID)
+		return tr.interruptedResponse(ctx, turnCtx, s.ID)
 	}
-	titled := a.titleAfterPrompt(persistCtx, sess, s, parts)
+	titled := tr.titleAfterPrompt(persistCtx, sess, s, parts)
 
 	var usage *request.TurnUsage // the turn's, for the prompt response
 	if t := sess.runningTurn(); t != nil {
 		usage = &t.usage
 	}
-	stop, err := a.runTurn(turnCtx, persistCtx, sess, s)
+	stop, err := tr.runTurn(turnCtx, persistCtx, sess, s)
 	if turnCtx.Err() != nil {
-		return a.interruptedResponse(ctx, turnCtx, s.ID)
+		return tr.interruptedResponse(ctx, turnCtx, s.ID)
 	}
 	if err != nil {
-		a.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
+		tr.log.Warn("turn failed", zap.String("session", s.ID), zap.Error(err))
 		return nil, err
 	}
-	if titled && a.cfg.ModelTitles && stop == acp.StopEndTurn {
-		a.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
+	if titled && tr.cfg.ModelTitles && stop == acp.StopEndTurn {
+		tr.titleFromModel(turnCtx, persistCtx, sess, s, modelText(parts))
 	}
 	res := &acp.PromptResponse{StopReason: stop}
-	if a.cfg.PromptUsage {
+	if tr.cfg.PromptUsage {
 		res.Usage = usage.Wire()
 	}
 	return res, nil
@@ -179,7 +81,7 @@ func (a *Agent) runPrompt(ctx, turnCtx context.Context, sess *session, s *persis
 
 // interruptedResponse answers a turn whose context ended: cancelled, or
 // aborted because its lease was lost.
-func (a *Agent) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
+func (tr *turns) interruptedResponse(ctx, turnCtx context.Context, sessionID string) (*acp.PromptResponse, error) {
 	if errors.Is(context.Cause(turnCtx), persistence.ErrLeaseLost) {
 		return nil, leaseLostError("go on with session " + sessionID)
 	}
@@ -199,13 +101,13 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 // replyOnce is one model request of a turn: a request the endpoint refuses
 // as too large for its window is retried once after compacting, once per
 // turn (*recovered), never in a loop.
-func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
-	res, err := a.streamReply(ctx, persistCtx, sess, s)
+func (tr *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
+	res, err := tr.streamReply(ctx, persistCtx, sess, s)
 	var refused *overflowRefusal
 	if errors.As(err, &refused) && !*recovered {
 		*recovered = true
-		if err = a.recoverOverflow(ctx, sess, s, refused); err == nil {
-			res, err = a.streamReply(ctx, persistCtx, sess, s)
+		if err = tr.build.recoverOverflow(ctx, sess, s, refused); err == nil {
+			res, err = tr.streamReply(ctx, persistCtx, sess, s)
 		}
 	}
 	if errors.As(err, &refused) {
@@ -216,21 +118,21 @@ func (a *Agent) replyOnce(ctx, persistCtx context.Context, sess *session, s *per
 
 // runTurn calls the model until it answers without tool calls or the cap on
 // model calls is reached.
-func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
-	a.awaitMCP(ctx, sess, s)
+func (tr *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (acp.StopReason, error) {
+	tr.awaitMCP(ctx, sess, s)
 	recovered := false // one overflow recovery per turn, never a loop
 	guard := newLoopGuard()
-	for call := 0; call < request.MaxModelCalls(a.cfg.MaxModelCalls, a.sessionModel(s)); call++ {
-		res, err := a.replyOnce(ctx, persistCtx, sess, s, &recovered)
+	for call := 0; call < request.MaxModelCalls(tr.cfg.MaxModelCalls, tr.sessionModel(s)); call++ {
+		res, err := tr.replyOnce(ctx, persistCtx, sess, s, &recovered)
 		if err != nil {
 			return "", err
 		}
 		if len(res.ToolCalls) == 0 {
 			return stopReason(res.FinishReason), nil
 		}
-		if err := a.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
+		if err := tr.runToolCalls(ctx, persistCtx, sess, s, res.ToolCalls, guard); err != nil {
 			if q, ok := err.(*askedInText); ok && ctx.Err() == nil {
-				return a.replyWithQuestion(persistCtx, sess, s, q)
+				return tr.replyWithQuestion(persistCtx, sess, s, q)
 			}
 			return "", err
 		}
@@ -238,7 +140,7 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 			return acp.StopCancelled, nil
 		}
 		if guard.stopped() {
-			a.sendUpdate(ctx, sess, loopStopUpdate(a.capabilities()))
+			tr.sendUpdate(ctx, sess, loopStopUpdate(tr.capabilities()))
 			return acp.StopEndTurn, nil
 		}
 	}
@@ -251,20 +153,20 @@ func (a *Agent) runTurn(ctx, persistCtx context.Context, sess *session, s *persi
 // when it grows fast: partialSaveBytes), and finalised when the stream ends
 // (complete, cancelled or failed), so a crash keeps what the user saw up
 // to the last save.
-func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
-	a.models.AwaitDiscovery(ctx, a.sessionModel(s).Name)
-	msgs, err := a.prepareContext(ctx, sess, s)
+func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
+	tr.models.AwaitDiscovery(ctx, tr.sessionModel(s).Name)
+	msgs, err := tr.build.prepareContext(ctx, sess, s)
 	if err != nil {
 		return nil, err
 	}
-	model := a.sessionModel(s)
+	model := tr.sessionModel(s)
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: a, ctx: persistCtx, sess: sess, store: a.writes(sess), counter: a.counterFor(model)}
-	req := provider.Request{Model: model.Name, Messages: msgs, Tools: a.toolDefinitions(sess, s),
+	reply := &partialReply{a: tr.core, ctx: persistCtx, sess: sess, store: tr.writes(sess), counter: tr.counterFor(model)}
+	req := provider.Request{Model: model.Name, Messages: msgs, Tools: tr.toolDefinitions(sess, s),
 		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
-	onEvent, redacted := a.redactReply(func(ev provider.Event) error {
+	onEvent, redacted := tr.redactReply(func(ev provider.Event) error {
 		switch ev.Kind {
 		case provider.EventText:
 			reply.text.WriteString(ev.Text)
@@ -285,20 +187,20 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 		} else {
 			u.AgentThoughtChunk = chunk
 		}
-		reply.sent(ev, a.deliver(ctx, sess, u))
+		reply.sent(ev, tr.deliver(ctx, sess, u))
 		return nil
 	})
-	res, attempts, streamErr := a.streamWithRetry(ctx, a.models.ClientFor(model), s.ID, req, onEvent)
+	res, attempts, streamErr := tr.streamWithRetry(ctx, tr.models.ClientFor(model), s.ID, req, onEvent)
 	if res == nil {
 		res = &provider.Result{}
 	}
 	redacted(res)
-	a.afterModelRequest(ctx, sess, s, req, res)
-	if !a.detectTruncation(ctx, sess, s, model, req, res) {
+	tr.build.afterModelRequest(ctx, sess, s, req, res)
+	if !tr.build.detectTruncation(ctx, sess, s, model, req, res) {
 		sess.observeUsage(res)
 	}
 	if streamErr == nil {
-		a.models.NoteAccepted(model, res)
+		tr.models.NoteAccepted(model, res)
 	}
 	msg := reply.final(res)
 	switch {
@@ -316,7 +218,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if err := reply.finish(msg); err != nil {
 		// The stored row still says "streaming": mark it failed once the
 		// store answers again.
-		a.finishLater(sess, msg, reply.asStored())
+		tr.finishLater(sess, msg, reply.asStored())
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {
@@ -328,7 +230,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if err := a.authError(streamErr); err != nil {
+	if err := tr.auth.authError(streamErr); err != nil {
 		return nil, err
 	}
 	if streamErr != nil {
@@ -342,7 +244,7 @@ func (a *Agent) streamReply(ctx, persistCtx context.Context, sess *session, s *p
 
 // partialReply is an assistant reply being streamed into the store.
 type partialReply struct {
-	a               *Agent
+	a               *core
 	ctx             context.Context
 	sess            *session
 	store           Store // the session's fenced writes (Agent.writes)
@@ -500,24 +402,6 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	return r.store.AppendMessages(r.ctx, r.sess.id, m)
 }
 
-// sendUpdate sends u to the client, unless the session's turn was muted
-// (its prompt is answered).
-func (a *Agent) sendUpdate(ctx context.Context, sess *session, u acp.SessionUpdate) {
-	a.deliver(ctx, sess, u)
-}
-
-// deliver is sendUpdate, reporting whether the update was sent.
-func (a *Agent) deliver(ctx context.Context, sess *session, u acp.SessionUpdate) bool {
-	if sess.turnMuted() {
-		return false
-	}
-	if err := a.client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: sess.id, Update: u}); err != nil {
-		a.log.Debug("session/update not delivered", zap.String("session", sess.id), zap.Error(err))
-		return false
-	}
-	return true
-}
-
 func stopReason(f provider.FinishReason) acp.StopReason {
 	switch f {
 	case provider.FinishLength:
@@ -631,27 +515,27 @@ func modelAdvice(api *provider.APIError, retryable bool) string {
 // It is where a prompt looks its session up: the session is returned with
 // the turn registered on it. a.mu is held while a turn registers, so the
 // cap on concurrent turns counts every session's.
-func (a *Agent) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
+func (tr *turns) beginTurn(ctx context.Context, sessionID string) (*session, context.Context, error) {
 	for {
-		a.mu.Lock()
-		sess := a.sessionLocked(sessionID)
+		tr.sessions.mu.Lock()
+		sess := tr.sessions.getLocked(sessionID)
 		sess.mu.Lock()
 		t := sess.turn
 		answered := t != nil && t.answered
 		sess.mu.Unlock()
 		if t == nil {
-			if a.runningTurnsLocked() >= a.cfg.MaxConcurrentTurns {
-				a.mu.Unlock()
-				return nil, nil, a.tooManyTurns()
+			if tr.sessions.runningLocked() >= tr.cfg.MaxConcurrentTurns {
+				tr.sessions.mu.Unlock()
+				return nil, nil, tr.tooManyTurns()
 			}
 			turnCtx, cancel := context.WithCancel(ctx)
 			sess.mu.Lock()
 			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
 			sess.mu.Unlock()
-			a.mu.Unlock()
+			tr.sessions.mu.Unlock()
 			return sess, turnCtx, nil
 		}
-		a.mu.Unlock()
+		tr.sessions.mu.Unlock()
 		if !answered {
 			return nil, nil, acp.InvalidRequest("A prompt is already running in session %s: wait for it or send session/cancel.", sessionID)
 		}
@@ -663,81 +547,13 @@ func (a *Agent) beginTurn(ctx context.Context, sessionID string) (*session, cont
 	}
 }
 
-// markAnswered records that the turn has its answer; it ends (endTurn) once
-// the answer is written.
-func (sess *session) markAnswered() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.answered = true
-	}
-}
-
-// muteTurn silences the session's running turn: its prompt is answered.
-func (sess *session) muteTurn() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.muted = true
-	}
-}
-
-// turnMuted reports whether the session's running turn was muted.
-func (sess *session) turnMuted() bool {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.turn != nil && sess.turn.muted
-}
-
 // cancelGrace is how long a cancelled turn may take to stop before its
 // prompt is answered anyway.
-func (a *Agent) cancelGrace() time.Duration {
-	if a.cfg.CancelGrace > 0 {
-		return a.cfg.CancelGrace
+func (tr *turns) cancelGrace() time.Duration {
+	if tr.cfg.CancelGrace > 0 {
+		return tr.cfg.CancelGrace
 	}
 	return DefaultCancelGrace
-}
-
-// endTurn ends the session's turn once its answer is written.
-func (sess *session) endTurn() {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if t := sess.turn; t != nil {
-		t.cancel()
-		close(t.done)
-		sess.turn = nil
-	}
-	sess.items = nil // reasoning items live for their turn only
-}
-
-// Cancel stops the session's running turn, if any. The turn answers its
-// prompt with stopReason "cancelled".
-func (a *Agent) Cancel(_ context.Context, n *acp.CancelNotification) error {
-	if t := a.runningTurn(n.SessionID); t != nil {
-		t.cancel()
-	}
-	return nil
-}
-
-// countTokens stores the message's token count with it, so that the next
-// request's context needs no recount (and no write to cache one). The
-// stored row keeps the encoding it was first written with; a reply is
-// always counted with the one counter of its turn.
-func countTokens(c compaction.Counter, m *persistence.Message) {
-	if c != nil {
-		m.TokenCount, m.TokenEncoding = compaction.MessageTokens(c, m), c.Name()
-	}
-}
-
-// countTokensContext is countTokens that gives up when ctx is done,
-// leaving the message uncounted.
-func countTokensContext(ctx context.Context, c compaction.Counter, m *persistence.Message) {
-	if c == nil {
-		return
-	}
-	if n, err := compaction.MessageTokensContext(ctx, c, m); err == nil {
-		m.TokenCount, m.TokenEncoding = n, c.Name()
-	}
 }
 
 func validRetryAfter(v string) bool {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,26 +10,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/termsafe"
 )
 
-// CheckpointStore is the store that keeps checkpoints (the backend's): its
-// fenced view (WithFence) is a checkpoint.Store. The frame log's wrapper is
-// not one, so the agent is given the backend store for them.
-type CheckpointStore interface {
-	WithFence(f persistence.Fence) persistence.Store
-}
-
 // undoing reports whether turns are recorded and can be undone.
-func (a *Agent) undoing() bool { return a.cfg.Checkpoints != nil }
+func (u *undoer) undoing() bool { return u.cfg.Checkpoints != nil }
 
 // checkpoints is the session's checkpoint store, fenced by its lease; nil
 // when undo is off or the lease is not held here.
-func (a *Agent) checkpoints(sess *session) checkpoint.Store {
-	if a.cfg.Checkpoints == nil {
+func (u *undoer) checkpoints(sess *session) checkpoint.Store {
+	if u.cfg.Checkpoints == nil {
 		return nil
 	}
 	sess.mu.Lock()
@@ -39,81 +30,46 @@ func (a *Agent) checkpoints(sess *session) checkpoint.Store {
 	if h == nil {
 		return nil
 	}
-	st, _ := a.cfg.Checkpoints.WithFence(h.fence).(checkpoint.Store)
+	st, _ := u.cfg.Checkpoints.WithFence(h.fence).(checkpoint.Store)
 	return st
 }
 
 // startRecording makes the running turn record checkpoints: turn is the
 // seq of its prompt message. Subagents only read: nothing to record.
-func (a *Agent) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
-	st := a.checkpoints(sess)
+func (u *undoer) startRecording(sess *session, s *persistence.Session, turnSeq int64) {
+	st := u.checkpoints(sess)
 	t := sess.runningTurn()
 	if st == nil || t == nil || isSubagent(s) {
 		return
 	}
 	sess.mu.Lock()
 	t.seq = turnSeq
-	t.rec = &checkpoint.Recorder{Store: st, Trees: a.cfg.CheckpointTrees}
+	t.rec = &checkpoint.Recorder{Store: st, Trees: u.cfg.CheckpointTrees}
 	sess.mu.Unlock()
 }
 
 // endRecording records the work tree as the turn left it (when its
 // commands were snapshotted before), however the turn ended.
-func (a *Agent) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
+func (u *undoer) endRecording(ctx context.Context, sess *session, s *persistence.Session) {
 	rec, seq := sess.recorder()
 	if rec == nil {
 		return
 	}
 	if err := rec.EndTurn(ctx, s, seq); err != nil {
-		a.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
+		u.log.Warn("record the work tree at the turn's end", zap.String("session", s.ID), zap.Error(err))
 	}
-}
-
-// recorder is the running turn's checkpoint recorder and turn, or nil.
-func (sess *session) recorder() (*checkpoint.Recorder, int64) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if sess.turn == nil {
-		return nil, 0
-	}
-	return sess.turn.rec, sess.turn.seq
-}
-
-// recordChanges sets env's hooks so that every file a tool changes is
-// checkpointed first: a checkpoint that cannot be stored refuses the change.
-func (sess *session) recordChanges(env *tool.Env, s *persistence.Session) {
-	rec, seq := sess.recorder()
-	if rec == nil {
-		return
-	}
-	env.BeforeChange = func(ctx context.Context, p tool.Path) error {
-		return rec.BeforeChange(context.WithoutCancel(ctx), s, seq, p.Abs)
-	}
-	env.AfterChange = func(ctx context.Context, p tool.Path) {
-		_ = rec.AfterChange(context.WithoutCancel(ctx), s, seq, p.Abs)
-	}
-}
-
-// snapshotBeforeCommand keeps the work tree before the turn's first
-// command; an error is the store's (nothing was recorded).
-func (sess *session) snapshotBeforeCommand(ctx context.Context, s *persistence.Session) error {
-	rec, seq := sess.recorder()
-	if rec == nil {
-		return nil
-	}
-	return rec.SnapshotWorkTree(ctx, s, seq)
 }
 
 // takePendingUndos keeps the reports of undos a killed process left
 // unfinished, holding the session's lease, for sendPendingUndos.
-func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
-	st := a.checkpoints(sess)
+func (u *undoer) takePendingUndos(ctx context.Context, sess *session) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return
 	}
 	reps, err := checkpoint.PendingUndos(ctx, st, sess.id)
 	if err != nil {
-		a.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
+		u.log.Warn("pending undos", zap.String("session", sess.id), zap.Error(err))
 		return
 	}
 	sess.mu.Lock()
@@ -122,21 +78,21 @@ func (a *Agent) takePendingUndos(ctx context.Context, sess *session) {
 }
 
 // sendPendingUndos shows the reports takePendingUndos kept.
-func (a *Agent) sendPendingUndos(ctx context.Context, sess *session) {
+func (u *undoer) sendPendingUndos(ctx context.Context, sess *session) {
 	sess.mu.Lock()
 	reps := sess.undone
 	sess.undone = nil
 	sess.mu.Unlock()
 	for _, r := range reps {
-		a.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
+		u.sendUpdate(ctx, sess, agentText(r.Text()+"\n"))
 	}
 }
 
 // reportPendingUndos tells the user about undos a killed process left
 // unfinished (checkpoint.PendingUndos), holding the session's lease.
-func (a *Agent) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
-	a.takePendingUndos(ctx, sess)
-	a.sendPendingUndos(ctx, sess)
+func (u *undoer) reportPendingUndos(ctx context.Context, sess *session, _ *persistence.Session) {
+	u.takePendingUndos(ctx, sess)
+	u.sendPendingUndos(ctx, sess)
 }
 
 func agentText(text string) acp.SessionUpdate {
@@ -163,12 +119,12 @@ type errUndo struct{ msg string }
 func (e *errUndo) Error() string { return e.msg }
 
 // undo runs an undo in session sess, whose lease this process holds.
-func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
-	st := a.checkpoints(sess)
+func (u *undoer) revert(ctx context.Context, sess *session, s *persistence.Session, r undoRequest) (*undoResult, error) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("undo: the session's lease is not held")
 	}
-	ps, err := a.prompts(ctx, st, s.ID)
+	ps, err := u.prompts(ctx, st, s.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +139,7 @@ func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session,
 		}
 	}
 	err = sess.rewrite(func() error {
-		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
+		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
 		return err
 	})
 	if errors.Is(err, persistence.ErrConflict) {
@@ -192,19 +148,19 @@ func (a *Agent) undo(ctx context.Context, sess *session, s *persistence.Session,
 	if err != nil {
 		return nil, storeError("undo", err)
 	}
-	a.contextChanged(sess)
+	u.contextChanged(sess)
 	return res, nil
 }
 
 // redo re-applies the session's last undo.
-func (a *Agent) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
-	st := a.checkpoints(sess)
+func (u *undoer) redo(ctx context.Context, sess *session, s *persistence.Session, dryRun, force bool) (*checkpoint.Report, error) {
+	st := u.checkpoints(sess)
 	if st == nil {
 		return nil, errors.New("redo: the session's lease is not held")
 	}
 	var rep *checkpoint.Report
 	err := sess.rewrite(func() (err error) {
-		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: a.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
+		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
 		return err
 	})
 	switch {
@@ -215,20 +171,20 @@ func (a *Agent) redo(ctx context.Context, sess *session, s *persistence.Session,
 	case err != nil:
 		return nil, storeError("redo", err)
 	}
-	a.contextChanged(sess)
+	u.contextChanged(sess)
 	return rep, nil
 }
 
 // contextChanged forgets what the provider counted of the session's
 // context: an undo or redo changed which messages it holds.
-func (a *Agent) contextChanged(sess *session) {
+func (u *undoer) contextChanged(sess *session) {
 	sess.mu.Lock()
 	sess.budget.sent, sess.budget.reported = nil, 0
 	sess.mu.Unlock()
 }
 
 // prompts lists the session's prompts (checkpoint.Prompts).
-func (a *Agent) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
+func (u *undoer) prompts(ctx context.Context, st checkpoint.Store, sessionID string) ([]checkpoint.Prompt, error) {
 	src, ok := st.(checkpoint.PromptSource)
 	if !ok {
 		return nil, errors.New("the store lists no prompts")
@@ -262,24 +218,6 @@ func undoArgs(input string, number bool) (undoRequest, error) {
 	return r, nil
 }
 
-// reply sends text as the agent's answer to a slash command.
-func (a *Agent) reply(ctx context.Context, sess *session, text string) (acp.StopReason, error) {
-	a.sendUpdate(ctx, sess, agentText(text))
-	return acp.StopEndTurn, nil
-}
-
-// undoReply answers an undo: errUndo as text, anything else an error.
-func (a *Agent) undoReply(ctx context.Context, sess *session, text string, err error) (acp.StopReason, error) {
-	var u *errUndo
-	if errors.As(err, &u) {
-		return a.reply(ctx, sess, "[Undo: "+u.msg+".]\n")
-	}
-	if err != nil {
-		return "", err
-	}
-	return a.reply(ctx, sess, text)
-}
-
 // reportText is a report for the conversation: the file lines in a code
 // block (paths and diffs are the workspace's).
 func reportText(head string, rep *checkpoint.Report) string {
@@ -300,53 +238,6 @@ func fenced(text string) string {
 		fence += "`"
 	}
 	return fence + "\n" + text + "\n" + fence + "\n"
-}
-
-var undoCommand = slashCommand{
-	name:        "undo",
-	description: "Undo the last prompt: its files go back to how they were, its messages leave the conversation (--force also overwrites files changed since)",
-	hint:        "[--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, false)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /undo [--force]: "+err.Error()+".]\n")
-		}
-		res, err := a.undo(ctx, sess, s, r)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		return a.reply(ctx, sess, reportText(fmt.Sprintf("[Undid prompt %d.]", res.prompt.Number), res.report))
-	},
-}
-
-var rewindCommand = slashCommand{
-	name:        "rewind",
-	description: "List the prompts; /rewind N goes back to before prompt N (files and conversation) and shows its text to send again",
-	hint:        "[N] [--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, true)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /rewind [N] [--force]: "+err.Error()+".]\n")
-		}
-		if r.to == 0 {
-			st := a.checkpoints(sess)
-			if st == nil {
-				return "", errors.New("rewind: the session's lease is not held")
-			}
-			ps, err := a.prompts(ctx, st, s.ID)
-			if err != nil {
-				return "", err
-			}
-			return a.reply(ctx, sess, promptList(ps))
-		}
-		res, err := a.undo(ctx, sess, s, r)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		text := reportText(fmt.Sprintf("[Rewound to before prompt %d.]", res.prompt.Number), res.report)
-		text += "\nPrompt " + strconv.Itoa(res.prompt.Number) + " was (edit it and send it again):\n\n" + fenced(res.prompt.Text)
-		return a.reply(ctx, sess, text)
-	},
 }
 
 // promptList is /rewind's list: the prompts the conversation shows, numbered.
@@ -371,23 +262,6 @@ func promptList(ps []checkpoint.Prompt) string {
 	return "Prompts (/rewind N goes back to before prompt N):\n\n" + b.String()
 }
 
-var redoCommand = slashCommand{
-	name:        "redo",
-	description: "Redo the last undo, while nothing new happened in the session",
-	hint:        "[--force]",
-	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		r, err := undoArgs(input, false)
-		if err != nil {
-			return a.reply(ctx, sess, "[Usage: /redo [--force]: "+err.Error()+".]\n")
-		}
-		rep, err := a.redo(ctx, sess, s, r.dryRun, r.force)
-		if err != nil {
-			return a.undoReply(ctx, sess, "", err)
-		}
-		return a.reply(ctx, sess, reportText("[Redid the last undo.]", rep))
-	},
-}
-
 // markdownLine makes one line of stored or workspace text safe in a
 // Markdown reply: terminal controls shown (termsafe), the characters that
 // would start code or a table cell escaped.
@@ -400,8 +274,8 @@ func markdownLine(s string) string {
 // withoutUndone is msgs without the messages an undo hid: a load replays
 // the conversation as it now stands (compacted messages, inactive too, are
 // still replayed).
-func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
-	src, ok := a.cfg.Checkpoints.(interface {
+func (u *undoer) withoutUndone(ctx context.Context, sessionID string, msgs []persistence.Message) []persistence.Message {
+	src, ok := u.cfg.Checkpoints.(interface {
 		Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
 	})
 	if !ok {
@@ -409,13 +283,13 @@ func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []pers
 	}
 	undos, err := src.Undos(ctx, sessionID)
 	if err != nil {
-		a.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
+		u.log.Warn("read the session's undos", zap.String("session", sessionID), zap.Error(err))
 		return msgs
 	}
 	hidden := map[int64]bool{}
-	for _, u := range undos {
-		if u.State == persistence.UndoDone {
-			for _, id := range u.Hidden {
+	for _, rec := range undos {
+		if rec.State == persistence.UndoDone {
+			for _, id := range rec.Hidden {
 				hidden[id] = true
 			}
 		}
@@ -431,14 +305,6 @@ func (a *Agent) withoutUndone(ctx context.Context, sessionID string, msgs []pers
 		out = append(out, m)
 	}
 	return out
-}
-
-// undoParams are _crow/undo's and _crow/redo's.
-type undoParams struct {
-	SessionID string `json:"sessionId"`
-	To        int    `json:"to,omitempty"` // prompt number; 0: the last prompt
-	DryRun    bool   `json:"dryRun,omitempty"`
-	Force     bool   `json:"force,omitempty"`
 }
 
 // undoFileInfo is one file of a report on the wire.
@@ -469,94 +335,24 @@ func reportOf(r *checkpoint.Report) undoReport {
 	return out
 }
 
-// promptInfo is a prompt on the wire.
-type promptInfo struct {
-	Number int    `json:"number"`
-	Text   string `json:"text"`
-}
-
-// _crow/prompts {sessionId} → {prompts: [{number, text}]}: the prompts the
-// conversation shows, the numbers _crow/undo's "to" takes.
-func extPrompts(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[sessionParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := a.extSession(ctx, p.SessionID); err != nil {
-		return nil, err
-	}
-	src, ok := a.cfg.Checkpoints.(checkpoint.PromptSource)
-	if !ok {
-		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
-	}
-	ps, err := checkpoint.Prompts(ctx, src, p.SessionID)
-	if err != nil {
-		return nil, storeError("list prompts", err)
-	}
-	out := []promptInfo{}
-	for _, pr := range ps {
-		if !pr.Undone {
-			out = append(out, promptInfo{Number: pr.Number, Text: pr.Text})
-		}
-	}
-	return map[string]any{"prompts": out}, nil
-}
-
-// _crow/undo {sessionId, to?, dryRun?, force?} → {report, prompt, pending}:
-// what /undo (to: /rewind N) does, for a client's button.
-func extUndo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[undoParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if p.To < 0 {
-		return nil, acp.InvalidParams("to must be a prompt number (1 or more) from _crow/prompts, or absent for the last prompt")
-	}
-	return a.withUndoLease(ctx, p.SessionID, "undo", func(sess *session, s *persistence.Session) (any, error) {
-		res, err := a.undo(ctx, sess, s, undoRequest{to: p.To, dryRun: p.DryRun, force: p.Force})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"report": reportOf(res.report), "prompt": promptInfo{Number: res.prompt.Number, Text: res.prompt.Text}}, nil
-	})
-}
-
-// _crow/redo {sessionId, dryRun?, force?} → {report, pending}.
-func extRedo(ctx context.Context, a *Agent, raw json.RawMessage) (any, error) {
-	p, err := decodeExt[undoParams](raw)
-	if err != nil {
-		return nil, err
-	}
-	if p.To != 0 {
-		return nil, acp.InvalidParams("_crow/redo takes no \"to\": it redoes the last undo")
-	}
-	return a.withUndoLease(ctx, p.SessionID, "redo", func(sess *session, s *persistence.Session) (any, error) {
-		rep, err := a.redo(ctx, sess, s, p.DryRun, p.Force)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"report": reportOf(rep)}, nil
-	})
-}
-
 // withUndoLease runs fn with the session's lease held, when no turn runs in
 // it here or in another process (like changeCompaction); undos a killed
 // process left unfinished are reported first ("pending"). A refusal the
 // user can act on (errUndo) is -32600 with its text.
-func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
-	s, err := a.extSession(ctx, sessionID)
+func (u *undoer) withUndoLease(ctx context.Context, sessionID, op string, fn func(*session, *persistence.Session) (any, error)) (any, error) {
+	s, err := u.extSession(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	if !a.undoing() {
+	if !u.undoing() {
 		return nil, acp.InvalidRequest("Undo is not available: this store keeps no checkpoints.")
 	}
-	sess := a.session(s.ID)
+	sess := u.sessions.get(s.ID)
 	busy := acp.InvalidRequest("A prompt is running in session %s: %s when it ends.", s.ID, op)
 	if sess.runningTurn() != nil {
 		return nil, busy
 	}
-	err = a.leases.hold(ctx, sess, nil)
+	err = u.leases.hold(ctx, sess, nil)
 	if errors.Is(err, errHeldHere) {
 		return nil, busy
 	}
@@ -567,9 +363,9 @@ func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func
 	if err != nil {
 		return nil, storeError(op, err)
 	}
-	defer a.leases.release(ctx, sess)
+	defer u.leases.release(ctx, sess)
 	pending := []undoReport{}
-	if st := a.checkpoints(sess); st != nil {
+	if st := u.checkpoints(sess); st != nil {
 		reps, err := checkpoint.PendingUndos(ctx, st, s.ID)
 		if err != nil {
 			return nil, storeError(op, err)
@@ -579,9 +375,9 @@ func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func
 		}
 	}
 	out, err := fn(sess, s)
-	var u *errUndo
-	if errors.As(err, &u) {
-		return nil, acp.InvalidRequest("Cannot %s: %s.", op, u.msg)
+	var refusal *errUndo
+	if errors.As(err, &refusal) {
+		return nil, acp.InvalidRequest("Cannot %s: %s.", op, refusal.msg)
 	}
 	if err != nil {
 		return nil, err
@@ -590,3 +386,6 @@ func (a *Agent) withUndoLease(ctx context.Context, sessionID, op string, fn func
 	res["pending"] = pending
 	return res, nil
 }
+
+// undoer records what a turn's tools change and undoes it (undo.go).
+type undoer struct{ *core }

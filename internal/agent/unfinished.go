@@ -20,30 +20,20 @@ const unfinishedRetry = 200 * time.Millisecond
 // answers again, instead of leaving that to whichever process opens the
 // session next.
 
-// unfinishedReply is a reply whose final write failed: final is the reply
-// as it ended, marked failed; stored, the row as its last successful write
-// left it, marked failed (nil: none).
-type unfinishedReply struct {
-	final, stored *persistence.Message
-	// marked: stored was written, the row no longer says "streaming";
-	// final is still written once the store takes it.
-	marked bool
-}
-
 // finishLater queues m (an assistant reply of sess already stored, with its
 // ID) to be written with status failed once the store accepts writes again.
 // stored is the row as last written (partialReply.asStored): written
 // instead, meanwhile, when the store takes writes but refuses m (a database
 // that cannot grow takes small writes and refuses a long reply's text), so
 // that no reply stays "streaming" while the store answers.
-func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
+func (tr *turns) finishLater(sess *session, m, stored *persistence.Message) {
 	if m.ID == 0 {
 		return // never stored: nothing is left streaming
 	}
 	// The turn failed: its tool calls never ran and are not kept.
 	m.Status, m.ToolCalls = persistence.StatusFailed, nil
 	select {
-	case <-a.closed:
+	case <-tr.closed:
 		return // left to the next process that opens the session
 	default:
 	}
@@ -55,19 +45,19 @@ func (a *Agent) finishLater(sess *session, m, stored *persistence.Message) {
 	sess.unfinished[m.ID] = &unfinishedReply{final: m, stored: stored}
 	if !sess.retrying {
 		sess.retrying = true
-		request.GoSafe(a.log, "retrying unfinished replies", func() { a.retryUnfinished(sess) })
+		request.GoSafe(tr.log, "retrying unfinished replies", func() { tr.retryUnfinished(sess) })
 	}
 }
 
 // retryUnfinished writes the session's queued replies until none is left or
 // the agent closes (what is still queued is then left to the next process
 // that opens the session).
-func (a *Agent) retryUnfinished(sess *session) {
+func (tr *turns) retryUnfinished(sess *session) {
 	t := time.NewTicker(unfinishedRetry)
 	defer t.Stop()
 	for {
 		select {
-		case <-a.closed:
+		case <-tr.closed:
 			return
 		case <-t.C:
 		}
@@ -79,13 +69,13 @@ func (a *Agent) retryUnfinished(sess *session) {
 		sess.mu.Unlock()
 		for _, u := range batch {
 			m := u.final
-			err := sess.updateMessage(context.Background(), a.store, m)
+			err := sess.updateMessage(context.Background(), tr.store, m)
 			if err != nil && !errors.Is(err, persistence.ErrNotFound) {
-				a.markStored(sess, u)
+				tr.markStored(sess, u)
 				continue // the store still fails; next tick
 			}
 			if err == nil {
-				a.log.Info("reply interrupted by a storage fault marked failed", zap.String("session", m.SessionID), zap.Int64("message", m.ID))
+				tr.log.Info("reply interrupted by a storage fault marked failed", zap.String("session", m.SessionID), zap.Int64("message", m.ID))
 			}
 			sess.mu.Lock()
 			if sess.unfinished[m.ID] == u {
@@ -105,12 +95,12 @@ func (a *Agent) retryUnfinished(sess *session) {
 
 // markStored writes u's row as last stored, marked failed, once: the store
 // refused the final reply but may take this smaller write.
-func (a *Agent) markStored(sess *session, u *unfinishedReply) {
+func (tr *turns) markStored(sess *session, u *unfinishedReply) {
 	if u.marked || u.stored == nil {
 		return
 	}
-	if sess.updateMessage(context.Background(), a.store, u.stored) == nil {
+	if sess.updateMessage(context.Background(), tr.store, u.stored) == nil {
 		u.marked = true
-		a.log.Info("reply interrupted by a storage fault marked failed as last stored", zap.String("session", u.stored.SessionID), zap.Int64("message", u.stored.ID))
+		tr.log.Info("reply interrupted by a storage fault marked failed as last stored", zap.String("session", u.stored.SessionID), zap.Int64("message", u.stored.ID))
 	}
 }

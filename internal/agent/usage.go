@@ -6,18 +6,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
 // afterModelRequest runs after every model request, finished or not, with
 // what the provider reported.
-func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
-	if res.FinishReason != "" && a.defaultEndpoint(a.models.Named(req.Model)) {
-		a.authSeen.answered() // the endpoint signing in is about (logout.go)
+func (b *builder) afterModelRequest(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
+	if res.FinishReason != "" && b.auth.defaultEndpoint(b.models.Named(req.Model)) {
+		b.auth.seen.answered() // the endpoint signing in is about (logout.go)
 	}
-	a.reportUsage(ctx, sess, s, req, res)
+	b.reportUsage(ctx, sess, s, req, res)
 }
 
 // reportUsage sends usage_update for one model request: the tokens that
@@ -28,8 +27,8 @@ func (a *Agent) afterModelRequest(ctx context.Context, sess *session, s *persist
 // usage (a server without stream_options, or one that refused it) gets our
 // own count instead, for the context meter only: no cost is billed on a
 // count of ours.
-func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
-	model := a.models.Named(req.Model)
+func (b *builder) reportUsage(ctx context.Context, sess *session, s *persistence.Session, req provider.Request, res *provider.Result) {
+	model := b.models.Named(req.Model)
 	u := res.Usage
 	if t := sess.runningTurn(); u != nil && t != nil {
 		t.usage.Add(*u)
@@ -38,7 +37,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 		if res.FinishReason == "" {
 			return // a failed request: nothing to measure
 		}
-		u = sess.countedUsage(a.counterFor(model), res)
+		u = sess.countedUsage(b.counterFor(model), res)
 		model.InputPrice, model.OutputPrice = 0, 0
 	}
 	used := u.TotalTokens
@@ -47,7 +46,7 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 	}
 	update := &acp.UsageUpdate{Used: used, Size: model.ContextWindow}
 	var total float64
-	_, err := a.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
+	_, err := b.updateMeta(context.WithoutCancel(ctx), sess, func(_ *persistence.Session, m *sessionMeta) {
 		m.Used = used
 		if !model.Priced() {
 			return
@@ -56,38 +55,25 @@ func (a *Agent) reportUsage(ctx context.Context, sess *session, s *persistence.S
 	})
 	switch {
 	case err != nil:
-		a.log.Warn("cannot record the session's usage and cost", zap.String("session", s.ID), zap.Error(err))
+		b.log.Warn("cannot record the session's usage and cost", zap.String("session", s.ID), zap.Error(err))
 	case model.Priced():
 		update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: update})
+	b.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: update})
 }
 
 // lastUsage is the usage update that shows a reopened session's context:
 // the last request's tokens against the session's model window and the
 // cumulative cost. nil before the first model request.
-func (a *Agent) lastUsage(s *persistence.Session) *acp.UsageUpdate {
+func (b *builder) lastUsage(s *persistence.Session) *acp.UsageUpdate {
 	m := decodeMeta(s.Metadata)
 	if m.Used == 0 {
 		return nil
 	}
-	model := a.models.Named(m.Model)
+	model := b.models.Named(m.Model)
 	u := &acp.UsageUpdate{Used: m.Used, Size: model.ContextWindow}
 	if total, ok := m.Cost[model.Currency]; ok && model.Priced() {
 		u.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
 	return u
-}
-
-// countedUsage is a request's usage by our count: the context we sent (as
-// measured when it was built) and the reply.
-func (sess *session) countedUsage(c compaction.Counter, res *provider.Result) *provider.Usage {
-	sess.mu.Lock()
-	prompt := sess.budget.estimated
-	sess.mu.Unlock()
-	out := c.Count(res.Text) + c.Count(res.Reasoning)
-	for _, tc := range res.ToolCalls {
-		out += c.Count(tc.Name) + c.Count(tc.Arguments)
-	}
-	return &provider.Usage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
 }

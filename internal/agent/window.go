@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -35,11 +34,11 @@ func (o *overflowRefusal) Unwrap() error { return o.err }
 // later turn on one answer), but this turn still has to fit what the
 // endpoint says now: its requests are compacted to that window, or below
 // the refused prompt, for the rest of the turn (session.turnWindow).
-func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
-	m := a.meterFor(s)
+func (b *builder) recoverOverflow(ctx context.Context, sess *session, s *persistence.Session, o *overflowRefusal) error {
+	m := b.meterFor(s)
 	sess.mu.Lock()
-	b := &sess.budget
-	sent := b.estimated // our count of the refused request
+	bud := &sess.budget
+	sent := bud.estimated // our count of the refused request
 	sess.mu.Unlock()
 	ov := o.overflow
 	refused := ov.Prompt
@@ -56,12 +55,12 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		}
 		// The real window lies between what the endpoint took (by its
 		// count) and what it refused.
-		remembered = max(window, a.models.AcceptedFor(m.Model))
+		remembered = max(window, b.models.AcceptedFor(m.Model))
 	}
 	// What is remembered has a floor; this turn fits what the endpoint
 	// says now, or, when that is no window a model server runs, less
 	// than the prompt it refused.
-	learned := a.models.Believable(m.Model, remembered, source)
+	learned := b.models.Believable(m.Model, remembered, source)
 	if learned {
 		window = remembered // the model's window from now on, this turn included
 	}
@@ -72,73 +71,61 @@ func (a *Agent) recoverOverflow(ctx context.Context, sess *session, s *persisten
 		return o.err
 	}
 	old, oldSource := m.Model.ContextWindow, m.Model.WindowSource
-	if learned && a.models.LearnWindow(m.Model.Name, remembered, source) {
-		a.models.CacheWindow(ctx, m.Model, remembered, source)
+	if learned && b.models.LearnWindow(m.Model.Name, remembered, source) {
+		b.models.CacheWindow(ctx, m.Model, remembered, source)
 	}
-	a.log.Warn("the model endpoint refused a request that does not fit its context window; compacting and retrying once",
+	b.log.Warn("the model endpoint refused a request that does not fit its context window; compacting and retrying once",
 		zap.String("session", s.ID), zap.String("model", m.Model.Name), zap.Int("window", window), zap.Bool("remembered", learned),
 		zap.Int("promptTokens", ov.Prompt), zap.Int("estimated", sent), zap.String("shape", ov.Shape))
 	text := fmt.Sprintf("The model endpoint refused the request: it does not fit %s's context window of %d tokens (%s; %d was assumed).",
 		m.Model.Name, remembered, source, old)
 	switch {
 	case !learned:
-		_, floor := a.models.WindowFloor(m.Model)
+		_, floor := b.models.WindowFloor(m.Model)
 		text = fmt.Sprintf("The model endpoint refused the request as too long for %s, naming a window of %d tokens, under %s: it may serve the model with less context now (another provider behind a router, a server restarted with a smaller one). This turn is fitted to %d tokens; later turns keep the window of %d.",
 			m.Model.Name, remembered, floor, window, old)
 	case oldSource == request.WindowConfigured:
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
-	if !a.compact.Auto {
-		a.say(ctx, sess, text+" Automatic compaction is off: run /compact or start a new session.")
+	if !b.compact.Auto {
+		b.say(ctx, sess, text+" Automatic compaction is off: run /compact or start a new session.")
 		return o.err
 	}
-	a.say(ctx, sess, text+" Compacting the conversation and trying again once.")
+	b.say(ctx, sess, text+" Compacting the conversation and trying again once.")
 
 	// The rest of the turn is measured against the window just named
 	// (learned, it is the model's window anyway).
 	sess.mu.Lock()
-	b.window, b.windowTurn = window, sess.turn
+	bud.window, bud.windowTurn = window, sess.turn
 	sess.mu.Unlock()
-	m = a.meterFor(s).Within(window)
+	m = b.meterFor(s).Within(window)
 	ratio := 1.0
 	if ov.Prompt > 0 && sent > 0 {
 		// The endpoint's count of the refused request calibrates ours.
 		ratio = min(max(float64(ov.Prompt)/float64(sent), 0.5), 3)
 		sess.mu.Lock()
-		b.reported = ov.Prompt
+		bud.reported = ov.Prompt
 		sess.mu.Unlock()
 	}
-	view, err := a.activeView(ctx, sess, m.Counter)
+	view, err := b.activeView(ctx, sess, m.Counter)
 	if err != nil {
 		return storeError("build context", err)
 	}
-	fixed := a.fixedTokens(sess, s, m.Counter)
+	fixed := b.fixedTokens(sess, s, m.Counter)
 	if int(float64(fixed)*ratio) > m.Settings.Budget() {
-		return overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(a.cfg.NoTools, fixed, fixed)))
+		return overflow(m, fixed, fmt.Sprintf("the system prompt and tool schemas alone need %d tokens; %s", fixed, m.WindowFix(b.cfg.NoTools, fixed, fixed)))
 	}
 	// This is the turn's automatic compaction: no second one follows it.
 	sess.mu.Lock()
-	b.turn = sess.turn
+	bud.turn = sess.turn
 	sess.mu.Unlock()
-	if _, err := a.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{}); err != nil {
+	if _, err := b.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return overflow(m, sent, "the endpoint refused the request and compacting failed: "+err.Error())
 	}
 	return nil
-}
-
-// say sends the user a short note: a notice, or an agent message.
-func (a *Agent) say(ctx context.Context, sess *session, text string) {
-	// A client that takes notices shows this apart from the model's answer
-	// (exec prints it on stderr, not in the answer on stdout); any other
-	// gets it as bracketed reply text.
-	if a.capabilities().SupportsNotices() {
-		a.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
-		return
-	}
-	a.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 
 // truncationRatio: a reported prompt under this share of what we sent was
@@ -159,8 +146,8 @@ const minTruncationCheck = 1024
 // whether the request was truncated (its usage then says nothing about the
 // context). Requests with images are not judged: what an image costs
 // differs too much between providers.
-func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
-	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !a.models.ProviderOf(model).SilentTruncation {
+func (b *builder) detectTruncation(ctx context.Context, sess *session, s *persistence.Session, model request.Model, req provider.Request, res *provider.Result) bool {
+	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || hasImages(req) || !b.models.ProviderOf(model).SilentTruncation {
 		return false
 	}
 	sess.mu.Lock()
@@ -170,18 +157,18 @@ func (a *Agent) detectTruncation(ctx context.Context, sess *session, s *persiste
 	if sent < minTruncationCheck || float64(reported) >= truncationRatio*float64(sent) {
 		return false
 	}
-	if !a.models.Believable(model, reported, "the endpoint's usage report") {
+	if !b.models.Believable(model, reported, "the endpoint's usage report") {
 		return true // its usage says nothing we can use
 	}
-	known := a.models.Learned(model.Name)
-	if !a.models.LearnWindow(model.Name, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported)) {
+	known := b.models.Learned(model.Name)
+	if !b.models.LearnWindow(model.Name, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported)) {
 		return true
 	}
-	a.models.CacheWindow(ctx, model, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported))
-	a.log.Warn("the model endpoint silently truncated the prompt; using what it kept as the context window",
+	b.models.CacheWindow(ctx, model, reported, fmt.Sprintf(request.LearnedPrefix+"the endpoint's truncation of a %d-token prompt to %d tokens", sent, reported))
+	b.log.Warn("the model endpoint silently truncated the prompt; using what it kept as the context window",
 		zap.String("session", s.ID), zap.String("model", model.Name), zap.Int("sent", sent), zap.Int("kept", reported))
 	if !known {
-		a.say(ctx, sess, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
+		b.say(ctx, sess, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
 			reported, sent, reported, model.Name))
 	}
 	return true
