@@ -223,7 +223,7 @@ func (pe *patchEdit) preview(ctx context.Context) ([]acp.ToolCallContent, error)
 func patchDiffs(cs []fileChange) []acp.ToolCallContent {
 	out := make([]acp.ToolCallContent, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, diff(c.p, &change{old: c.old, created: !c.existed, updated: c.updated}))
+		out = append(out, diff(c.p, &textChange{old: c.old, created: !c.existed, updated: c.updated}))
 	}
 	return out
 }

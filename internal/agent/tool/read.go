@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,9 +13,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// defaultReadLines is how many lines read_file returns without a limit.
-const defaultReadLines = 400
 
 type readFile struct{}
 
@@ -158,30 +154,6 @@ func numbered(lines []string, first int) string {
 		fmt.Fprintf(&b, "%*d\t%s", w, first+i, l)
 	}
 	return b.String()
-}
-
-// splitLines splits text into lines that keep their "\n".
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-func notFound(p Path, err error) string {
-	if errors.Is(err, errNotExist) {
-		return fmt.Sprintf("file not found: %s", p.Display)
-	}
-	return err.Error()
-}
-
-// fenced shows file text as a Markdown code block for the client.
-func fenced(name, text string) string {
-	fence := "```"
-	for strings.Contains(text, fence) {
-		fence += "`"
-	}
-	return fence + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
 }
 
 // imageHead is how much of a file read_file looks at to tell an image

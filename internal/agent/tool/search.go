@@ -20,7 +20,6 @@ import (
 const (
 	maxSearchMatches   = 200
 	maxSearchFileBytes = 4 << 20
-	maxMatchLine       = 240
 )
 
 type search struct{}
@@ -185,11 +184,7 @@ func nextMatch(ms []match, line int) int {
 
 // showLine cuts a long line for the results.
 func showLine(t string) string {
-	t = strings.TrimRight(t, "\r")
-	if len(t) > maxMatchLine {
-		t = t[:maxMatchLine] + "…"
-	}
-	return t
+	return shortLine(strings.TrimRight(t, "\r"))
 }
 
 // grepFile returns up to max matching lines of the text file name beneath r

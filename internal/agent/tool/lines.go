@@ -1,0 +1,60 @@
+package tool
+
+import "strings"
+
+// defaultReadLines is how many lines read_file returns without a limit.
+const defaultReadLines = 400
+
+// splitLines splits text into lines that keep their "\n".
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// fenced shows file text as a Markdown code block for the client.
+func fenced(name, text string) string {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	return fence + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
+}
+
+// utf8BOM is the byte-order mark some editors put first in a file.
+const utf8BOM = "\ufeff"
+
+// lineEnding is the line ending most of text's lines have ("" when it has
+// no line break).
+func lineEnding(text string) string {
+	lf := strings.Count(text, "\n")
+	if lf == 0 {
+		return ""
+	}
+	if crlf := strings.Count(text, "\r\n"); crlf*2 > lf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// withLineEndings gives every line break of s the ending eol.
+func withLineEndings(s, eol string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if eol == "\r\n" {
+		s = strings.ReplaceAll(s, "\n", "\r\n")
+	}
+	return s
+}
+
+// maxMatchLine is how much of a long line search results and the lines
+// around a failed match show.
+const maxMatchLine = 240
+
+// shortLine cuts a line longer than maxMatchLine, marking the cut with "…".
+func shortLine(s string) string {
+	if len(s) > maxMatchLine {
+		s = s[:maxMatchLine] + "…"
+	}
+	return s
+}
