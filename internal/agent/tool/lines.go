@@ -51,10 +51,10 @@ func withLineEndings(s, eol string) string {
 // around a failed match show.
 const maxMatchLine = 240
 
-// shortLine cuts a line longer than maxMatchLine, marking the cut with "…".
-func shortLine(s string) string {
-	if len(s) > maxMatchLine {
-		s = s[:maxMatchLine] + "…"
+// clipLine cuts s to its first n bytes, marking the cut with "…".
+func clipLine(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }

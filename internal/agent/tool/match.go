@@ -574,7 +574,7 @@ func showLines(lines []fileLine, from, to int) string {
 
 // visible shows tabs as → and trailing spaces as ·, and cuts a long line.
 func visible(s string) string {
-	s = shortLine(s)
+	s = clipLine(s, maxMatchLine)
 	body := strings.TrimRight(s, " ")
 	return strings.ReplaceAll(body, "\t", "→") + strings.Repeat("·", len(s)-len(body))
 }
