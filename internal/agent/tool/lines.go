@@ -2,8 +2,22 @@ package tool
 
 import "strings"
 
-// defaultReadLines is how many lines read_file returns without a limit.
+// defaultReadLines is how many lines read_file and read_output return
+// without a limit.
 const defaultReadLines = 400
+
+// lineWindow is the first line (1-based) and the number of lines to read,
+// with the defaults for those the model left out: from the first line,
+// defaultReadLines of them.
+func lineWindow(offset, limit int) (int, int) {
+	if offset < 1 {
+		offset = 1
+	}
+	if limit <= 0 {
+		limit = defaultReadLines
+	}
+	return offset, limit
+}
 
 // splitLines splits text into lines that keep their "\n".
 func splitLines(s string) []string {

@@ -55,12 +55,7 @@ func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			return nil, fmt.Errorf("end_line %d is before the first line %d", a.EndLine, max(a.Offset, 1))
 		}
 	}
-	if a.Offset < 1 {
-		a.Offset = 1
-	}
-	if a.Limit <= 0 {
-		a.Limit = defaultReadLines
-	}
+	a.Offset, a.Limit = lineWindow(a.Offset, a.Limit)
 	title := "Read " + p.Display
 	if a.Offset > 1 || a.Limit != defaultReadLines {
 		title += fmt.Sprintf(" (lines %d-%d)", a.Offset, a.Offset+a.Limit-1)
