@@ -282,3 +282,6 @@ func walkRoot(ctx context.Context, p Path, fn func(r *os.Root, name, rel string,
 	}
 	return err
 }
+
+// skipDirs are never walked: version control and dependency caches.
+var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, "node_modules": true}

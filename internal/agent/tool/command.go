@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -398,4 +399,40 @@ func printWords(ws []*syntax.Word) string {
 		s = strings.ToValidUTF8(s[:200], "") + "…"
 	}
 	return s
+}
+
+// QuoteArgv is the shell line that runs argv exactly as given, for a
+// command sent as an array: a word of plain characters stays as it is,
+// any other is single-quoted (a quote in it written '"'"'), which POSIX
+// sh and bash read back byte for byte and the rule matcher reads as
+// literal text. It fails on a NUL byte, which no argument can hold.
+func QuoteArgv(argv []string) (string, error) {
+	if len(argv) == 0 {
+		return "", errors.New("the command array is empty")
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return "", errors.New("an argument holds a NUL byte")
+		}
+		words[i] = quoteWord(a)
+	}
+	return strings.Join(words, " "), nil
+}
+
+func quoteWord(s string) string {
+	if s != "" && !syntax.IsKeyword(s) && strings.IndexFunc(s, needsQuote) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// needsQuote: a character the shell may read as more than itself (an
+// operator, a quote, an expansion, a glob, whitespace, an assignment's =).
+func needsQuote(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("_-./,:@%+", r)
 }

@@ -96,7 +96,7 @@ func (editFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &edit{env: env, p: p, mayCreate: reps[0].Old == "", apply: func(text string, created bool) (string, string, error) {
+	e := &fileEdit{env: env, p: p, mayCreate: reps[0].Old == "", apply: func(text string, created bool) (string, string, error) {
 		updated, summary, err := applyReplacements(text, created, reps, p.Display)
 		if err != nil {
 			var me *matchError
@@ -113,9 +113,6 @@ func (editFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 		Preview: e.preview, Run: e.run,
 	}, nil
 }
-
-// utf8BOM is the byte-order mark some editors put first in a file.
-const utf8BOM = "\ufeff"
 
 // applyReplacements applies reps in order to text (created: the file does
 // not exist yet, text is empty), all or none, and says what was done

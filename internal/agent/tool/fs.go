@@ -107,3 +107,10 @@ func isBinary(b []byte) bool {
 	}
 	return bytes.IndexByte(b, 0) >= 0
 }
+
+func notFound(p Path, err error) string {
+	if errors.Is(err, errNotExist) {
+		return fmt.Sprintf("file not found: %s", p.Display)
+	}
+	return err.Error()
+}

@@ -18,9 +18,6 @@ import (
 // maxListEntries bounds list_files and glob results.
 const maxListEntries = 500
 
-// skipDirs are never walked: version control and dependency caches.
-var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, "node_modules": true}
-
 type listFiles struct{}
 
 func (listFiles) Definition() provider.Tool {

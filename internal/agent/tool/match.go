@@ -193,28 +193,6 @@ func tolerant(text string, r replacement, file string) (replaced, bool, error) {
 	return replaced{}, false, nil
 }
 
-// lineEnding is the line ending most of text's lines have ("" when it has
-// no line break).
-func lineEnding(text string) string {
-	lf := strings.Count(text, "\n")
-	if lf == 0 {
-		return ""
-	}
-	if crlf := strings.Count(text, "\r\n"); crlf*2 > lf {
-		return "\r\n"
-	}
-	return "\n"
-}
-
-// withLineEndings gives every line break of s the ending eol.
-func withLineEndings(s, eol string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	if eol == "\r\n" {
-		s = strings.ReplaceAll(s, "\n", "\r\n")
-	}
-	return s
-}
-
 // replaceQuoted replaces no, found in nt (text with ASCII quotes; offs maps
 // its offsets to text's), with r's new text in text: the first place, or
 // every one when r replaces every place. It writes as it finds, so a
@@ -596,9 +574,7 @@ func showLines(lines []fileLine, from, to int) string {
 
 // visible shows tabs as → and trailing spaces as ·, and cuts a long line.
 func visible(s string) string {
-	if len(s) > maxMatchLine {
-		s = s[:maxMatchLine] + "…"
-	}
+	s = clipLine(s, maxMatchLine)
 	body := strings.TrimRight(s, " ")
 	return strings.ReplaceAll(body, "\t", "→") + strings.Repeat("·", len(s)-len(body))
 }

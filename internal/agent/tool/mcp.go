@@ -50,14 +50,6 @@ type MCPSet struct {
 	closed   bool
 }
 
-type mcpConn struct {
-	name    string
-	session *mcp.ClientSession // an HTTP or SSE server's
-	server  *stdioServer       // a stdio server's, stopped when idle (mcplife.go)
-	tools   []*mcp.Tool
-	asker   *mcpAsker // the server's elicitations, to the user (mcpelicit.go)
-}
-
 // MCPOptions are what connecting a session's MCP servers needs beyond the
 // servers.
 type MCPOptions struct {

@@ -97,8 +97,8 @@ func (a *mcpAsker) note(call *mcpCall, format string, args ...any) {
 	a.mu.Unlock()
 }
 
-// cancelled is the answer when the user was not asked.
-var cancelled = &mcp.ElicitResult{Action: acp.ElicitCancel}
+// notAsked is the answer when the user was not asked.
+var notAsked = &mcp.ElicitResult{Action: acp.ElicitCancel}
 
 // elicit is the MCP client's ElicitationHandler.
 func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -110,7 +110,7 @@ func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.Elici
 	}
 	a.mu.Unlock()
 	if !ok || r == nil || r.Params == nil {
-		return cancelled, nil
+		return notAsked, nil
 	}
 	// The question ends with the tool call (its timeout, the turn's
 	// cancel) or when the server withdraws it.
@@ -126,7 +126,7 @@ func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.Elici
 	}
 	raw, err := json.Marshal(p.RequestedSchema)
 	if err != nil {
-		return cancelled, nil
+		return notAsked, nil
 	}
 	schema, err := ParseElicitSchema(raw)
 	if err != nil {
@@ -138,7 +138,7 @@ func (a *mcpAsker) elicit(req context.Context, r *mcp.ElicitRequest) (*mcp.Elici
 	for try := 0; ; try++ {
 		ans = Ask(ctx, call.env, call.callID, q)
 		if ans.Err != nil || ans.Cancelled || ans.Action == "" {
-			return cancelled, nil
+			return notAsked, nil
 		}
 		if ans.Action != acp.ElicitAccept {
 			return &mcp.ElicitResult{Action: ans.Action}, nil
@@ -208,7 +208,7 @@ func askAgain(q *Question, message, field, value string) *Question {
 func (a *mcpAsker) forwardURL(ctx context.Context, call *mcpCall, message string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	env := call.env
 	if env.ElicitURL == nil || p.ElicitationID == "" || len(p.ElicitationID) > maxElicitNameBytes {
-		return cancelled, nil
+		return notAsked, nil
 	}
 	host, why := checkElicitURL(p.URL)
 	if why != "" {
@@ -226,14 +226,14 @@ func (a *mcpAsker) forwardURL(ctx context.Context, call *mcpCall, message string
 	}
 	a.mu.Unlock()
 	if full {
-		return cancelled, nil
+		return notAsked, nil
 	}
 	res, err := env.ElicitURL(ctx, &acp.CreateElicitationRequest{Mode: acp.ElicitURL, SessionID: env.SessionID,
 		ToolCallID: call.callID, Message: message, ElicitationID: p.ElicitationID, URL: p.URL})
 	if err != nil || res.Action != acp.ElicitAccept {
 		a.forget(p.ElicitationID)
 		if err != nil {
-			return cancelled, nil
+			return notAsked, nil
 		}
 		return &mcp.ElicitResult{Action: res.Action}, nil
 	}

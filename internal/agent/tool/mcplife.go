@@ -278,3 +278,11 @@ func (s *stdioServer) stopBroken(sess *mcp.ClientSession) {
 	p.mu.Unlock()
 	_ = sess.Close()
 }
+
+type mcpConn struct {
+	name    string
+	session *mcp.ClientSession // an HTTP or SSE server's
+	server  *stdioServer       // a stdio server's, stopped when idle (mcplife.go)
+	tools   []*mcp.Tool
+	asker   *mcpAsker // the server's elicitations, to the user (mcpelicit.go)
+}

@@ -223,7 +223,7 @@ func (pe *patchEdit) preview(ctx context.Context) ([]acp.ToolCallContent, error)
 func patchDiffs(cs []fileChange) []acp.ToolCallContent {
 	out := make([]acp.ToolCallContent, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, diff(c.p, &change{old: c.old, created: !c.existed, updated: c.updated}))
+		out = append(out, diff(c.p, &textChange{old: c.old, created: !c.existed, updated: c.updated}))
 	}
 	return out
 }
@@ -375,7 +375,7 @@ func applyHunks(ctx context.Context, text string, hunks []hunk, file string) (st
 				return "", nil, err
 			}
 			if at < 0 {
-				return "", nil, fmt.Errorf("%s: the @@ line %q is not in the file.%s", where, cut(h.context, 120), nearHint(text, h.context))
+				return "", nil, fmt.Errorf("%s: the @@ line %q is not in the file.%s", where, clipLine(h.context, 120), nearHint(text, h.context))
 			}
 			if how != "" {
 				notes = append(notes, fmt.Sprintf("%s hunk %d after %s", file, i+1, how))
@@ -497,4 +497,19 @@ func nearHint(text, want string) string {
 		return " The most similar lines in the file (→ tab, · trailing space):\n" + near
 	}
 	return " Read the file and copy its lines exactly."
+}
+
+// patchFromShell prepares a caught shell patch; its result says how it ran.
+func patchFromShell(env *Env, input, workdir string) (*Action, error) {
+	act, err := preparePatch(env, input, workdir)
+	if err != nil {
+		return nil, err
+	}
+	run := act.Run
+	act.Run = func(ctx context.Context, progress func([]acp.ToolCallContent)) Result {
+		r := run(ctx, progress)
+		r.Output = "(apply_patch was run as crow's apply_patch tool, not in the shell.)\n" + r.Output
+		return r
+	}
+	return act, nil
 }

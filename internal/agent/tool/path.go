@@ -71,14 +71,6 @@ func ClientRoots(roots []string) []string {
 	return out
 }
 
-// clientPath names rel, below the root of index i, as the client does.
-func (e *Env) clientPath(i int, rel string) string {
-	if i >= len(e.ClientRoots) {
-		return filepath.Join(e.Roots[i], rel)
-	}
-	return filepath.Join(e.ClientRoots[i], rel)
-}
-
 // ResolveRoots makes roots absolute and resolves their symlinks, so that
 // containment checks compare real paths.
 func ResolveRoots(roots []string) []string {
@@ -96,55 +88,6 @@ func ResolveRoots(roots []string) []string {
 	return out
 }
 
-// Resolve resolves p (relative to the first root, or absolute). A path is
-// inside only if its real location is: "..", absolute paths and symlinks
-// pointing out of the workspace all count as outside.
-func (e *Env) Resolve(p string) (Path, error) {
-	if strings.TrimSpace(p) == "" {
-		return Path{}, errors.New("path is required")
-	}
-	if strings.ContainsRune(p, 0) {
-		return Path{}, errors.New("path contains a NUL byte")
-	}
-	if len(e.Roots) == 0 {
-		return Path{}, errors.New("the session has no working directory")
-	}
-	if strings.HasPrefix(p, "~/") {
-		return Path{}, fmt.Errorf("path %q: use an absolute path instead of ~", p)
-	}
-	abs := p
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.Roots[0], abs)
-	}
-	abs, err := realPath(filepath.Clean(abs))
-	if err != nil {
-		// Fail closed: a path whose links cannot be followed (too long, a
-		// loop, no permission) cannot be proved inside.
-		return Path{}, fmt.Errorf("path %q cannot be resolved: %w", p, err)
-	}
-	out := Path{Abs: abs, Display: abs, Root: "/", Rel: strings.TrimPrefix(filepath.ToSlash(abs), "/")}
-	for i, r := range e.Roots {
-		if rel, ok := within(r, abs); ok {
-			if rel == "" {
-				rel = "."
-			}
-			out = Path{Abs: abs, Display: rel, Inside: true, Root: r, Rel: filepath.ToSlash(rel), Client: e.clientPath(i, rel)}
-			break
-		}
-	}
-	if out.Rel == "" {
-		out.Rel = "."
-	}
-	// A file with other hard links is as much outside as any of them.
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && hardLinks(fi) > 1 {
-		out.HardLinked, out.Inside = true, false
-	}
-	out.own = e.Protected
-	out.Why, out.Own = e.protected(abs, out.Display)
-	out.Protected = out.Why != ""
-	return out, nil
-}
-
 // protectedRead is why reading p is asked about every time (one of
 // crow-acp's own files: the credentials file holds API keys), or "".
 func protectedRead(p Path) string {
@@ -152,23 +95,6 @@ func protectedRead(p Path) string {
 		return ""
 	}
 	return p.Why
-}
-
-// protected says why writing abs always asks, or "": it is under a .git
-// directory (a written .git/config can run code on the next git command),
-// a git directory's marker (gitMarker), or one of the Env.Protected files
-// (own: crow-acp's configuration, credentials, database and log, which
-// reads ask about too).
-func (e *Env) protected(abs, display string) (why string, own bool) {
-	if ownFile(e.Protected, abs) {
-		return display + " is one of crow-acp's own files (configuration, credentials, database or log): reading it could send API keys to the model, writing it could change crow-acp's settings or keys.", true
-	}
-	for _, part := range strings.Split(filepath.ToSlash(abs), "/") {
-		if strings.EqualFold(part, ".git") {
-			return display + " is under .git/; writing it could run code on the next git command.", false
-		}
-	}
-	return gitMarker(abs, display), false
 }
 
 // ownFile reports whether abs is one of files or, for a SQLite database,
@@ -323,7 +249,7 @@ func outside(ps ...Path) []string {
 func locate(p Path, line int) []acp.ToolCallLocation {
 	l := acp.ToolCallLocation{Path: p.ClientPath()}
 	if line > 0 {
-		l.Line = ptr(line)
+		l.Line = &line
 	}
 	return []acp.ToolCallLocation{l}
 }

@@ -3,17 +3,16 @@ package tool
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// defaultReadLines is how many lines read_file returns without a limit.
-const defaultReadLines = 400
 
 type readFile struct{}
 
@@ -56,12 +55,7 @@ func (readFile) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 			return nil, fmt.Errorf("end_line %d is before the first line %d", a.EndLine, max(a.Offset, 1))
 		}
 	}
-	if a.Offset < 1 {
-		a.Offset = 1
-	}
-	if a.Limit <= 0 {
-		a.Limit = defaultReadLines
-	}
+	a.Offset, a.Limit = lineWindow(a.Offset, a.Limit)
 	title := "Read " + p.Display
 	if a.Offset > 1 || a.Limit != defaultReadLines {
 		title += fmt.Sprintf(" (lines %d-%d)", a.Offset, a.Offset+a.Limit-1)
@@ -157,26 +151,57 @@ func numbered(lines []string, first int) string {
 	return b.String()
 }
 
-// splitLines splits text into lines that keep their "\n".
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
-}
+// imageHead is how much of a file read_file looks at to tell an image
+// (imagecheck.Sniff) and its width and height.
+const imageHead = 64 << 10
 
-func notFound(p Path, err error) string {
-	if errors.Is(err, errNotExist) {
-		return fmt.Sprintf("file not found: %s", p.Display)
+// readImage answers read_file for a file whose bytes are an image (by its
+// magic number, whatever its name): a model that reads images gets it
+// (up to Env.ImageBytes), any model its format, size and dimensions. ok is
+// false for any other file (or one that cannot be opened: the text read
+// says why).
+func readImage(env *Env, p Path) (res Result, ok bool) {
+	r, err := openRoot(p)
+	if err != nil {
+		return Result{}, false
 	}
-	return err.Error()
-}
-
-// fenced shows file text as a Markdown code block for the client.
-func fenced(name, text string) string {
-	fence := "```"
-	for strings.Contains(text, fence) {
-		fence += "`"
+	defer r.Close()
+	f, fi, err := openRegular(r, p, p.Rel)
+	if err != nil {
+		return Result{}, false
 	}
-	return fence + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
+	defer f.Close()
+	head := make([]byte, imageHead)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	mt := imagecheck.Sniff(head)
+	if mt == "" {
+		return Result{}, false
+	}
+	format := strings.ToUpper(strings.TrimPrefix(mt, "image/"))
+	what := fmt.Sprintf("%s is a %s image, %s", p.Display, format, imagecheck.Size(int(fi.Size())))
+	if w, h := imagecheck.Dimensions(head); w > 0 {
+		what += fmt.Sprintf(", %d×%d pixels", w, h)
+	}
+	limit := env.ImageBytes
+	if limit <= 0 {
+		limit = imagecheck.DefaultMaxImageBytes
+	}
+	text := func(s string) Result {
+		return Result{Output: s, Content: []acp.ToolCallContent{acp.ToolText(s)}}
+	}
+	switch {
+	case !env.Images:
+		return text(what + ". The current model cannot see images: ask the user what it shows, or have them switch to a model that reads images."), true
+	case fi.Size() > int64(limit):
+		return text(fmt.Sprintf("%s: more than the %s an image may be (limits.image_bytes), so it is not sent.", what, imagecheck.Size(limit))), true
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, int64(limit-len(head))+1))
+	if err != nil || len(head)+len(rest) > limit {
+		return text(fmt.Sprintf("%s, but it could not be read whole (%v).", what, err)), true
+	}
+	data := base64.StdEncoding.EncodeToString(append(head, rest...))
+	res = text(what + ". The image follows in the next message.")
+	res.Image = &Image{MimeType: mt, Data: data}
+	return res, true
 }

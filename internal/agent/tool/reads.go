@@ -17,11 +17,11 @@ import (
 // before overwriting it.
 type Reads struct {
 	mu    sync.Mutex
-	files map[string]*seen
+	files map[string]*seenFile
 	kept  int // bytes of text held, bounded by maxReadsText
 }
 
-type seen struct {
+type seenFile struct {
 	hash  [32]byte
 	known bool   // the whole content was seen (a partial read through the client is not)
 	text  string // the content, when small enough to keep (to show what changed)
@@ -36,7 +36,7 @@ const (
 )
 
 // NewReads returns an empty tracker.
-func NewReads() *Reads { return &Reads{files: map[string]*seen{}} }
+func NewReads() *Reads { return &Reads{files: map[string]*seenFile{}} }
 
 // saw records the whole content of the file at abs as the model knows it.
 func (r *Reads) saw(abs, text string) {
@@ -52,7 +52,7 @@ func (r *Reads) saw(abs, text string) {
 			break
 		}
 	}
-	s := &seen{hash: sha256.Sum256([]byte(text)), known: true}
+	s := &seenFile{hash: sha256.Sum256([]byte(text)), known: true}
 	if len(text) <= maxSeenText && r.kept+len(text) <= maxReadsText {
 		s.text, r.kept = text, r.kept+len(text)
 	}
@@ -68,7 +68,7 @@ func (r *Reads) sawPart(abs string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.files[abs]; !ok && len(r.files) < maxReadsFiles {
-		r.files[abs] = &seen{}
+		r.files[abs] = &seenFile{}
 	}
 }
 
@@ -79,12 +79,12 @@ func (r *Reads) drop(abs string) {
 	}
 }
 
-func (r *Reads) lookup(abs string) (seen, bool) {
+func (r *Reads) lookup(abs string) (seenFile, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.files[abs]
 	if !ok {
-		return seen{}, false
+		return seenFile{}, false
 	}
 	return *s, true
 }

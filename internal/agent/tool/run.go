@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -340,56 +339,6 @@ func outputCap(env *Env) int {
 		return env.CommandOutputCap
 	}
 	return DefaultCommandOutputCap
-}
-
-// capBuffer keeps the first and the last limit/2 bytes written and counts
-// what it dropped in between: the start of a command's output says what
-// ran, the end how it ended (errors, summaries).
-type capBuffer struct {
-	mu      sync.Mutex
-	limit   int
-	head    []byte
-	tail    []byte // a ring of the last limit-limit/2 bytes once head is full
-	next    int    // where the ring writes next
-	dropped int
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(p)
-	if room := c.limit/2 - len(c.head); room > 0 {
-		k := min(room, len(p))
-		c.head = append(c.head, p[:k]...)
-		p = p[k:]
-	}
-	size := c.limit - c.limit/2
-	for len(p) > 0 && size > 0 {
-		if len(c.tail) < size {
-			k := min(size-len(c.tail), len(p))
-			c.tail = append(c.tail, p[:k]...)
-			p = p[k:]
-			continue
-		}
-		k := copy(c.tail[c.next:], p)
-		c.dropped += k // the bytes overwritten
-		c.next = (c.next + k) % size
-		p = p[k:]
-	}
-	c.dropped += len(p) // size 0: nothing kept
-	return n, nil
-}
-
-// result is the output kept, with a note where bytes were dropped, and
-// whether any were.
-func (c *capBuffer) result() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tail := append(append([]byte(nil), c.tail[c.next:]...), c.tail[:c.next]...)
-	if c.dropped == 0 {
-		return string(c.head) + string(tail), false
-	}
-	return string(c.head) + fmt.Sprintf("\n[... %d bytes of output dropped ...]\n", c.dropped) + string(tail), true
 }
 
 // ReplayText is how a command's output is shown once its terminal is gone

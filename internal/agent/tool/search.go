@@ -20,7 +20,6 @@ import (
 const (
 	maxSearchMatches   = 200
 	maxSearchFileBytes = 4 << 20
-	maxMatchLine       = 240
 )
 
 type search struct{}
@@ -168,13 +167,14 @@ func (search) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	}, nil
 }
 
-type match struct {
+// foundLine is a line that matched, as the results show it.
+type foundLine struct {
 	line int
 	text string
 }
 
 // nextMatch is the line of the match after line, 0 if none.
-func nextMatch(ms []match, line int) int {
+func nextMatch(ms []foundLine, line int) int {
 	for _, m := range ms {
 		if m.line > line {
 			return m.line
@@ -185,17 +185,13 @@ func nextMatch(ms []match, line int) int {
 
 // showLine cuts a long line for the results.
 func showLine(t string) string {
-	t = strings.TrimRight(t, "\r")
-	if len(t) > maxMatchLine {
-		t = t[:maxMatchLine] + "…"
-	}
-	return t
+	return clipLine(strings.TrimRight(t, "\r"), maxMatchLine)
 }
 
 // grepFile returns up to max matching lines of the text file name beneath r
 // (searched as part of p); binary, very large and irregular files (FIFOs,
 // devices, files with other hard links inside the workspace) are skipped.
-func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) ([]match, []string) {
+func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) ([]foundLine, []string) {
 	f, fi, err := openRegular(r, p, name)
 	if err != nil {
 		return nil, nil
@@ -208,7 +204,7 @@ func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) ([]ma
 	if err != nil || len(data) > maxSearchFileBytes || isBinary(data) {
 		return nil, nil
 	}
-	var out []match
+	var out []foundLine
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), maxSearchFileBytes)
@@ -216,7 +212,7 @@ func grepFile(r *os.Root, p Path, name string, re *regexp.Regexp, max int) ([]ma
 		t := sc.Text()
 		lines = append(lines, t)
 		if re.MatchString(t) {
-			out = append(out, match{line, showLine(t)})
+			out = append(out, foundLine{line, showLine(t)})
 		}
 	}
 	// The lines after the last match, for its context.

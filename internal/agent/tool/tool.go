@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/provider"
@@ -28,88 +27,6 @@ const (
 	AccessExecute               // runs a command
 	AccessOther                 // an external tool (MCP) that may do anything
 )
-
-// Env is what a tool may use while it runs in one session.
-type Env struct {
-	SessionID string
-	// CallID is the id of the call being prepared (set per call; a
-	// question or a subagent is tied to it).
-	CallID string
-	// Roots are the workspace directories, symlinks resolved: the session's
-	// cwd first, then any additional directories. Paths inside them are
-	// "inside"; everything else needs the user's permission.
-	Roots []string
-	// ClientRoots are the same roots as the client named them (index for
-	// index): paths are shown to the client below these, never below a
-	// root's resolved path, which the client may not know.
-	ClientRoots []string
-	// Protected are crow-acp's own files (configuration, credentials,
-	// database, log; symlinks resolved, as ResolveRoots does): reading,
-	// searching or writing them always asks, in every mode but bypass.
-	// Writes under any .git directory and to a git directory's markers
-	// (see gitMarker) always ask too.
-	Protected []string
-	Client    acp.Client
-	// What the client offered in initialize; a method it did not offer is
-	// never called.
-	ClientRead, ClientWrite, ClientTerminal bool
-
-	// ChildEnv is the environment commands run with (EnvPolicy.Environ);
-	// nil = the default policy applied to crow-acp's own environment.
-	ChildEnv []string
-
-	CommandTimeout   time.Duration // default timeout of run_command
-	CommandOutputCap int           // bytes of command output kept
-	OutputLimit      int           // bytes of one result the model sees
-	// Images: the session's model reads images (read_file then gives it
-	// an image file as an image); ImageBytes bounds one (0: imagecheck's
-	// default).
-	Images     bool
-	ImageBytes int
-	// Reads is what the model has seen of the session's files (read_file,
-	// write_file, edit_file); nil turns off the read-before-overwrite check.
-	Reads *Reads
-	// StoredOutput returns the full output of an earlier call of this
-	// session (for read_output).
-	StoredOutput func(ctx context.Context, callID string) (string, error)
-
-	// Elicit asks the client with elicitation/create; nil when the client
-	// did not advertise form elicitation (ask.go falls back).
-	Elicit func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
-	// ElicitURL and CompleteElicitation pass an MCP server's URL
-	// elicitations on; nil when the client did not advertise elicitation.url.
-	ElicitURL           func(ctx context.Context, req *acp.CreateElicitationRequest) (*acp.CreateElicitationResponse, error)
-	CompleteElicitation func(ctx context.Context, n *acp.CompleteElicitationNotification) error
-	// QuestionTimeout bounds an open question; 0 = DefaultQuestionTimeout.
-	QuestionTimeout time.Duration
-	// BeforeChange, when set, is called before a tool writes, creates or
-	// deletes the file at p, while it still holds its old bytes (or is
-	// absent): undo's checkpoint is stored first, so that no file changes
-	// without one. An error leaves the file unchanged and fails the call.
-	BeforeChange func(ctx context.Context, p Path) error
-	// AfterChange, when set, is called once the tool changed the file at p
-	// (undo compares it with what is there when asked to undo: a file
-	// changed since by someone else is a conflict, not overwritten).
-	AfterChange func(ctx context.Context, p Path)
-}
-
-// afterChange calls AfterChange if set.
-func (e *Env) afterChange(ctx context.Context, p Path) {
-	if e.AfterChange != nil {
-		e.AfterChange(ctx, p)
-	}
-}
-
-// beforeChange calls BeforeChange if set.
-func (e *Env) beforeChange(ctx context.Context, p Path) error {
-	if e.BeforeChange == nil {
-		return nil
-	}
-	if err := e.BeforeChange(ctx, p); err != nil {
-		return fmt.Errorf("%s was not changed: its checkpoint for undo could not be stored: %w", p.Display, err)
-	}
-	return nil
-}
 
 // Action is one prepared tool call.
 type Action struct {
@@ -178,55 +95,6 @@ type ChildSession struct {
 type Tool interface {
 	Definition() provider.Tool
 	Prepare(env *Env, args json.RawMessage) (*Action, error)
-}
-
-// Builtins returns the built-in tools, in the order offered to the model.
-func Builtins() []Tool {
-	return []Tool{readFile{}, writeFile{}, editFile{}, listFiles{}, search{}, runCommand{}, updatePlan{}, readOutput{}, askUser{}}
-}
-
-// The tools a model can edit files with.
-const (
-	EditFileTool   = "edit_file"
-	ApplyPatchTool = "apply_patch"
-)
-
-// ForModel returns the built-in tools offered to model, with apply_patch
-// in place of edit_file for the model families trained on it (GPT, the o
-// series, codex). editTool overrides the choice: EditFileTool or
-// ApplyPatchTool; "" chooses by the model's name.
-func ForModel(model, editTool string) []Tool {
-	tools := Builtins()
-	if editTool == ApplyPatchTool || editTool == "" && PrefersApplyPatch(model) {
-		for i, t := range tools {
-			if _, ok := t.(editFile); ok {
-				tools[i] = applyPatch{}
-			}
-		}
-	}
-	return tools
-}
-
-// EditTools are both editing tools. ForModel offers one of them; the agent
-// accepts a call to either, since a model calls the one it was trained on
-// whatever it was offered.
-func EditTools() []Tool { return []Tool{editFile{}, applyPatch{}} }
-
-// PrefersApplyPatch reports whether model's name is of a family trained on
-// codex's apply_patch (gpt-*, o1/o3/o4*, *codex*), after any provider
-// prefix ("openai/gpt-5").
-func PrefersApplyPatch(model string) bool {
-	m := strings.ToLower(model)
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	switch {
-	case strings.HasPrefix(m, "gpt-"), strings.Contains(m, "codex"):
-		return true
-	case len(m) >= 2 && m[0] == 'o' && (m[1] == '1' || m[1] == '3' || m[1] == '4'):
-		return len(m) == 2 || m[2] == '-'
-	}
-	return false
 }
 
 // Failure is a failed result whose text the model and the user both see.
@@ -309,3 +177,11 @@ func cutResult(env *Env, r Result) Result {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Image is an image a tool gives the model (read_file of a PNG, JPEG, GIF
+// or WebP): the agent stores it with the result and sends it as an image
+// part the chat APIs accept (a tool message carries text only).
+type Image struct {
+	MimeType string
+	Data     string // base64
+}

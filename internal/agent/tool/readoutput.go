@@ -39,12 +39,7 @@ func (readOutput) Prepare(env *Env, raw json.RawMessage) (*Action, error) {
 	if a.ID == "" {
 		return nil, errors.New("id is required")
 	}
-	if a.Offset < 1 {
-		a.Offset = 1
-	}
-	if a.Limit <= 0 {
-		a.Limit = defaultReadLines
-	}
+	a.Offset, a.Limit = lineWindow(a.Offset, a.Limit)
 	return &Action{
 		Title: "Read output of " + a.ID, Kind: acp.ToolKindRead, Access: AccessNone,
 		Run: func(ctx context.Context, _ func([]acp.ToolCallContent)) Result {
