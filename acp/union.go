@@ -289,6 +289,16 @@ func (u SessionUpdate) variant() (string, any) {
 	return "", nil
 }
 
+// otherUpdate carries v, an update kind without a field here, tagged in
+// Other. v holds strings, numbers and content blocks: marshalling cannot fail.
+func otherUpdate(tag string, v any) SessionUpdate {
+	tagged, err := marshalTagged("sessionUpdate", tag, v)
+	if err != nil {
+		panic(fmt.Sprintf("acp: tag %s: %v", tag, err))
+	}
+	return SessionUpdate{Other: tagged}
+}
+
 // Kind is the wire tag of the update ("agent_message_chunk", ...).
 func (u SessionUpdate) Kind() string {
 	if tag, _ := u.variant(); tag != "" {
