@@ -61,11 +61,11 @@ func (c *Conn) checkUpdateKind(kind string) error {
 	var ok bool
 	switch kind {
 	case "notice":
-		ok = caps.Session != nil && caps.Session.Notices != nil && string(*caps.Session.Notices) != "null"
+		ok = caps.SupportsNotices()
 	case "subagent_update":
 		ok = caps.SupportsSubagents()
 	case "compaction_update", "compaction_summary_chunk":
-		ok = caps.Session != nil && caps.Session.Compaction != nil && string(*caps.Session.Compaction) != "null"
+		ok = caps.Session != nil && advertised(caps.Session.Compaction)
 	}
 	if !ok {
 		return newError(CodeMethodNotFound, "The client did not advertise support for %q session updates.", kind)

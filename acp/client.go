@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,22 +50,18 @@ type ClientConn struct {
 // agent's requests; nil, or any method of an embedded UnimplementedClient,
 // answers -32601. Reading starts at once; the caller owns r and w.
 func NewClientConn(r io.Reader, w io.Writer, handler Client, opts Options) *ClientConn {
-	log := opts.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	if handler == nil {
 		handler = UnimplementedClient{}
 	}
 	c := &ClientConn{
 		stream:  NewLineStream(r, w, opts.MaxLineBytes, opts.OnFrame),
 		handler: handler,
-		log:     log,
+		log:     opts.logger(),
 		flight:  make(map[string]context.CancelCauseFunc),
 	}
 	_, c.noUpdates = handler.(UnimplementedClient)
 	c.stream.onLine = c.fastUpdate
-	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream, c, jsonrpc2.SetLogger(zapPrintf{log}))
+	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream, c, jsonrpc2.SetLogger(zapPrintf{c.log}))
 	return c
 }
 
@@ -94,28 +89,24 @@ func (c *ClientConn) Close() error {
 
 // Initialize sends initialize.
 func (c *ClientConn) Initialize(ctx context.Context, req *InitializeRequest) (*InitializeResponse, error) {
-	var res InitializeResponse
-	return &res, c.Call(ctx, "initialize", req, &res)
+	return callFor[InitializeResponse](ctx, c.Call, "initialize", req)
 }
 
 // NewSession sends session/new.
 func (c *ClientConn) NewSession(ctx context.Context, req *NewSessionRequest) (*NewSessionResponse, error) {
-	var res NewSessionResponse
-	return &res, c.Call(ctx, "session/new", req, &res)
+	return callFor[NewSessionResponse](ctx, c.Call, "session/new", req)
 }
 
 // LoadSession sends session/load. The agent replays the session as
 // session/update notifications; they have all been handled when it returns.
 func (c *ClientConn) LoadSession(ctx context.Context, req *LoadSessionRequest) (*LoadSessionResponse, error) {
-	var res LoadSessionResponse
-	return &res, c.Call(ctx, "session/load", req, &res)
+	return callFor[LoadSessionResponse](ctx, c.Call, "session/load", req)
 }
 
 // Prompt sends session/prompt and waits for the turn to end; its updates
 // have all been handled when it returns.
 func (c *ClientConn) Prompt(ctx context.Context, req *PromptRequest) (*PromptResponse, error) {
-	var res PromptResponse
-	return &res, c.Call(ctx, "session/prompt", req, &res)
+	return callFor[PromptResponse](ctx, c.Call, "session/prompt", req)
 }
 
 // Cancel sends the session/cancel notification: the running turn ends with
@@ -128,19 +119,11 @@ func (c *ClientConn) Cancel(ctx context.Context, n *CancelNotification) error {
 // its result into result. An error answer is returned as *Error. If ctx ends
 // first, the agent is told with $/cancel_request and ctx's error returned.
 func (c *ClientConn) Call(ctx context.Context, method string, params, result any) error {
-	id := c.outID.Add(1)
-	err := c.rpc.Call(ctx, method, params, result, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, jsonrpc2.ErrClosed):
-		return fmt.Errorf("%s: %w", method, ErrAgentGone)
-	case ctx.Err() != nil:
-		_ = c.stream.writeNotification("$/cancel_request",
-			CancelRequestNotification{RequestID: json.RawMessage(strconv.FormatUint(id, 10))})
-		return ctx.Err()
+	err := callPeer(ctx, c.rpc, c.stream, &c.outID, method, params, result, ErrAgentGone)
+	if err == ErrAgentGone {
+		return fmt.Errorf("%s: %w", method, err)
 	}
-	return errorFromWire(err)
+	return err
 }
 
 // Notify sends a notification.
@@ -238,16 +221,7 @@ func (c *ClientConn) handleNotification(ctx context.Context, method string, para
 			c.log.Debug("session/update handler", zap.Error(err))
 		}
 	case method == "$/cancel_request":
-		var n CancelRequestNotification
-		if json.Unmarshal(params, &n) != nil {
-			return
-		}
-		c.mu.Lock()
-		cancel := c.flight[compactJSON(n.RequestID)]
-		c.mu.Unlock()
-		if cancel != nil {
-			cancel(ErrRequestCancelled)
-		}
+		_ = cancelInFlight(&c.mu, c.flight, params)
 	case strings.HasPrefix(method, "_"):
 		if ext, ok := c.handler.(ExtNotificationHandler); ok {
 			ext.HandleExtNotification(ctx, method, params)
@@ -260,15 +234,7 @@ func (c *ClientConn) handleNotification(ctx context.Context, method string, para
 // serve runs one of the agent's requests against the handler.
 func (c *ClientConn) serve(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if strings.HasPrefix(method, "_") {
-		ext, ok := c.handler.(ExtMethodHandler)
-		if !ok {
-			return nil, MethodNotFound(method)
-		}
-		res, err := ext.HandleExtMethod(ctx, method, params)
-		if err == nil && res == nil {
-			res = struct{}{}
-		}
-		return res, err
+		return callExtension(ctx, c.handler, method, params)
 	}
 	m, ok := clientMethods[method]
 	if !ok {
@@ -294,18 +260,7 @@ var clientMethods = map[string]func(context.Context, Client, json.RawMessage) (a
 // clientRoute decodes params into P and calls fn; an empty result is {}.
 func clientRoute[P, R any](fn func(Client, context.Context, *P) (*R, error)) func(context.Context, Client, json.RawMessage) (any, error) {
 	return func(ctx context.Context, h Client, raw json.RawMessage) (any, error) {
-		p := new(P)
-		if err := decodeParams(raw, p); err != nil {
-			return nil, err
-		}
-		r, err := fn(h, ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if r == nil {
-			return struct{}{}, nil
-		}
-		return r, nil
+		return serveParams(ctx, raw, func(ctx context.Context, p *P) (*R, error) { return fn(h, ctx, p) })
 	}
 }
 

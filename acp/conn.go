@@ -60,6 +60,13 @@ type Options struct {
 	OnFrame      func(Direction, []byte) // sees every frame, both directions
 }
 
+func (o Options) logger() *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger
+}
+
 // Conn is one ACP connection: it reads requests, dispatches them in order to
 // an Agent, and implements Client for the agent's calls back.
 type Conn struct {
@@ -102,13 +109,9 @@ var _ Client = (*Conn)(nil)
 // NewConn prepares a connection over r (client → agent) and w (agent →
 // client). Nothing is read until Serve.
 func NewConn(r io.Reader, w io.Writer, opts Options) *Conn {
-	log := opts.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	c := &Conn{
 		stream: NewLineStream(r, w, opts.MaxLineBytes, opts.OnFrame),
-		log:    log,
+		log:    opts.logger(),
 		queue:  make(chan queued, queueSize),
 		flight: make(map[string]context.CancelCauseFunc),
 		gone:   make(chan struct{}),
@@ -266,17 +269,25 @@ func (c *Conn) finish(q queued, res any, err error, hooks *afterHooks) {
 }
 
 func (c *Conn) cancelRequest(params json.RawMessage) {
+	if err := cancelInFlight(&c.mu, c.flight, params); err != nil {
+		c.log.Debug("bad $/cancel_request", zap.Error(err))
+	}
+}
+
+// cancelInFlight cancels the request a $/cancel_request names, if it is
+// still in flight (flight is guarded by mu).
+func cancelInFlight(mu *sync.Mutex, flight map[string]context.CancelCauseFunc, params json.RawMessage) error {
 	var n CancelRequestNotification
 	if err := json.Unmarshal(params, &n); err != nil {
-		c.log.Debug("bad $/cancel_request", zap.Error(err))
-		return
+		return err
 	}
-	c.mu.Lock()
-	cancel := c.flight[compactJSON(n.RequestID)]
-	c.mu.Unlock()
+	mu.Lock()
+	cancel := flight[compactJSON(n.RequestID)]
+	mu.Unlock()
 	if cancel != nil {
 		cancel(ErrRequestCancelled)
 	}
+	return nil
 }
 
 // afterHooks collects what a handler wants done once its response is
@@ -395,27 +406,41 @@ func (c *Conn) call(ctx context.Context, method string, params, result any) erro
 	if err := c.checkAdvertised(method); err != nil {
 		return err
 	}
-	id := c.outID.Add(1)
+	return callPeer(ctx, rpc, c.stream, &c.outID, method, params, result, ErrClientGone)
+}
+
+// callPeer sends a request with the next id of ids and decodes its result;
+// gone is returned once the connection is closed. If ctx ends first, the
+// other side is told with $/cancel_request and ctx's error returned; an
+// error answer is returned as *Error.
+func callPeer(ctx context.Context, rpc *jsonrpc2.Conn, s *LineStream, ids *atomic.Uint64, method string, params, result any, gone error) error {
+	id := ids.Add(1)
 	err := rpc.Call(ctx, method, params, result, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
-	if errors.Is(err, jsonrpc2.ErrClosed) {
-		return ErrClientGone
-	}
-	if err != nil && ctx.Err() != nil {
-		_ = c.stream.writeNotification("$/cancel_request",
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jsonrpc2.ErrClosed):
+		return gone
+	case ctx.Err() != nil:
+		_ = s.writeNotification("$/cancel_request",
 			CancelRequestNotification{RequestID: json.RawMessage(strconv.FormatUint(id, 10))})
 		return ctx.Err()
 	}
 	return errorFromWire(err)
 }
 
+// callFor makes call and decodes its result into a new R.
+func callFor[R any](ctx context.Context, call func(context.Context, string, any, any) error, method string, req any) (*R, error) {
+	res := new(R)
+	return res, call(ctx, method, req, res)
+}
+
 func (c *Conn) RequestPermission(ctx context.Context, req *RequestPermissionRequest) (*RequestPermissionResponse, error) {
-	var res RequestPermissionResponse
-	return &res, c.call(ctx, "session/request_permission", req, &res)
+	return callFor[RequestPermissionResponse](ctx, c.call, "session/request_permission", req)
 }
 
 func (c *Conn) ReadTextFile(ctx context.Context, req *ReadTextFileRequest) (*ReadTextFileResponse, error) {
-	var res ReadTextFileResponse
-	return &res, c.call(ctx, "fs/read_text_file", req, &res)
+	return callFor[ReadTextFileResponse](ctx, c.call, "fs/read_text_file", req)
 }
 
 func (c *Conn) WriteTextFile(ctx context.Context, req *WriteTextFileRequest) (*WriteTextFileResponse, error) {
@@ -431,18 +456,15 @@ func (c *Conn) WriteTextFile(ctx context.Context, req *WriteTextFileRequest) (*W
 }
 
 func (c *Conn) CreateTerminal(ctx context.Context, req *CreateTerminalRequest) (*CreateTerminalResponse, error) {
-	var res CreateTerminalResponse
-	return &res, c.call(ctx, "terminal/create", req, &res)
+	return callFor[CreateTerminalResponse](ctx, c.call, "terminal/create", req)
 }
 
 func (c *Conn) TerminalOutput(ctx context.Context, req *TerminalRequest) (*TerminalOutputResponse, error) {
-	var res TerminalOutputResponse
-	return &res, c.call(ctx, "terminal/output", req, &res)
+	return callFor[TerminalOutputResponse](ctx, c.call, "terminal/output", req)
 }
 
 func (c *Conn) WaitForTerminalExit(ctx context.Context, req *TerminalRequest) (*WaitForTerminalExitResponse, error) {
-	var res WaitForTerminalExitResponse
-	return &res, c.call(ctx, "terminal/wait_for_exit", req, &res)
+	return callFor[WaitForTerminalExitResponse](ctx, c.call, "terminal/wait_for_exit", req)
 }
 
 func (c *Conn) KillTerminal(ctx context.Context, req *TerminalRequest) error {

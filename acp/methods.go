@@ -84,21 +84,10 @@ type method struct {
 // methods maps every agent method crow-acp knows to its handler. Adding a
 // method is one line here plus the interface it binds to.
 var methods = map[string]method{
-	"initialize": route(func(a Agent) func(context.Context, *InitializeRequest) (*InitializeResponse, error) {
-		return a.Initialize
-	}),
-	"authenticate": route(func(a Agent) func(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
-		return a.Authenticate
-	}),
-	"session/new": route(func(a Agent) func(context.Context, *NewSessionRequest) (*NewSessionResponse, error) {
-		return a.NewSession
-	}),
-	"session/load": route(func(a Agent) func(context.Context, *LoadSessionRequest) (*LoadSessionResponse, error) {
-		if l, ok := a.(SessionLoader); ok {
-			return l.LoadSession
-		}
-		return nil
-	}),
+	"initialize":                route(bindOptional[Agent](Agent.Initialize)),
+	"authenticate":              route(bindOptional[Agent](Agent.Authenticate)),
+	"session/new":               route(bindOptional[Agent](Agent.NewSession)),
+	"session/load":              route(bindOptional[SessionLoader](SessionLoader.LoadSession)),
 	"session/list":              route(bindOptional[SessionLister](SessionLister.ListSessions)),
 	"session/resume":            route(bindOptional[SessionResumer](SessionResumer.ResumeSession)),
 	"session/close":             route(bindOptional[SessionCloser](SessionCloser.CloseSession)),
@@ -112,9 +101,7 @@ var methods = map[string]method{
 	"session/status":            route(bindOptional[SessionStatuser](SessionStatuser.SessionStatus)),
 	"logout":                    route(bindOptional[LogoutHandler](LogoutHandler.Logout)),
 	"auth/status":               route(bindOptional[LogoutHandler](LogoutHandler.AuthStatus)),
-	"session/prompt": async(route(func(a Agent) func(context.Context, *PromptRequest) (*PromptResponse, error) {
-		return a.Prompt
-	})),
+	"session/prompt":            async(route(bindOptional[Agent](Agent.Prompt))),
 }
 
 // bindOptional binds a method of an optional interface I: nil when the agent
@@ -142,38 +129,50 @@ func route[P, R any](bind func(Agent) func(context.Context, *P) (*R, error)) met
 		if fn == nil {
 			return nil, &Error{Code: CodeMethodNotFound, Message: "This method is not implemented by crow-acp; the initialize response lists what it supports."}
 		}
-		p := new(P)
-		if err := decodeParams(raw, p); err != nil {
-			return nil, err
-		}
-		if v, ok := any(p).(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				return nil, err
-			}
-		}
-		r, err := fn(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if r == nil {
-			return struct{}{}, nil // empty results are {}, never null
-		}
-		return r, nil
+		return serveParams(ctx, raw, fn)
 	}}
+}
+
+// serveParams decodes params into P, validates them if P has a Validate
+// method, and calls fn; an empty result is {}, never null.
+func serveParams[P, R any](ctx context.Context, raw json.RawMessage, fn func(context.Context, *P) (*R, error)) (any, error) {
+	p := new(P)
+	if err := decodeParams(raw, p); err != nil {
+		return nil, err
+	}
+	if v, ok := any(p).(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := fn(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return struct{}{}, nil
+	}
+	return r, nil
 }
 
 func extensionMethod(name string) method {
 	return method{call: func(ctx context.Context, a Agent, raw json.RawMessage) (any, error) {
-		ext, ok := a.(ExtMethodHandler)
-		if !ok {
-			return nil, MethodNotFound(name)
-		}
-		res, err := ext.HandleExtMethod(ctx, name, raw)
-		if err == nil && res == nil {
-			res = struct{}{}
-		}
-		return res, err
+		return callExtension(ctx, a, name, raw)
 	}}
+}
+
+// callExtension serves an extension request ("_" method) with h's
+// HandleExtMethod, on either side of a connection; a nil result is {}.
+func callExtension(ctx context.Context, h any, name string, raw json.RawMessage) (any, error) {
+	ext, ok := h.(ExtMethodHandler)
+	if !ok {
+		return nil, MethodNotFound(name)
+	}
+	res, err := ext.HandleExtMethod(ctx, name, raw)
+	if err == nil && res == nil {
+		res = struct{}{}
+	}
+	return res, err
 }
 
 // decodeParams decodes params into v; a missing params object counts as {}.

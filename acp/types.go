@@ -261,8 +261,8 @@ type LoadSessionRequest struct {
 }
 
 func (r *LoadSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	if err := needSessionID(r.SessionID, fromNewOrLoad); err != nil {
+		return err
 	}
 	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
@@ -282,8 +282,8 @@ type PromptRequest struct {
 }
 
 func (r *PromptRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	if err := needSessionID(r.SessionID, fromNewOrLoad); err != nil {
+		return err
 	}
 	if r.Prompt == nil {
 		return MissingParam("prompt", "pass an array of content blocks")
@@ -314,10 +314,7 @@ type CancelNotification struct {
 }
 
 func (r *CancelNotification) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromNewOrLoad)
 }
 
 // CancelRequestNotification is `$/cancel_request`.
@@ -554,6 +551,20 @@ type TerminalOutputResponse struct {
 }
 
 type WaitForTerminalExitResponse = TerminalExitStatus
+
+// Hints of a missing sessionId: where the client finds the id.
+const (
+	fromNewOrLoad = "pass the id that session/new or session/load returned"
+	fromList      = "pass the id that session/list returned"
+)
+
+// needSessionID refuses an empty sessionId; hint says where the id comes from.
+func needSessionID(id, hint string) error {
+	if id == "" {
+		return MissingParam("sessionId", hint)
+	}
+	return nil
+}
 
 func validateCwd(cwd string) error {
 	if cwd == "" {

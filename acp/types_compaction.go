@@ -1,9 +1,6 @@
 package acp
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // Compaction statuses of CompactionUpdate.
 const (
@@ -26,11 +23,7 @@ type CompactionUpdate struct {
 
 // Update wraps u as a SessionUpdate (carried in SessionUpdate.Other).
 func (u CompactionUpdate) Update() SessionUpdate {
-	tagged, err := marshalTagged("sessionUpdate", "compaction_update", u)
-	if err != nil { // plain strings and content blocks: cannot fail
-		panic(fmt.Sprintf("acp: tag compaction update: %v", err))
-	}
-	return SessionUpdate{Other: tagged}
+	return otherUpdate("compaction_update", u)
 }
 
 // ParseCompactionUpdate reads a compaction_update carried in

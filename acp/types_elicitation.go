@@ -130,8 +130,7 @@ func (c *Conn) CreateElicitation(ctx context.Context, req *CreateElicitationRequ
 	case req.Mode != ElicitForm && req.Mode != ElicitURL:
 		return nil, InvalidParams("crow-acp sends only form and url elicitations, not %q.", req.Mode)
 	}
-	var res CreateElicitationResponse
-	return &res, c.call(ctx, "elicitation/create", req, &res)
+	return callFor[CreateElicitationResponse](ctx, c.call, "elicitation/create", req)
 }
 
 // CompleteElicitation sends elicitation/complete.

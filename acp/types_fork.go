@@ -20,8 +20,8 @@ type ForkSessionRequest struct {
 }
 
 func (r *ForkSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id of the session to fork, as session/new or session/list gave it")
+	if err := needSessionID(r.SessionID, "pass the id of the session to fork, as session/new or session/list gave it"); err != nil {
+		return err
 	}
 	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }

@@ -15,8 +15,8 @@ type SetSessionTitleRequest struct {
 }
 
 func (r *SetSessionTitleRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/list returned")
+	if err := needSessionID(r.SessionID, "pass the id that session/new or session/list returned"); err != nil {
+		return err
 	}
 	if strings.TrimSpace(r.Title) == "" {
 		return InvalidParams("The title is empty: pass the session's new name.")
@@ -38,10 +38,7 @@ type ArchiveSessionRequest struct {
 }
 
 func (r *ArchiveSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/list returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromList)
 }
 
 type ArchiveSessionResponse struct {
@@ -54,10 +51,7 @@ type UnarchiveSessionRequest struct {
 }
 
 func (r *UnarchiveSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/list returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromList)
 }
 
 type UnarchiveSessionResponse struct {
@@ -79,10 +73,7 @@ type SessionStatusRequest struct {
 }
 
 func (r *SessionStatusRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/list returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromList)
 }
 
 // Values of SessionStatusResponse.Status.

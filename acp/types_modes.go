@@ -10,8 +10,8 @@ type SetSessionModeRequest struct {
 }
 
 func (r *SetSessionModeRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	if err := needSessionID(r.SessionID, fromNewOrLoad); err != nil {
+		return err
 	}
 	if r.ModeID == "" {
 		return MissingParam("modeId", "pass one of the ids listed in the session's availableModes")

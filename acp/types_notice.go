@@ -1,7 +1,5 @@
 package acp
 
-import "fmt"
-
 // Notice is the SDK 2.4 `notice` session update: information for the user
 // outside the conversation (not history, not replayed). Send it only to a
 // client that advertised `session.notices` (SupportsNotices).
@@ -13,14 +11,10 @@ type Notice struct {
 
 // Update wraps the notice as a session update.
 func (n Notice) Update() SessionUpdate {
-	tagged, err := marshalTagged("sessionUpdate", "notice", n)
-	if err != nil { // plain strings: cannot fail
-		panic(fmt.Sprintf("acp: tag notice: %v", err))
-	}
-	return SessionUpdate{Other: tagged}
+	return otherUpdate("notice", n)
 }
 
 // SupportsNotices reports whether the client advertised `session.notices`.
 func (c ClientCapabilities) SupportsNotices() bool {
-	return c.Session != nil && c.Session.Notices != nil && string(*c.Session.Notices) != "null"
+	return c.Session != nil && advertised(c.Session.Notices)
 }

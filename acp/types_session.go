@@ -62,8 +62,8 @@ type ResumeSessionRequest struct {
 }
 
 func (r *ResumeSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	if err := needSessionID(r.SessionID, fromNewOrLoad); err != nil {
+		return err
 	}
 	return validateSetup(r.Cwd, r.SystemPrompt, r.AdditionalDirectories)
 }
@@ -82,10 +82,7 @@ type CloseSessionRequest struct {
 }
 
 func (r *CloseSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromNewOrLoad)
 }
 
 type CloseSessionResponse struct {
@@ -98,10 +95,7 @@ type DeleteSessionRequest struct {
 }
 
 func (r *DeleteSessionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
-	}
-	return nil
+	return needSessionID(r.SessionID, fromNewOrLoad)
 }
 
 type DeleteSessionResponse struct {
@@ -121,8 +115,8 @@ type SetSessionConfigOptionRequest struct {
 }
 
 func (r *SetSessionConfigOptionRequest) Validate() error {
-	if r.SessionID == "" {
-		return MissingParam("sessionId", "pass the id that session/new or session/load returned")
+	if err := needSessionID(r.SessionID, fromNewOrLoad); err != nil {
+		return err
 	}
 	if r.ConfigID == "" {
 		return MissingParam("configId", "pass the id of one of the session's configOptions")

@@ -1,9 +1,6 @@
 package acp
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // SubagentUpdate is the SDK 2.4 (unstable) `subagent_update` session update,
 // sent on a parent session: it announces a child session the parent created
@@ -44,11 +41,7 @@ type SubagentState struct {
 
 // Update wraps the subagent update as a session update.
 func (u SubagentUpdate) Update() SessionUpdate {
-	tagged, err := marshalTagged("sessionUpdate", "subagent_update", u)
-	if err != nil { // strings and numbers: cannot fail
-		panic(fmt.Sprintf("acp: tag subagent_update: %v", err))
-	}
-	return SessionUpdate{Other: tagged}
+	return otherUpdate("subagent_update", u)
 }
 
 // SupportsSubagents reports whether the client advertised `subagents`: it

@@ -46,6 +46,12 @@ func readTag(data []byte, key string) (string, error) {
 	return tag, nil
 }
 
+// newVariant sets *p to a new T, the variant being decoded, and returns it.
+func newVariant[T any](p **T) any {
+	*p = new(T)
+	return *p
+}
+
 // --- ContentBlock ---
 
 type TextContent struct {
@@ -153,20 +159,15 @@ func (c *ContentBlock) UnmarshalJSON(data []byte) error {
 	var v any
 	switch tag {
 	case "text":
-		c.Text = new(TextContent)
-		v = c.Text
+		v = newVariant(&c.Text)
 	case "image":
-		c.Image = new(ImageContent)
-		v = c.Image
+		v = newVariant(&c.Image)
 	case "audio":
-		c.Audio = new(AudioContent)
-		v = c.Audio
+		v = newVariant(&c.Audio)
 	case "resource_link":
-		c.ResourceLink = new(ResourceLink)
-		v = c.ResourceLink
+		v = newVariant(&c.ResourceLink)
 	case "resource":
-		c.Resource = new(EmbeddedResource)
-		v = c.Resource
+		v = newVariant(&c.Resource)
 	case "":
 		return fmt.Errorf("content block: missing \"type\"")
 	default:
@@ -227,14 +228,11 @@ func (c *ToolCallContent) UnmarshalJSON(data []byte) error {
 	var v any
 	switch tag {
 	case "content":
-		c.Content = new(ContentWrapper)
-		v = c.Content
+		v = newVariant(&c.Content)
 	case "diff":
-		c.Diff = new(Diff)
-		v = c.Diff
+		v = newVariant(&c.Diff)
 	case "terminal":
-		c.Terminal = new(TerminalContent)
-		v = c.Terminal
+		v = newVariant(&c.Terminal)
 	default:
 		return fmt.Errorf("tool call content: unknown type %q", tag)
 	}
@@ -289,6 +287,16 @@ func (u SessionUpdate) variant() (string, any) {
 	return "", nil
 }
 
+// otherUpdate carries v, an update kind without a field here, tagged in
+// Other. v holds strings, numbers and content blocks: marshalling cannot fail.
+func otherUpdate(tag string, v any) SessionUpdate {
+	tagged, err := marshalTagged("sessionUpdate", tag, v)
+	if err != nil {
+		panic(fmt.Sprintf("acp: tag %s: %v", tag, err))
+	}
+	return SessionUpdate{Other: tagged}
+}
+
 // Kind is the wire tag of the update ("agent_message_chunk", ...).
 func (u SessionUpdate) Kind() string {
 	if tag, _ := u.variant(); tag != "" {
@@ -320,38 +328,27 @@ func (u *SessionUpdate) UnmarshalJSON(data []byte) error {
 	var v any
 	switch tag {
 	case "user_message_chunk":
-		u.UserMessageChunk = new(ContentChunk)
-		v = u.UserMessageChunk
+		v = newVariant(&u.UserMessageChunk)
 	case "agent_message_chunk":
-		u.AgentMessageChunk = new(ContentChunk)
-		v = u.AgentMessageChunk
+		v = newVariant(&u.AgentMessageChunk)
 	case "agent_thought_chunk":
-		u.AgentThoughtChunk = new(ContentChunk)
-		v = u.AgentThoughtChunk
+		v = newVariant(&u.AgentThoughtChunk)
 	case "tool_call":
-		u.ToolCall = new(ToolCall)
-		v = u.ToolCall
+		v = newVariant(&u.ToolCall)
 	case "tool_call_update":
-		u.ToolCallUpdate = new(ToolCallUpdate)
-		v = u.ToolCallUpdate
+		v = newVariant(&u.ToolCallUpdate)
 	case "plan":
-		u.Plan = new(Plan)
-		v = u.Plan
+		v = newVariant(&u.Plan)
 	case "available_commands_update":
-		u.AvailableCommandsUpdate = new(AvailableCommandsUpdate)
-		v = u.AvailableCommandsUpdate
+		v = newVariant(&u.AvailableCommandsUpdate)
 	case "current_mode_update":
-		u.CurrentModeUpdate = new(CurrentModeUpdate)
-		v = u.CurrentModeUpdate
+		v = newVariant(&u.CurrentModeUpdate)
 	case "config_option_update":
-		u.ConfigOptionUpdate = new(ConfigOptionUpdate)
-		v = u.ConfigOptionUpdate
+		v = newVariant(&u.ConfigOptionUpdate)
 	case "session_info_update":
-		u.SessionInfoUpdate = new(SessionInfoUpdate)
-		v = u.SessionInfoUpdate
+		v = newVariant(&u.SessionInfoUpdate)
 	case "usage_update":
-		u.UsageUpdate = new(UsageUpdate)
-		v = u.UsageUpdate
+		v = newVariant(&u.UsageUpdate)
 	case "":
 		return fmt.Errorf("session update: missing \"sessionUpdate\"")
 	default:

@@ -103,9 +103,6 @@ func (p payload) open() io.ReadCloser {
 	return io.NopCloser(&bufs)
 }
 
-// bytes is the body in one slice.
-func (p payload) bytes() []byte { return bytes.Join(p.pieces, nil) }
-
 // send is the middleware that makes p the request's body, with its length
 // (no chunked encoding, which some endpoints refuse) and a way to read it
 // again.

@@ -130,18 +130,3 @@ func ResolveImages(model string, configured *bool, discovered *DiscoveredImages)
 	}
 	return ImageSupport{Source: "unknown model family"}
 }
-
-// LookupImages is ResolveImages with the endpoint asked only when it can
-// matter: a configured flag (configured non-nil) decides without a
-// request; otherwise DiscoverImages runs (bounded as it is) and what it
-// finds, if anything, wins over the family.
-func LookupImages(ctx context.Context, cfg OpenAIConfig, model string, configured *bool) ImageSupport {
-	if configured != nil {
-		return ResolveImages(model, configured, nil)
-	}
-	d, err := DiscoverImages(ctx, cfg, model)
-	if err != nil {
-		return ResolveImages(model, nil, nil)
-	}
-	return ResolveImages(model, nil, &d)
-}

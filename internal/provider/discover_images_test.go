@@ -160,24 +160,3 @@ func FuzzImageResponses(f *testing.F) {
 		check("lmstudio", yes, ok, field)
 	})
 }
-
-// TestLookupImages: a configured flag asks nothing; otherwise the endpoint
-// is asked and wins; an endpoint that says nothing leaves the family.
-func TestLookupImages(t *testing.T) {
-	m := fakemodel.Start()
-	defer m.Close()
-	no := false
-	m.SetDiscovery(fakemodel.Discovery{Flavor: "ollama", Model: "gemma3:4b", Window: 8192, Images: &no})
-	cfg := OpenAIConfig{BaseURL: m.URL()}
-	yes := true
-	if got := LookupImages(context.Background(), cfg, "gemma3:4b", &yes); !got.Yes || got.Source != "configured" || m.DiscoveryRequests() != 0 {
-		t.Fatalf("configured: %+v after %d requests", got, m.DiscoveryRequests())
-	}
-	if got := LookupImages(context.Background(), cfg, "gemma3:4b", nil); got.Yes || got.Source != "discovered: Ollama POST /api/show (capabilities)" {
-		t.Fatalf("discovered: %+v", got)
-	}
-	m.SetDiscovery(fakemodel.Discovery{})
-	if got := LookupImages(context.Background(), cfg, "gemma3:4b", nil); !got.Yes || !strings.HasPrefix(got.Source, "model family: Gemma 3") {
-		t.Fatalf("family: %+v", got)
-	}
-}
