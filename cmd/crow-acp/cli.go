@@ -2,22 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/permissions"
-	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/sessions"
 )
-
-// env is what a subcommand may use of its process.
-type env struct {
-	std    stdio
-	getenv func(string) string
-}
 
 // command is one subcommand.
 type command struct {
@@ -139,98 +130,4 @@ Exit codes:
   130  exec: interrupted (Ctrl-C)
 `)
 	return b.String()
-}
-
-// newFlagSet returns a flag set whose --help prints usage (a synopsis and a
-// description) followed by the flags.
-func newFlagSet(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprint(out, usage)
-		hasFlags := false
-		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
-		if hasFlags {
-			fmt.Fprint(out, "\nFlags:\n")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// parseArgs parses flags anywhere among the arguments ("exec 'fix it'
-// --yes" works) and returns the positional arguments. Everything after "--"
-// is positional. --help prints the usage to stdout and returns errHelp.
-func parseArgs(fs *flag.FlagSet, args []string, e *env) ([]string, error) {
-	var pos []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.std.out)
-			fs.Usage()
-			return nil, errHelp
-		}
-		if err != nil {
-			return nil, config.Usagef("%s: %v (see crow-acp %s --help)", fs.Name(), err, fs.Name())
-		}
-		rest := fs.Args()
-		consumed := args[:len(args)-len(rest)]
-		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// wantArgs checks the number of positional arguments.
-func wantArgs(fs *flag.FlagSet, pos []string, min, max int, what string) error {
-	switch {
-	case len(pos) < min:
-		return config.Usagef("%s: missing %s (see crow-acp %s --help)", fs.Name(), what, fs.Name())
-	case max >= 0 && len(pos) > max:
-		return config.Usagef("%s: unexpected argument %q (see crow-acp %s --help)", fs.Name(), pos[max], fs.Name())
-	}
-	return nil
-}
-
-// fail reports err on stderr and returns the exit code it means.
-func (e *env) fail(err error) int {
-	err = safeError{err}
-	var ce *config.Error
-	var nf *sessions.NotFoundError
-	switch {
-	case errors.Is(err, errHelp):
-		return exitOK
-	case errors.As(err, &ce):
-		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
-		return exitUsage
-	case errors.As(err, &nf):
-		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
-		return exitNotFound
-	default:
-		fmt.Fprintf(e.std.err, "crow-acp: %v\n", err)
-		return exitError
-	}
-}
-
-// errHelp means --help was asked for and printed.
-var errHelp = errors.New("help requested")
-
-// configured parses the flags of a subcommand that reads configuration and
-// loads it.
-func configured(fs *flag.FlagSet, cf *config.Flags, args []string, e *env) ([]string, *config.Settings, error) {
-	pos, err := parseArgs(fs, args, e)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := config.Load(cf, e.getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pos, cfg, nil
 }

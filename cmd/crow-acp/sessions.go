@@ -94,33 +94,6 @@ func runSessions(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func isHelpFlag(s string) bool {
-	return s == "-h" || s == "-help" || s == "--help"
-}
-
-// sessionFlags parses the flags of a sessions subcommand.
-func sessionFlags(name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) ([]string, *config.Settings, error) {
-	fs := newFlagSet("sessions "+name, synopsis)
-	if define != nil {
-		define(fs)
-	}
-	cf := config.AddFlags(fs, config.FlagsStore)
-	// These commands only read (or delete from) the store: a setting
-	// they never use, such as the model endpoint, must not stop them.
-	pos, err := parseArgs(fs, args, e)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := config.LoadStore(cf, e.getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pos, cfg, nil
-}
-
-// io is where a sessions subcommand writes.
-func (e *env) io() sessions.IO { return sessions.IO{Out: e.std.out, Err: e.std.err} }
-
 func sessionsList(ctx context.Context, e *env, args []string) error {
 	var o sessions.ListOptions
 	pos, cfg, err := sessionFlags("list", "Usage: crow-acp sessions list [--cwd DIR] [--limit N] [--json] [--all] [--archived]\n\nLists stored sessions, the most recently used first. Sessions that never had a message\n(an editor opens one per thread view) are left out unless --all, archived ones unless --archived.\n", args, e, func(fs *flag.FlagSet) {
@@ -142,32 +115,6 @@ func sessionsList(ctx context.Context, e *env, args []string) error {
 	return sessions.List(ctx, cfg, e.io(), o)
 }
 
-// oneSession parses "ID" for the subcommands on one session.
-func oneSession(name, synopsis string, args []string, e *env, define func(fs *flag.FlagSet)) (*config.Settings, string, error) {
-	pos, cfg, err := sessionFlags(name, synopsis, args, e, define)
-	if err != nil {
-		return nil, "", err
-	}
-	switch {
-	case len(pos) == 0:
-		return nil, "", config.Usagef("sessions %s: missing session ID (crow-acp sessions list shows them)", name)
-	case len(pos) > 1:
-		return nil, "", config.Usagef("sessions %s: unexpected argument %q", name, pos[1])
-	}
-	return cfg, pos[0], nil
-}
-
-// onOne is a subcommand on one session without flags of its own.
-func onOne(name, synopsis string, run func(context.Context, *config.Settings, sessions.IO, string) error) func(context.Context, *env, []string) error {
-	return func(ctx context.Context, e *env, args []string) error {
-		cfg, id, err := oneSession(name, synopsis, args, e, nil)
-		if err != nil {
-			return err
-		}
-		return run(ctx, cfg, e.io(), id)
-	}
-}
-
 func sessionsExport(ctx context.Context, e *env, args []string) error {
 	var format, output string
 	cfg, id, err := oneSession("export", "Usage: crow-acp sessions export ID [--format markdown|json] [--output FILE]\n\nWrites a session as Markdown (for people) or JSON (every field, for tools).\n", args, e, func(fs *flag.FlagSet) {
@@ -178,4 +125,8 @@ func sessionsExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sessions.Export(ctx, cfg, e.io(), id, format, output)
+}
+
+func isHelpFlag(s string) bool {
+	return s == "-h" || s == "-help" || s == "--help"
 }

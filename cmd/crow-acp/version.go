@@ -6,6 +6,9 @@ import (
 	"runtime"
 )
 
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
 func runVersion(_ context.Context, e *env, args []string) int {
 	fs := newFlagSet("version", "Usage: crow-acp version\n\nPrints the version of crow-acp and the Go toolchain it was built with.\n")
 	pos, err := parseArgs(fs, args, e)

@@ -12,142 +12,15 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
-	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
-// Defaults that belong to the command. Defaults of the agent, the model
-// client and the wire live in their packages and are referenced, not copied.
-const (
-	defaultModel     = "gpt-4o-mini"
-	defaultAPIKeyEnv = "OPENAI_API_KEY"
-	defaultLogLevel  = "info"
-)
-
-// Source says where a setting's value came from, for `config show` and for
-// error messages.
-type Source struct {
-	Kind   string // "default", "file", "env", "flag"
-	Detail string // file:line, the variable or the flag
-}
-
-func (s Source) String() string {
-	if s.Detail == "" {
-		return s.Kind
-	}
-	return s.Kind + " " + s.Detail
-}
-
-var fromDefault = Source{Kind: "default"}
-
-// Value is one resolved setting.
-type Value[T any] struct {
-	V    T
-	From Source
-}
-
-// Settings is the effective configuration: flags > environment > file >
-// defaults. What the command line prints or checks is exported; the rest
-// reaches the agent through Agent.
-type Settings struct {
-	File      string // configuration file path; "" when there is none
-	FileFound bool   // the file exists and was read
-
-	Model       Value[string]
-	Provider    Value[string] // provider name from the file; "" = built-in
-	BaseURL     Value[string]
-	APIKeyEnv   Value[string]
-	APIKey      Value[string] // secret: never printed, never logged
-	Credentials string        // the file `crow-acp login` writes keys to; "" = none
-	Headers     Value[map[string]string]
-	providers   map[string]providerSpec // every [providers.NAME], for models on other endpoints
-	DB          Value[string]           // a SQLite path or a postgres:// URL (backend.Open)
-	LogFile     Value[string]
-	LogLevel    Value[string]
-	// MaxLineBytes is the largest JSON-RPC message accepted on stdin.
-	MaxLineBytes  Value[int]
-	maxModelCalls Value[int]
-
-	// Models are the [[models]] entries of the file, or of CROW_MODELS,
-	// by name; Selected is the entry of the selected model, nil if it has
-	// none.
-	Models     []ModelSpec
-	ModelsFrom Source
-	Selected   *ModelSpec
-
-	listPageSize Value[int]           // sessions per session/list page
-	titles       Value[string]        // "local" or "model" (file key session_titles)
-	promptUsage  Value[string]        // "on" or "off" (file key prompt_usage)
-	leaseTTL     Value[time.Duration] // a session's lock outlives its holder's last heartbeat by this
-
-	toolOutputLimit Value[int]           // bytes of one tool result the model sees
-	commandTimeout  Value[time.Duration] // run_command's default timeout
-	tools           Value[string]        // "on", or "off": no tools for the model
-
-	ContextWindow Value[int] // tokens; 0: not configured
-	outputReserve Value[int] // tokens; 0: not configured
-
-	compact        compactionConfig
-	permissionMode Value[string]
-
-	systemPrompt       Value[string] // replaces the built-in system prompt; "" = built-in
-	systemPromptAppend Value[string] // added to it
-
-	limits limitsConfig // [limits] and [requests]
-	mcp    mcpConfig    // [mcp]
-
-	envPolicy     tool.EnvPolicy // [shell_environment_policy] and the secrets it always drops
-	envPolicyFrom Source
-}
-
-// ModelSpec is what the configuration says about one model.
-type ModelSpec struct {
-	Name          string `json:"name"`
-	Provider      string `json:"provider,omitempty"`
-	ContextWindow int    `json:"contextWindow,omitempty"` // 0: not configured
-	OutputReserve int    `json:"outputReserve,omitempty"` // 0: not configured
-	Tokenizer     string `json:"tokenizer,omitempty"`
-	Images        bool   `json:"images"`
-	// ImagesSet: the images flag was configured (true or false), which
-	// wins over the endpoint and the model's family (ResolveImages);
-	// unset, Images is false and says nothing.
-	ImagesSet        bool    `json:"imagesSet,omitempty"`
-	InputPrice       float64 `json:"inputPrice,omitempty"` // USD per million tokens; 0: unknown
-	OutputPrice      float64 `json:"outputPrice,omitempty"`
-	CachedInputPrice float64 `json:"cachedInputPrice,omitempty"`
-	PricesSet        bool    `json:"pricesSet,omitempty"`        // prices were configured: the built-in ones do not apply
-	Title            string  `json:"title,omitempty"`            // display name in model pickers
-	Currency         string  `json:"currency,omitempty"`         // of the prices; "" = USD
-	ReasoningHistory string  `json:"reasoningHistory,omitempty"` // "" = by the model's name
-	ToolCallIDs      string  `json:"toolCallIds,omitempty"`      // "" = by the model's name
-	InlineThink      string  `json:"inlineThink,omitempty"`      // "" = by the model's name
-	// SystemPrompt replaces the system prompt for this model;
-	// SystemPromptAppend adds to it ("" = none).
-	SystemPrompt       string `json:"systemPrompt,omitempty"`
-	SystemPromptAppend string `json:"systemPromptAppend,omitempty"`
-	EditTool           string `json:"editTool,omitempty"` // "" = by the model's name (tool.ForModel)
-	Line               int    `json:"-"`                  // where it is defined in the file
-}
-
 // defaultPermissionMode is the mode new sessions start in.
 const defaultPermissionMode = "default"
-
-// Error is a mistake on the command line or in the configuration (a flag,
-// an argument, a variable, the file): the command exits with its usage
-// status.
-type Error struct{ msg string }
-
-func (e *Error) Error() string { return e.msg }
-
-// Usagef is an *Error.
-func Usagef(format string, args ...any) error { return &Error{fmt.Sprintf(format, args...)} }
 
 // LoadStore resolves only what a command that reads the session store
 // needs (the configuration file, the database, and the mode new sessions
@@ -168,10 +41,6 @@ func LoadStore(cf *Flags, getenv func(string) string) (*Settings, error) {
 	cfg.permissionMode = r.str("", "", fc.Permission.Mode, "permissions.mode", defaultPermissionMode)
 	return cfg, nil
 }
-
-// DefaultMode is the mode a new session starts in (permissions.mode), and
-// an imported one (sessions import).
-func (c *Settings) DefaultMode() string { return agent.ModeFromConfig(c.permissionMode.V) }
 
 // loadFile finds and reads the configuration file (flag, CROW_CONFIG, or
 // the default path, which may be missing).
@@ -432,104 +301,6 @@ func (c *Settings) validateDB() error {
 	return nil
 }
 
-func checkLogLevel(level string) error {
-	switch level {
-	case "debug", "info", "warn", "error":
-		return nil
-	}
-	return fmt.Errorf("invalid log level %q: use debug, info, warn or error", level)
-}
-
-func checkBaseURL(u string) error {
-	if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return fmt.Errorf("invalid base URL %q: it must start with http:// or https://", u)
-	}
-	return nil
-}
-
-// resolver applies the precedence rule to one setting.
-type resolver struct {
-	cf     *Flags
-	getenv func(string) string
-	fileAt func(key string) Source
-}
-
-// str resolves a string setting. An empty flag or env name means the layer
-// does not exist for this setting.
-func (r resolver) str(flagName, envName string, file *string, fileKey, def string) Value[string] {
-	if flagName != "" && r.cf.set(flagName) {
-		return Value[string]{V: r.cf.get(flagName), From: Source{Kind: "flag", Detail: "--" + flagName}}
-	}
-	if envName != "" {
-		if v := r.getenv(envName); v != "" {
-			return Value[string]{V: v, From: Source{Kind: "env", Detail: envName}}
-		}
-	}
-	if file != nil {
-		return Value[string]{V: *file, From: r.fileAt(fileKey)}
-	}
-	return Value[string]{V: def, From: fromDefault}
-}
-
-func (r resolver) int(flagName, envName string, file *int, fileKey string, def int) (Value[int], error) {
-	s := r.str(flagName, envName, nil, "", "")
-	if s.From.Kind == "default" {
-		if file != nil {
-			return Value[int]{V: *file, From: r.fileAt(fileKey)}, nil
-		}
-		return Value[int]{V: def, From: fromDefault}, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(s.V))
-	if err != nil {
-		return Value[int]{}, Usagef("%s: %q is not a whole number", s.From, s.V)
-	}
-	return Value[int]{V: n, From: s.From}, nil
-}
-
-func (r resolver) float(flagName, envName string, file *float64, fileKey string, def float64) (Value[float64], error) {
-	s := r.str(flagName, envName, nil, "", "")
-	if s.From.Kind == "default" {
-		if file != nil {
-			return Value[float64]{V: *file, From: r.fileAt(fileKey)}, nil
-		}
-		return Value[float64]{V: def, From: fromDefault}, nil
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(s.V), 64)
-	if err != nil {
-		return Value[float64]{}, Usagef("%s: %q is not a number", s.From, s.V)
-	}
-	return Value[float64]{V: f, From: s.From}, nil
-}
-
-func deref[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-// ExpandHome turns a leading "~/" into the home directory.
-func ExpandHome(p string, getenv func(string) string) string {
-	if strings.HasPrefix(p, "~/") {
-		if home := getenv("HOME"); home != "" {
-			return filepath.Join(home, p[2:])
-		}
-	}
-	return p
-}
-
-// defaultDBPath is $XDG_DATA_HOME/crow-acp/crow.db, or
-// ~/.local/share/crow-acp/crow.db; "" without a home directory.
-func defaultDBPath(getenv func(string) string) string {
-	if dir := getenv("XDG_DATA_HOME"); dir != "" && filepath.IsAbs(dir) {
-		return filepath.Join(dir, "crow-acp", "crow.db")
-	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".local", "share", "crow-acp", "crow.db")
-	}
-	return ""
-}
-
 // Agent is what the agent gets from the configuration; version is the
 // program's, which the agent reports in initialize.
 func (c *Settings) Agent(version string) agent.Config {
@@ -540,7 +311,7 @@ func (c *Settings) Agent(version string) agent.Config {
 			CachedInputPrice: m.CachedInputPrice, PricesSet: m.PricesSet,
 			Tokenizer: m.Tokenizer, Provider: c.modelProvider(m),
 			SystemPrompt: m.SystemPrompt, SystemPromptAppend: m.SystemPromptAppend}
-		// Validated when read (configfile.go, request.ParseModels).
+		// Validated when read (file.go, request.ParseModels).
 		am.ReasoningHistory, _ = provider.ParseReasoningHistory(m.ReasoningHistory)
 		am.ToolCallIDs, _ = provider.ParseToolCallIDStyle(m.ToolCallIDs)
 		am.InlineThink, _ = provider.ParseInlineThink(m.InlineThink)

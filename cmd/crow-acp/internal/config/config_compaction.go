@@ -7,21 +7,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/compaction"
 )
 
-// compactionConfig is the [compaction] table of the file, resolved with the
-// CROW_* variables over it. Defaults are compaction.Defaults(): one Source
-// of truth.
-type compactionConfig struct {
-	auto               Value[bool]
-	threshold          Value[float64]
-	target             Value[float64]
-	keepRecent         Value[int] // /compact keeps this many messages
-	keepTurns          Value[int]
-	pruneProtectTurns  Value[int]
-	pruneProtectTokens Value[int]
-	pruneMinimum       Value[int]
-	protectedTools     Value[[]string]
-}
-
 // resolveCompaction applies env > file > compaction.Defaults().
 func (c *Settings) resolveCompaction(r resolver, f compactionFile) error {
 	d := compaction.Defaults()

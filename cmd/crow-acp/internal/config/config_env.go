@@ -14,16 +14,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/secret"
 )
 
-// envPolicyFile is [shell_environment_policy]: the environment of commands
-// the model runs and of MCP stdio servers (named after codex's table of the
-// same purpose).
-type envPolicyFile struct {
-	Inherit     *string           `toml:"inherit"`      // "all" (default), "core" or "none"
-	Exclude     []string          `toml:"exclude"`      // extra name patterns to drop
-	IncludeOnly []string          `toml:"include_only"` // keep only these name patterns
-	Set         map[string]string `toml:"set"`          // variables to add or replace
-}
-
 func checkInherit(s string) error {
 	switch s {
 	case "all", "core", "none":

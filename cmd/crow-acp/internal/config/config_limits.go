@@ -3,40 +3,12 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/imagecheck"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// limitsFile is the [limits] table: caps that keep one client or one model
-// from exhausting the process.
-type limitsFile struct {
-	PromptBytes *int `toml:"prompt_bytes"`
-	// Images have their own limits, apart from the text's prompt_bytes.
-	ImageBytes       *int `toml:"image_bytes"`        // one image, decoded
-	PromptImageBytes *int `toml:"prompt_image_bytes"` // all images of one prompt, decoded
-	ActiveSessions   *int `toml:"active_sessions"`
-	ReplyBytes       *int `toml:"reply_bytes"`     // text and reasoning of one model reply
-	ArgumentBytes    *int `toml:"arguments_bytes"` // one tool call's arguments
-	EventBytes       *int `toml:"event_bytes"`     // one server-sent event of the model stream
-	// Subagents: the task tool's children (agent/subagent.go).
-	Subagents      *int `toml:"subagents"`          // running at once; 0 turns the tool off
-	SubagentSteps  *int `toml:"subagent_steps"`     // model requests of one child
-	SubagentTokens *int `toml:"subagent_tokens"`    // tokens of one child
-	SubagentsTurn  *int `toml:"subagents_per_turn"` // children one turn may start
-}
-
-// requestsFile is the [requests] table: how model requests are retried and
-// when a silent endpoint is given up on.
-type requestsFile struct {
-	Retries     *int    `toml:"retries"`
-	RetryDelay  *string `toml:"retry_delay"`
-	IdleTimeout *string `toml:"idle_timeout"`
-	Timeout     *string `toml:"timeout"` // the whole of one model request
-}
 
 // limitsConfig is the resolved [limits] and [requests] settings.
 type limitsConfig struct {
@@ -205,29 +177,10 @@ func checkImageLimits(one, all int) error {
 	return nil
 }
 
-// ImageLimits are the limits of a prompt's images, which the agent checks
-// with imagecheck.CheckPrompt apart from the text's limit.
-func (c *Settings) ImageLimits() imagecheck.Limits {
-	return imagecheck.Limits{ImageBytes: c.limits.imageBytes.V, PromptImageBytes: c.limits.promptImages.V}
-}
-
 // lineBytesDefault is the line a prompt within the limits needs: its
 // images in base64 and its text (imagecheck.LineBytes).
 func (c limitsConfig) lineBytesDefault() int {
 	return imagecheck.LineBytes(c.promptBytes.V, c.promptImages.V)
-}
-
-// duration resolves a duration setting written like "500ms" or "2m".
-func (r resolver) duration(envName string, file *string, fileKey string, def time.Duration) (Value[time.Duration], error) {
-	s := r.str("", envName, file, fileKey, "")
-	if s.From.Kind == "default" {
-		return Value[time.Duration]{V: def, From: fromDefault}, nil
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(s.V))
-	if err != nil {
-		return Value[time.Duration]{}, Usagef("%s: %q is not a duration (e.g. 500ms, 2m)", s.From, s.V)
-	}
-	return Value[time.Duration]{V: d, From: s.From}, nil
 }
 
 func (c limitsConfig) rows() []Row {

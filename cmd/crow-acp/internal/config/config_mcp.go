@@ -9,22 +9,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 )
 
-// mcpFile is the [mcp] table.
-type mcpFile struct {
-	// IdleTimeout stops a stdio MCP server unused this long; the next call
-	// of one of its tools starts it again. Env CROW_MCP_IDLE_TIMEOUT.
-	IdleTimeout *string `toml:"idle_timeout"`
-	// MaxServers caps the stdio MCP servers running at once in one
-	// crow-acp process. Env CROW_MCP_MAX_SERVERS.
-	MaxServers *int `toml:"max_servers"`
-	// TrustedServers are MCP servers (by the name the client gives them)
-	// whose tool annotations are believed: their readOnlyHint tools run
-	// without asking, like reads. Env CROW_MCP_TRUSTED (comma-separated).
-	TrustedServers []string `toml:"trusted_servers"`
-	// CallTimeout bounds one MCP tool call. Env CROW_MCP_CALL_TIMEOUT.
-	CallTimeout *string `toml:"call_timeout"`
-}
-
 // mcpConfig is the resolved [mcp] table.
 type mcpConfig struct {
 	idleTimeout Value[time.Duration]
@@ -135,6 +119,3 @@ func orNone(s, none string) string {
 	}
 	return s
 }
-
-// MCPLimits are the bounds of this process's stdio MCP servers.
-func (c *Settings) MCPLimits() tool.MCPLimits { return c.mcp.limits() }

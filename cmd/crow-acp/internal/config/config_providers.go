@@ -3,24 +3,13 @@ package config
 import (
 	"context"
 	"net/url"
+	"os"
 	"strings"
 
+	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
-
-// providerSpec is one [providers.NAME] table of the file, resolved. The
-// default provider's values are the Settings' BaseURL, APIKey and Headers
-// (which flags and the environment override); the others are used as the
-// file gives them. Every provider's key is found the same way: its
-// api_key_env variable, else the credentials file `crow-acp login` writes.
-type providerSpec struct {
-	API       string // apiChat or apiResponses
-	BaseURL   string
-	APIKeyEnv string
-	key       Value[string] // secret: never printed, never logged
-	Headers   map[string]string
-}
 
 // resolveProviders reads every [providers.NAME] table.
 func (c *Settings) resolveProviders(fc fileConfig, getenv func(string) string) error {
@@ -199,4 +188,49 @@ func (m ModelSpec) ImagesShown() string {
 		return "auto: no"
 	}
 	return "auto"
+}
+
+// auth is how the agent tells the user to sign in (see agent.Auth).
+func (c *Settings) auth() *agent.Auth {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "crow-acp"
+	}
+	keys := c.keySource(c.Provider.V)
+	auth := &agent.Auth{KeyVariable: c.APIKeyEnv.V, Command: exe, LoginArgs: []string{"login"},
+		HasKey: func() bool { return keys.key() != "" },
+		KeyFrom: func() string {
+			switch {
+			case keys.envKey != "":
+				return agent.KeyFromEnv
+			case keys.key() != "":
+				return agent.KeyFromLogin
+			}
+			return ""
+		}}
+	if c.Credentials != "" {
+		auth.Logout = func() error { return RemoveCredential(c.Credentials, keys.name) }
+	}
+	return auth
+}
+
+// keySource is where the key of provider name is found at each request.
+func (c *Settings) keySource(name string) keySource {
+	key := c.APIKey
+	if !c.isDefault(name) {
+		key = c.providers[name].key
+	}
+	k := keySource{name: c.keyEnv(name), path: c.Credentials}
+	if key.From.Kind == "env" {
+		k.envKey = key.V
+	}
+	return k
+}
+
+// keyEnv is the variable that holds provider name's key.
+func (c *Settings) keyEnv(name string) string {
+	if c.isDefault(name) {
+		return c.APIKeyEnv.V
+	}
+	return c.providers[name].APIKeyEnv
 }

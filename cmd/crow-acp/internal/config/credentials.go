@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crow-acp/crow-acp/internal/agent"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
 
@@ -149,8 +148,6 @@ func rewriteCredential(path, name, line string) error {
 // holds the lock only while it rewrites a small file.
 const credentialsLockWait = 10 * time.Second
 
-var errBusy = errors.New("locked by another process")
-
 // lockCredentials takes the lock beside path (path.lock, kept: removing it
 // would let two processes lock different files), waiting at most wait.
 func lockCredentials(path string, wait time.Duration) (unlock func(), err error) {
@@ -161,13 +158,13 @@ func lockCredentials(path string, wait time.Duration) (unlock func(), err error)
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		err = tryLock(f)
-		if err == nil {
+		busy, err := tryLock(f)
+		if err == nil && !busy {
 			return func() { f.Close() }, nil // closing releases the lock
 		}
-		if !errors.Is(err, errBusy) || time.Now().After(deadline) {
+		if !busy || time.Now().After(deadline) {
 			f.Close()
-			if errors.Is(err, errBusy) {
+			if busy {
 				return nil, fmt.Errorf("credentials file: another crow-acp login held %s for over %s; try again", lockPath, wait)
 			}
 			return nil, fmt.Errorf("credentials file: lock %s: %w", lockPath, err)
@@ -234,51 +231,6 @@ func (c *liveKeyClient) current() provider.Client {
 		c.key, c.client = key, c.build(key)
 	}
 	return c.client
-}
-
-// auth is how the agent tells the user to sign in (see agent.Auth).
-func (c *Settings) auth() *agent.Auth {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = "crow-acp"
-	}
-	keys := c.keySource(c.Provider.V)
-	auth := &agent.Auth{KeyVariable: c.APIKeyEnv.V, Command: exe, LoginArgs: []string{"login"},
-		HasKey: func() bool { return keys.key() != "" },
-		KeyFrom: func() string {
-			switch {
-			case keys.envKey != "":
-				return agent.KeyFromEnv
-			case keys.key() != "":
-				return agent.KeyFromLogin
-			}
-			return ""
-		}}
-	if c.Credentials != "" {
-		auth.Logout = func() error { return RemoveCredential(c.Credentials, keys.name) }
-	}
-	return auth
-}
-
-// keySource is where the key of provider name is found at each request.
-func (c *Settings) keySource(name string) keySource {
-	key := c.APIKey
-	if !c.isDefault(name) {
-		key = c.providers[name].key
-	}
-	k := keySource{name: c.keyEnv(name), path: c.Credentials}
-	if key.From.Kind == "env" {
-		k.envKey = key.V
-	}
-	return k
-}
-
-// keyEnv is the variable that holds provider name's key.
-func (c *Settings) keyEnv(name string) string {
-	if c.isDefault(name) {
-		return c.APIKeyEnv.V
-	}
-	return c.providers[name].APIKeyEnv
 }
 
 // resolveKey is the key in the environment, else in the credentials file.

@@ -5,4 +5,4 @@ package config
 import "os"
 
 // tryLock: no advisory lock here; concurrent logins may lose a key.
-func tryLock(*os.File) error { return nil }
+func tryLock(*os.File) (busy bool, err error) { return false, nil }

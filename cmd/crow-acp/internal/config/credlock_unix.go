@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tryLock takes an exclusive flock on f without waiting; errBusy when
+// tryLock takes an exclusive flock on f without waiting; busy when
 // another process holds it.
-func tryLock(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+func tryLock(f *os.File) (busy bool, err error) {
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errBusy
+		return true, nil
 	}
-	return err
+	return false, err
 }

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -21,137 +19,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/internal/compaction"
 )
-
-// fileConfig is the schema of config.toml. Every field is a pointer or a
-// slice so that "absent" differs from "zero": an absent key leaves the
-// default (or the environment) in charge. config.example.toml documents it.
-type fileConfig struct {
-	Model         *string `toml:"model"`    // default model name
-	Provider      *string `toml:"provider"` // default provider name
-	MaxModelCalls *int    `toml:"max_model_calls"`
-
-	// Tools and sessions. There is no [tools] or [sessions] table: these
-	// are top-level, like max_model_calls; their CROW_* variables win.
-	Tools           *string `toml:"tools"`             // CROW_TOOLS: "on" or "off"
-	CommandTimeout  *string `toml:"command_timeout"`   // CROW_COMMAND_TIMEOUT: a Go duration
-	ToolOutputLimit *int    `toml:"tool_output_limit"` // CROW_TOOL_OUTPUT_LIMIT: bytes
-	SessionTitles   *string `toml:"session_titles"`    // CROW_TITLES: "local" or "model"
-	ListPageSize    *int    `toml:"list_page_size"`    // CROW_LIST_PAGE_SIZE
-	LeaseTTL        *string `toml:"lease_ttl"`         // CROW_LEASE_TTL: a Go duration
-	PromptUsage     *string `toml:"prompt_usage"`      // CROW_PROMPT_USAGE: "on" or "off"
-
-	// The system prompt (config_prompt.go).
-	SystemPrompt       *string `toml:"system_prompt"`        // CROW_SYSTEM_PROMPT: replaces the built-in one
-	SystemPromptAppend *string `toml:"system_prompt_append"` // CROW_SYSTEM_PROMPT_APPEND: added to it
-
-	Providers  map[string]providerFile `toml:"providers"`
-	Models     []modelFile             `toml:"models"`
-	Database   databaseFile            `toml:"database"`
-	Log        logFile                 `toml:"log"`
-	Compaction compactionFile          `toml:"compaction"`
-	Permission permissionFile          `toml:"permissions"`
-	Limits     limitsFile              `toml:"limits"`
-	Requests   requestsFile            `toml:"requests"`
-	EnvPolicy  envPolicyFile           `toml:"shell_environment_policy"`
-	MCP        mcpFile                 `toml:"mcp"`
-}
-
-type providerFile struct {
-	BaseURL   *string           `toml:"base_url"`
-	API       *string           `toml:"api"` // "chat" (chat completions, the default) or "responses" (OpenAI's Responses API)
-	APIKeyEnv *string           `toml:"api_key_env"`
-	Headers   map[string]string `toml:"headers"`
-}
-
-type modelFile struct {
-	Name             *string  `toml:"name"`
-	Title            *string  `toml:"title"`
-	Provider         *string  `toml:"provider"`
-	ContextWindow    *int     `toml:"context_window"`
-	OutputReserve    *int     `toml:"output_reserve"`
-	Tokenizer        *string  `toml:"tokenizer"`
-	Images           *bool    `toml:"images"`
-	InputPrice       *float64 `toml:"input_price"`
-	OutputPrice      *float64 `toml:"output_price"`
-	CachedInputPrice *float64 `toml:"cached_input_price"`
-	Currency         *string  `toml:"currency"`
-	ReasoningHistory *string  `toml:"reasoning_history"`
-	ToolCallIDs      *string  `toml:"tool_call_ids"`
-	InlineThink      *string  `toml:"inline_think"`
-	// SystemPrompt replaces, SystemPromptAppend extends the system prompt
-	// for this model.
-	SystemPrompt       *string `toml:"system_prompt"`
-	SystemPromptAppend *string `toml:"system_prompt_append"`
-	EditTool           *string `toml:"edit_tool"`
-}
-
-type databaseFile struct {
-	Path *string `toml:"path"`
-}
-
-type logFile struct {
-	File  *string `toml:"file"`
-	Level *string `toml:"level"`
-}
-
-type compactionFile struct {
-	Auto               *bool    `toml:"auto"`
-	Threshold          *float64 `toml:"threshold"`
-	Target             *float64 `toml:"target"`
-	KeepRecent         *int     `toml:"keep_recent"`
-	KeepTurns          *int     `toml:"keep_turns"`
-	PruneProtectTurns  *int     `toml:"prune_protect_turns"`
-	PruneProtectTokens *int     `toml:"prune_protect_tokens"`
-	PruneMinimum       *int     `toml:"prune_minimum"`
-	ProtectedTools     []string `toml:"protected_tools"`
-}
-
-type permissionFile struct {
-	Mode *string `toml:"mode"`
-}
-
-// fileError is an invalid configuration file: it names the file, the line
-// and the key.
-type fileError struct {
-	Path string
-	Line int    // 0: unknown
-	Key  string // dotted, "" when the error is not about one key
-	Msg  string
-}
-
-func (e *fileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Path)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Key != "" {
-		fmt.Fprintf(&b, "%s: ", e.Key)
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// loadedFile is a parsed configuration file and where each key sits.
-type loadedFile struct {
-	Path  string
-	cfg   fileConfig
-	lines map[string]int // dotted key ("models[1].name") -> line
-}
-
-// line returns where key was written, 0 if unknown.
-func (f *loadedFile) line(key string) int {
-	if f == nil {
-		return 0
-	}
-	return f.lines[key]
-}
-
-// errorAt builds a fileError for key.
-func (f *loadedFile) errorAt(key, format string, args ...any) error {
-	return &fileError{Path: f.Path, Line: f.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
-}
 
 // readConfigFile reads and decodes path. A missing file is reported with
 // os.ErrNotExist so that the caller can decide whether it matters.
@@ -485,23 +352,17 @@ func validEnvName(s string) bool {
 	return true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+func checkLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
 	}
-	sort.Strings(out)
-	return out
+	return fmt.Errorf("invalid log level %q: use debug, info, warn or error", level)
 }
 
-// defaultConfigPath is $XDG_CONFIG_HOME/crow-acp/config.toml, or
-// ~/.config/crow-acp/config.toml; "" without a home directory.
-func defaultConfigPath(getenv func(string) string) string {
-	if dir := getenv("XDG_CONFIG_HOME"); dir != "" && filepath.IsAbs(dir) {
-		return filepath.Join(dir, "crow-acp", "config.toml")
+func checkBaseURL(u string) error {
+	if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("invalid base URL %q: it must start with http:// or https://", u)
 	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".config", "crow-acp", "config.toml")
-	}
-	return ""
+	return nil
 }

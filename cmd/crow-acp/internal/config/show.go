@@ -21,13 +21,6 @@ func (c *Settings) FileStatus() string {
 	}
 }
 
-// Row is one line of `config show`: a setting by its file key, its value
-// (secrets masked) and where the value came from.
-type Row struct {
-	Key, Value string
-	From       Source
-}
-
 // Rows lists every setting, secrets masked.
 func (c *Settings) Rows() []Row {
 	str := func(key string, v Value[string], empty string) Row {

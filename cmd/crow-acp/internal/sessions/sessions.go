@@ -61,6 +61,44 @@ func openFor(ctx context.Context, cfg *config.Settings, id string) (backend.Stor
 	return store, nil
 }
 
+// find is NotFoundError unless id is a session.
+func find(ctx context.Context, store persistence.DumpSource, id string) error {
+	_, err := store.GetSession(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return &NotFoundError{ID: id}
+	}
+	return err
+}
+
+// openFound opens the database for a command on session id, which must
+// exist. The caller closes the store.
+func openFound(ctx context.Context, cfg *config.Settings, id string) (backend.Store, error) {
+	store, err := openFor(ctx, cfg, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := find(ctx, store, id); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// openLoaded opens the database for a command on session id and reads the
+// session with its whole history. The caller closes the store.
+func openLoaded(ctx context.Context, cfg *config.Settings, id string) (backend.Store, *persistence.SessionDump, error) {
+	store, err := openFor(ctx, cfg, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := load(ctx, store, id)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, d, nil
+}
+
 // ListOptions are what `sessions list` shows.
 type ListOptions struct {
 	Cwd       string
@@ -144,15 +182,11 @@ func load(ctx context.Context, store persistence.DumpSource, id string) (*persis
 
 // Show prints a session's details and its whole conversation as text.
 func Show(ctx context.Context, cfg *config.Settings, w IO, id string) error {
-	store, err := openFor(ctx, cfg, id)
+	store, d, err := openLoaded(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	d, err := load(ctx, store, id)
-	if err != nil {
-		return err
-	}
 	transcript.WriteText(w.Out, d)
 	return nil
 }
@@ -203,15 +237,11 @@ func Export(ctx context.Context, cfg *config.Settings, w IO, id, format, output 
 // Delete removes a session and everything stored with it, its work-tree
 // snapshots under trees too.
 func Delete(ctx context.Context, cfg *config.Settings, w IO, id, trees string) error {
-	store, err := openFor(ctx, cfg, id)
+	store, d, err := openLoaded(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	d, err := load(ctx, store, id)
-	if err != nil {
-		return err
-	}
 	id = d.Session.ID
 	if err := store.DeleteSession(ctx, id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)

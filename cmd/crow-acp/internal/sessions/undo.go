@@ -92,16 +92,11 @@ func Redo(ctx context.Context, cfg *config.Settings, w IO, id string, o UndoOpti
 // crow-acp in it is refused, and refuses to start a turn meanwhile), every
 // write fenced by it.
 func withSession(ctx context.Context, cfg *config.Settings, w IO, id string, fn func(st checkpoint.Store) error) error {
-	store, err := openFor(ctx, cfg, id)
+	store, err := openFound(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if _, err := store.GetSession(ctx, id); errors.Is(err, persistence.ErrNotFound) {
-		return &NotFoundError{ID: id}
-	} else if err != nil {
-		return err
-	}
 	host, _ := os.Hostname()
 	l := &persistence.Lease{SessionID: id, Owner: "crow-acp-sessions-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		PID: os.Getpid(), Host: host}

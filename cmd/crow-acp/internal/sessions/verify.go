@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/crow-acp/crow-acp/cmd/crow-acp/internal/config"
@@ -16,14 +15,11 @@ import (
 // Verify rebuilds a session's messages and compactions from its event log
 // and compares them with the live tables.
 func Verify(ctx context.Context, cfg *config.Settings, w IO, id string) error {
-	store, err := openFor(ctx, cfg, id)
+	store, err := openFound(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := find(ctx, store, id); err != nil {
-		return err
-	}
 	r, err := projection.Verify(ctx, store, id)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", id, err)
@@ -43,14 +39,11 @@ func Verify(ctx context.Context, cfg *config.Settings, w IO, id string) error {
 
 // Rebuild prints the messages rebuilt from a session's event log.
 func Rebuild(ctx context.Context, cfg *config.Settings, w IO, id string) error {
-	store, err := openFor(ctx, cfg, id)
+	store, err := openFound(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := find(ctx, store, id); err != nil {
-		return err
-	}
 	st, _, err := projection.Load(ctx, store, id)
 	if err != nil {
 		return err
@@ -72,13 +65,4 @@ func Rebuild(ctx context.Context, cfg *config.Settings, w IO, id string) error {
 		}
 	}
 	return nil
-}
-
-// find is NotFoundError unless id is a session.
-func find(ctx context.Context, store persistence.DumpSource, id string) error {
-	_, err := store.GetSession(ctx, id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return &NotFoundError{ID: id}
-	}
-	return err
 }

@@ -160,14 +160,6 @@ func diffLines(before, after []string) []string {
 	return out
 }
 
-// splitLines splits text into lines without a last empty one.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
 const (
 	green = "\x1b[32m"
 	red   = "\x1b[31m"
