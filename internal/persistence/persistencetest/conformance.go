@@ -75,20 +75,22 @@ func Conformance(t *testing.T, b Backend) {
 }
 
 // processTests open two stores on one database, as two crow-acp processes
-// (on one machine for SQLite, on several for PostgreSQL) would.
+// (on one machine for SQLite, on several for PostgreSQL) would (processes.go
+// unless marked).
 var processTests = []struct {
 	name string
 	fn   func(t *testing.T, open func(t *testing.T) persistence.Store)
 }{
 	{"TwoStoresDifferentSessions", testTwoStoresDifferentSessions},
 	{"TwoStoresOneSession", testTwoStoresOneSession},
-	{"TwoStoresLease", testTwoStoresLease},
-	{"TwoStoresFencing", testTwoStoresFencing},
-	{"TwoStoresEvents", testTwoStoresEvents},
-	{"TwoStoresRevoke", testTwoStoresRevoke}, // permission.go
+	{"TwoStoresLease", testTwoStoresLease},     // processes_durability.go
+	{"TwoStoresFencing", testTwoStoresFencing}, // processes_durability.go
+	{"TwoStoresEvents", testTwoStoresEvents},   // processes_durability.go
+	{"TwoStoresRevoke", testTwoStoresRevoke},   // permission.go
 }
 
-// backendTests need more of the backend than a store.
+// backendTests need more of the backend than a store (backend.go unless
+// marked).
 var backendTests = []struct {
 	name string
 	fn   func(t *testing.T, b Backend)
@@ -100,9 +102,9 @@ var backendTests = []struct {
 	{"MigrateFailureRollsBack", testMigrateFailureRollsBack},
 	{"MigratePermissionRules", testMigratePermissionRules}, // permission.go
 	{"UnreleasedFormatRefused", testUnreleasedFormatRefused},
-	{"MigrateStreamNumbers", testMigrateStreamNumbers},
-	{"PartsStoredOnce", testPartsStoredOnce},
-	{"TextInRow", testTextInRow},
+	{"MigrateStreamNumbers", testMigrateStreamNumbers}, // streamnumbers.go
+	{"PartsStoredOnce", testPartsStoredOnce},           // parts.go
+	{"TextInRow", testTextInRow},                       // textrow.go
 }
 
 func testCreateGetSession(t *testing.T, s persistence.Store) {
