@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,24 +37,23 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the temporary directory (the databases) and PostgreSQL schemas, and print where they are")
 	flag.Parse()
 	keepDir, extraInitRuns = keep, *initRuns
-	if err := bench(*bin, *runs, *turns, *db, *longRuns); err != nil {
+	if err := runBench(*bin, *runs, *turns, *db, *longRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "crow-bench:", err)
 		os.Exit(1)
 	}
 }
 
-// The scripted reply: 200 chunks of 20 characters, no delay.
-// keepDir is the -keep flag.
-var keepDir *bool
-
 // extraInitRuns is the -init-runs flag.
 var extraInitRuns int
 
+// The scripted reply: 200 chunks of 20 characters, no delay.
 func reply() fakemodel.Reply {
 	return fakemodel.Reply{Text: strings.Repeat("abcdefghijklmnopqrs ", 200), Chunks: 200}
 }
 
-func bench(bin string, runs, turns int, dsn string, longRuns int) error {
+// runBench measures bin over runs processes, then the long sessions, and
+// prints each figure next to its target.
+func runBench(bin string, runs, turns int, dsn string, longRuns int) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("binary %s: %w (run make build first)", bin, err)
 	}
@@ -191,38 +189,6 @@ func bench(bin string, runs, turns int, dsn string, longRuns int) error {
 		return benchLongSessions(bin, srv.URL(), dsn, dir, longRuns, direct)
 	}
 	return nil
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "MISSED"
-}
-
-// rawStream fetches a scripted stream's bytes without reading them.
-type rawStream struct {
-	url    string
-	client *http.Client
-}
-
-// directStreamTime is the model's own time: how long it takes to fetch the
-// whole scripted stream over HTTP, bytes only. Decoding the chunks is
-// crow-acp's work, so it counts as overhead. It is measured right before
-// each turn so that both see the same machine load.
-func directStreamTime(c rawStream) (time.Duration, error) {
-	start := time.Now()
-	resp, err := c.client.Post(c.url, "application/json",
-		strings.NewReader(`{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}`))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	n, err := io.Copy(io.Discard, resp.Body)
-	if err == nil && (resp.StatusCode != http.StatusOK || n == 0) {
-		err = fmt.Errorf("status %s, %d bytes", resp.Status, n)
-	}
-	return time.Since(start), err
 }
 
 type result struct {
@@ -396,23 +362,4 @@ func procStatus(pid int) map[string]int {
 		}
 	}
 	return out
-}
-
-// quartile is the first quartile of ds.
-func quartile(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)/4]
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }

@@ -17,6 +17,10 @@ import (
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
 )
 
+// keepDir is the -keep flag: the temporary directory (the databases) and
+// PostgreSQL schemas are kept.
+var keepDir *bool
+
 // benchDB returns the CROW_DB the measured processes use: a fresh SQLite
 // file in dir when dsn is empty, or, for a postgres:// URL, a fresh schema on
 // that server (dropped by cleanup, unless -keep) so that a shared server

@@ -41,6 +41,18 @@ type Saver interface {
 	Checkpoints(ctx context.Context, sessionID string, fromTurn int64) ([]persistence.Checkpoint, error)
 }
 
+// Store is what undo and redo need of the store.
+type Store interface {
+	Saver
+	PutBlob(ctx context.Context, sessionID string, data []byte, l persistence.CheckpointLimits) (string, error)
+	Blob(ctx context.Context, sessionID, hash string) ([]byte, error)
+	CreateUndo(ctx context.Context, u *persistence.Undo) error
+	UpdateUndo(ctx context.Context, u *persistence.Undo) error
+	Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
+	UnfinishedUndos(ctx context.Context) ([]persistence.Undo, error)
+	GetSession(ctx context.Context, id string) (*persistence.Session, error)
+}
+
 // Recorder records checkpoints for the agent's tools and commands.
 type Recorder struct {
 	Store  Saver
@@ -134,6 +146,76 @@ func (r *Recorder) AfterChange(ctx context.Context, s *persistence.Session, turn
 	return nil
 }
 
+// SnapshotWorkTree records a snapshot of the session's work tree (its cwd)
+// before turn's first command, once per turn. It is recorded, not
+// returned, when it cannot be taken (not a git work tree, over a limit,
+// git missing or too slow): undo then says the commands' effects are not
+// covered. Nothing of the user's repository is written (its index, refs,
+// stash, hooks and configuration are not even read: the object store is
+// crow-acp's own, GIT_DIR, GIT_INDEX_FILE and GIT_WORK_TREE set), and
+// nothing a git configuration names runs (safegit). An error is the
+// store's.
+func (r *Recorder) SnapshotWorkTree(ctx context.Context, s *persistence.Session, turn int64) error {
+	return r.snapshotTree(ctx, s, turn, persistence.CheckpointTree)
+}
+
+// EndTurn records the work tree as the turn left it, when the turn took a
+// snapshot before its commands: undo tells by it which files someone
+// changed after the turn. Call it when the turn ends, however it ends
+// (it also lets go of what the recorder kept of the turn).
+func (r *Recorder) EndTurn(ctx context.Context, s *persistence.Session, turn int64) error {
+	r.forget(s.ID)
+	return r.snapshotTree(ctx, s, turn, persistence.CheckpointTreeAfter)
+}
+
+func (r *Recorder) snapshotTree(ctx context.Context, s *persistence.Session, turn int64, kind string) error {
+	cps, err := r.Store.Checkpoints(ctx, s.ID, turn)
+	if err != nil {
+		return err
+	}
+	before := false
+	for _, c := range cps {
+		if c.Turn != turn {
+			continue
+		}
+		if c.Kind == kind {
+			if kind == persistence.CheckpointTree {
+				return nil // one per turn
+			}
+		}
+		before = before || c.Kind == persistence.CheckpointTree && c.Unrestorable == ""
+	}
+	if kind == persistence.CheckpointTreeAfter && !before {
+		return nil
+	}
+	c := &persistence.Checkpoint{SessionID: s.ID, Turn: turn, Kind: kind}
+	c.Before.Hash, c.Unrestorable = r.takeTree(ctx, s)
+	c.Before.Exists = c.Unrestorable == ""
+	_, err = r.Store.SaveCheckpoint(ctx, c, nil, r.Limits)
+	return err
+}
+
+// takeTree is the tree of s's work tree, or why it could not be taken.
+func (r *Recorder) takeTree(ctx context.Context, s *persistence.Session) (tree, why string) {
+	switch {
+	case r.Trees == "":
+		return "", "no place for snapshots is configured"
+	case s.Cwd == "" || !isWorkTree(s.Cwd):
+		return "", "the working directory is not a git work tree"
+	}
+	l := r.Tree.orDefaults()
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
+	defer cancel()
+	rp, err := openRepo(ctx, r.Trees, s.ID, s.Cwd, l.Timeout)
+	if err == nil {
+		tree, err = rp.snapshot(ctx, l)
+	}
+	if err != nil {
+		return "", "no snapshot of the work tree: " + err.Error()
+	}
+	return tree, ""
+}
+
 // relPath is abs relative to cwd (or to cwd with its links resolved, as
 // the tools resolve the paths they pass), slash-separated; abs itself when
 // it is outside cwd.
@@ -217,11 +299,11 @@ func currentState(p string) (persistence.FileState, error) {
 	}
 	st := persistence.FileState{Exists: true, Mode: uint32(fi.Mode() & modeBits)}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(p)
+		link, err := os.Readlink(p)
 		if err != nil {
 			return st, err
 		}
-		st.Hash = "symlink:" + persistence.Hash([]byte(target))
+		st.Hash = "symlink:" + persistence.Hash([]byte(link))
 		return st, nil
 	}
 	if !fi.Mode().IsRegular() {

@@ -14,18 +14,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
-// Store is what undo and redo need of the store.
-type Store interface {
-	Saver
-	PutBlob(ctx context.Context, sessionID string, data []byte, l persistence.CheckpointLimits) (string, error)
-	Blob(ctx context.Context, sessionID, hash string) ([]byte, error)
-	CreateUndo(ctx context.Context, u *persistence.Undo) error
-	UpdateUndo(ctx context.Context, u *persistence.Undo) error
-	Undos(ctx context.Context, sessionID string) ([]persistence.Undo, error)
-	UnfinishedUndos(ctx context.Context) ([]persistence.Undo, error)
-	GetSession(ctx context.Context, id string) (*persistence.Session, error)
-}
-
 // Options of Undo and Redo.
 type Options struct {
 	DryRun bool // say what would be done, change nothing

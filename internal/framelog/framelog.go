@@ -48,8 +48,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"sync"
@@ -155,39 +153,6 @@ const (
 	openLoadGrace = time.Second
 	maxOpenLoad   = 64 << 10
 )
-
-// replayTally counts the session/update frames a session/load sends before
-// its response: the stored conversation shown again, not new traffic. The
-// log keeps one session_loaded event saying what was replayed (frames,
-// bytes, a CRC-32C of them, and the message range the agent names with
-// Record), never the frames again: a reopened thread would otherwise grow
-// the database by its whole conversation at every load.
-type replayTally struct {
-	frames int
-	bytes  int64
-	crc    uint32
-	agent  map[string]any // what the agent recorded about the replay
-}
-
-// castagnoli is built on first use (a load's replay): the table takes
-// a fraction of a millisecond that every start paid before initialize.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
-
-func (t *replayTally) add(frame []byte) {
-	if t.frames > 0 {
-		t.crc = crc32.Update(t.crc, castagnoli(), []byte{'\n'})
-	}
-	t.crc = crc32.Update(t.crc, castagnoli(), frame)
-	t.frames++
-	t.bytes += int64(len(frame))
-}
-
-// record is the replay's part of the session_loaded event.
-func (t *replayTally) record() map[string]any {
-	out := map[string]any{"frames": t.frames, "bytes": t.bytes, "crc32c": fmt.Sprintf("%08x", t.crc)}
-	maps.Copy(out, t.agent)
-	return out
-}
 
 // request is what the frame log remembers about a request until its response.
 type request struct {
@@ -835,14 +800,6 @@ func (j *Log) openRunLocked(ev *persistence.Event, now time.Time) bool {
 func joinsRun(ev *persistence.Event) bool {
 	return ev.Direction == persistence.DirOut && ev.Kind == persistence.EventNotification &&
 		ev.Method == "session/update" && ev.Stream != ev.ConnectionID
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if v == nil || err != nil {
-		return []byte("{}")
-	}
-	return b
 }
 
 // absorbUpdate takes an outbound session/update of session sid without a

@@ -49,3 +49,13 @@ func omittedPrompt(frame []byte, method, sessionID string) []byte {
 	}{"2.0", env.ID, method, params,
 		omitted{"too large: refused, body not kept", len(frame), hex.EncodeToString(sum[:])}})
 }
+
+// mustJSON is an event body: v as JSON, or {} when v is nil or does not
+// encode.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if v == nil || err != nil {
+		return []byte("{}")
+	}
+	return b
+}

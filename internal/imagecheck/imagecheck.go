@@ -9,7 +9,6 @@
 package imagecheck
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -103,11 +102,6 @@ func Size(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// headerBytes is how much of an image's start is kept to read its format
-// and size: a JPEG's frame header follows its EXIF and ICC segments, which
-// are rarely over 64 KiB.
-const headerBytes = 64 << 10
-
 // Check checks one image: mimeType is the declared type, data the base64
 // of the bytes. It decodes in a stream, holding only the image's first
 // 64 KiB, and stops at the first byte past maxBytes (0: the default).
@@ -188,22 +182,6 @@ func CheckPrompt(images []Input, l Limits) ([]Image, error) {
 		out = append(out, img)
 	}
 	return out, nil
-}
-
-// Sniff names the format of an image's first bytes by its magic number:
-// "image/png", "image/jpeg", "image/gif", "image/webp", or "".
-func Sniff(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		return "image/png"
-	case bytes.HasPrefix(b, []byte("\xff\xd8\xff")):
-		return "image/jpeg"
-	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
-		return "image/gif"
-	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
-		return "image/webp"
-	}
-	return ""
 }
 
 // LineBytes is the longest JSON-RPC line a prompt within the limits needs:

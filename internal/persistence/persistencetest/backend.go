@@ -37,6 +37,14 @@ type Backend struct {
 	V7 V7SQL
 }
 
+// V7SQL is a backend's SQL for oldEvents at version 7: an event by id,
+// stream, seq, connection, at (At converts a time for the backend),
+// direction, turn, kind, method and body; the event counter.
+type V7SQL struct {
+	Event, Counter string
+	At             func(time.Time) any
+}
+
 // DB is a backend's database under its stores. Queries take ?
 // placeholders.
 type DB struct {
@@ -115,23 +123,6 @@ func (db DB) versions(t *testing.T) []int {
 		}
 		out = append(out, v)
 	}
-}
-
-// backendTests need more of the backend than a store.
-var backendTests = []struct {
-	name string
-	fn   func(t *testing.T, b Backend)
-}{
-	{"ErrorsNameTheOperation", testErrorsNameTheOperation},
-	{"AppendAtomicMidBatch", testAppendAtomicMidBatch},
-	{"ExactRoundTrip", testExactRoundTrip},
-	{"MigrationsRecordAndRefuseNewer", testMigrationsRecordAndRefuseNewer},
-	{"MigrateFailureRollsBack", testMigrateFailureRollsBack},
-	{"MigratePermissionRules", testMigratePermissionRules}, // permission.go
-	{"UnreleasedFormatRefused", testUnreleasedFormatRefused},
-	{"MigrateStreamNumbers", testMigrateStreamNumbers},
-	{"PartsStoredOnce", testPartsStoredOnce},
-	{"TextInRow", testTextInRow},
 }
 
 // testErrorsNameTheOperation checks that errors start with the backend's

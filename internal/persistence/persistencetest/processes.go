@@ -9,20 +9,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
-// processTests open two stores on one database, as two crow-acp processes
-// (on one machine for SQLite, on several for PostgreSQL) would.
-var processTests = []struct {
-	name string
-	fn   func(t *testing.T, open func(t *testing.T) persistence.Store)
-}{
-	{"TwoStoresDifferentSessions", testTwoStoresDifferentSessions},
-	{"TwoStoresOneSession", testTwoStoresOneSession},
-	{"TwoStoresLease", testTwoStoresLease},
-	{"TwoStoresFencing", testTwoStoresFencing},
-	{"TwoStoresEvents", testTwoStoresEvents},
-	{"TwoStoresRevoke", testTwoStoresRevoke}, // permission.go
-}
-
 // SameDatabase memoises name per test: it returns a function that calls name
 // once per *testing.T and returns that result on every later call with the
 // same t. A Backend uses it to name one database per subtest.

@@ -52,14 +52,6 @@ func init() {
 	}
 }
 
-// V7SQL is a backend's SQL for oldEvents at version 7: an event by id,
-// stream, seq, connection, at (At converts a time for the backend),
-// direction, turn, kind, method and body; the event counter.
-type V7SQL struct {
-	Event, Counter string
-	At             func(time.Time) any
-}
-
 // testMigrateStreamNumbers: migration 0008 rebuilds a 0.1.0 (version 7)
 // event log (streams and connections named by text) with them named by
 // number, and nothing is lost.

@@ -2,8 +2,67 @@ package postgres
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
+
+// IsURL reports whether dsn names a PostgreSQL database: a postgres:// or
+// postgresql:// URL.
+func IsURL(dsn string) bool {
+	lower := strings.ToLower(dsn)
+	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+}
+
+// Redact returns dsn with any password replaced by "xxxxx", for messages and
+// logs. A dsn that is not a parseable URL is reduced to its scheme.
+func Redact(dsn string) string {
+	if pairs, ok := parseKeywordDSN(dsn); ok {
+		return redactKeywordDSN(dsn, pairs)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return scheme + "://(unparseable URL)"
+	}
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.Redacted()
+}
+
+// scrub removes the password of dsn from msg wherever a library quoted it
+// (pgx and net/url quote connection strings in some errors).
+func scrub(msg, dsn string) string {
+	var secrets []string
+	if pw := Password(dsn); pw != "" {
+		secrets = append(secrets, pw)
+	}
+	if u, err := url.Parse(dsn); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			secrets = append(secrets, pw, url.UserPassword("", pw).String()[1:])
+		}
+		for _, k := range []string{"password", "sslpassword"} {
+			if v := u.Query().Get(k); v != "" {
+				secrets = append(secrets, v, url.QueryEscape(v))
+			}
+		}
+	} else if m := userinfoPassword.FindStringSubmatch(dsn); m != nil {
+		secrets = append(secrets, m[1])
+	}
+	for _, s := range secrets {
+		if len(s) > 0 {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// userinfoPassword finds user:password@ in a URL that net/url rejects.
+var userinfoPassword = regexp.MustCompile(`://[^:/@]*:([^@]+)@`)
 
 // libpq keyword/value connection strings ("host=db user=app password=…"):
 // a DSN of this form names a PostgreSQL database just as a postgres:// URL

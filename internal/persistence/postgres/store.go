@@ -14,8 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -36,34 +35,6 @@ var (
 
 // Store is a persistence.Store backed by a PostgreSQL database.
 type Store struct{ *sqlcore.Store }
-
-// IsURL reports whether dsn names a PostgreSQL database: a postgres:// or
-// postgresql:// URL.
-func IsURL(dsn string) bool {
-	lower := strings.ToLower(dsn)
-	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
-}
-
-// Redact returns dsn with any password replaced by "xxxxx", for messages and
-// logs. A dsn that is not a parseable URL is reduced to its scheme.
-func Redact(dsn string) string {
-	if pairs, ok := parseKeywordDSN(dsn); ok {
-		return redactKeywordDSN(dsn, pairs)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		scheme, _, _ := strings.Cut(dsn, "://")
-		return scheme + "://(unparseable URL)"
-	}
-	q := u.Query()
-	for _, k := range []string{"password", "sslpassword"} {
-		if q.Has(k) {
-			q.Set(k, "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.Redacted()
-}
 
 // Open connects to the database at dsn, a postgres:// URL (libpq parameters
 // such as sslmode, and search_path to use a schema, go in its query), checks
@@ -154,6 +125,14 @@ func database(pool *pgxpool.Pool) *sqlcore.DB {
 	}
 }
 
+// migrate applies the migrations in dir of fsys that the database has not
+// recorded (sqlcore.Migrate), each under a transaction-scoped advisory lock
+// private to the current schema, so that processes starting together
+// against one database apply each migration once.
+func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir string) error {
+	return sqlcore.Migrate(ctx, &dialect, begin(pool), fsys, dir)
+}
+
 // parseReason is the reason of a pgx parse error without the connection
 // string it quotes: pgx masks passwords there only on a best-effort basis.
 func parseReason(err error) string {
@@ -163,36 +142,6 @@ func parseReason(err error) string {
 	}
 	return msg
 }
-
-// scrub removes the password of dsn from msg wherever a library quoted it
-// (pgx and net/url quote connection strings in some errors).
-func scrub(msg, dsn string) string {
-	var secrets []string
-	if pw := Password(dsn); pw != "" {
-		secrets = append(secrets, pw)
-	}
-	if u, err := url.Parse(dsn); err == nil {
-		if pw, ok := u.User.Password(); ok {
-			secrets = append(secrets, pw, url.UserPassword("", pw).String()[1:])
-		}
-		for _, k := range []string{"password", "sslpassword"} {
-			if v := u.Query().Get(k); v != "" {
-				secrets = append(secrets, v, url.QueryEscape(v))
-			}
-		}
-	} else if m := userinfoPassword.FindStringSubmatch(dsn); m != nil {
-		secrets = append(secrets, m[1])
-	}
-	for _, s := range secrets {
-		if len(s) > 0 {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
-}
-
-// userinfoPassword finds user:password@ in a URL that net/url rejects.
-var userinfoPassword = regexp.MustCompile(`://[^:/@]*:([^@]+)@`)
 
 // dialect is PostgreSQL's: times are timestamptz (microseconds), id lists
 // bigint[] (matched with = ANY), text that PostgreSQL cannot keep (NUL,

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -168,6 +169,13 @@ func open(ctx context.Context, path, pragmas string) (*pools, error) {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	return &pools{db: db, rdb: rdb}, nil
+}
+
+// migrate applies the migrations in dir of fsys that db has not recorded,
+// each in its own immediate transaction (sqlcore.Migrate), so a concurrent
+// Open of the same file cannot apply one twice.
+func migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir string) error {
+	return sqlcore.Migrate(ctx, &dialect, sqlcore.BeginSQL(db), fsys, dir)
 }
 
 // readOnly reports why the database file or its directory cannot be

@@ -1,8 +1,6 @@
 package fakemodel
 
 import (
-	"fmt"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -43,45 +41,4 @@ var endlessPieces = map[string]endlessPiece{
 		repeat:   `data: {"id":"chatcmpl-endless","object":"chat.completion.chunk","created":1700000000,"model":"fake-model","choices":[{"index":0,"delta":{"tool_calls":[{"index":%[1]d,"id":"call_%[1]d","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"README.md\"}"}}]}}]}` + "\n\n",
 		numbered: true,
 	},
-}
-
-// endless streams the piece of kind until the client disconnects or the
-// server closes.
-func (s *Server) endless(w http.ResponseWriter, r *http.Request, kind string) {
-	p := endlessPieces[kind]
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte(p.first)); err != nil {
-		return
-	}
-	for i := 0; ; i++ {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		default:
-		}
-		piece := p.repeat
-		if p.numbered {
-			piece = fmt.Sprintf(piece, i)
-		}
-		if _, err := w.Write([]byte(piece)); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			return
-		}
-		if p.pause > 0 {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-s.done:
-				return
-			case <-time.After(p.pause):
-			}
-		}
-	}
 }

@@ -60,35 +60,6 @@ func (r *ruleRequest) toolCallIDs(m map[string]json.RawMessage) []string {
 	return ids
 }
 
-// SetRules replaces the rules every chat request is checked against (none
-// at first).
-func (s *Server) SetRules(rules ...Rule) {
-	s.mu.Lock()
-	s.rules = append([]Rule(nil), rules...)
-	s.mu.Unlock()
-}
-
-func (s *Server) check(body []byte, h http.Header) *Rejection {
-	s.mu.Lock()
-	rules := s.rules
-	s.mu.Unlock()
-	if len(rules) == 0 {
-		return nil
-	}
-	req := ruleRequest{Auth: h.Get("Authorization")}
-	if json.Unmarshal(body, &req.Keys) != nil {
-		return nil // the handler answers malformed JSON itself
-	}
-	_ = json.Unmarshal(req.Keys["model"], &req.Model)
-	_ = json.Unmarshal(req.Keys["messages"], &req.Messages)
-	for _, r := range rules {
-		if rej := r.check(&req); rej != nil {
-			return rej
-		}
-	}
-	return nil
-}
-
 // ruleFunc adapts a function to Rule.
 type ruleFunc func(*ruleRequest) *Rejection
 

@@ -11,6 +11,27 @@ import (
 	"strings"
 )
 
+// headerBytes is how much of an image's start is kept to read its format
+// and size: a JPEG's frame header follows its EXIF and ICC segments, which
+// are rarely over 64 KiB.
+const headerBytes = 64 << 10
+
+// Sniff names the format of an image's first bytes by its magic number:
+// "image/png", "image/jpeg", "image/gif", "image/webp", or "".
+func Sniff(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(b, []byte("\xff\xd8\xff")):
+		return "image/jpeg"
+	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
+		return "image/gif"
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
 // maxDimension bounds a believable side, in pixels: the formats allow up
 // to 2^31 (PNG) or 2^24 (WebP), and a header may say anything.
 const maxDimension = 1 << 16
