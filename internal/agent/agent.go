@@ -9,16 +9,17 @@
 //   - agent.go, the Agent: the rooms of one connection;
 //   - the rooms (core.go says what each holds): lifecycle (lifecycle.go,
 //     fork.go, replay.go, ...), turns (turn.go, tools.go, subagent.go,
-//     task.go, permission.go, ...), builder (prepare.go, compact.go,
-//     usage.go, window.go, sysprompt.go, builder.go), undoer (undo.go),
-//     signIn (auth.go, logout.go);
-//   - core.go, what every room shares;
+//     task.go, permission.go, ...), undoer (undo.go), signIn (auth.go,
+//     logout.go);
+//   - core.go, what every room shares, and host.go, what the request
+//     builder (package request) asks of the agent;
 //   - session.go (what this process keeps per session), lease.go, meta.go
 //     (the stored metadata), config.go (Config and its defaults), and
 //     helpers below them (errtext.go, content.go, ...).
 //
-// What a request is built from and measured against (the models and their
-// windows, the context rebuilt from the store) is package request.
+// Building each model request (the context from the store, its measure
+// against the model's window, compaction, the system prompt, usage and
+// cost) is package request.
 //
 // It is the only package that sees the wire (acp), the model client
 // (internal/provider) and the store (internal/persistence) together; it may
@@ -38,7 +39,6 @@ type Agent struct {
 	*core
 	lifecycle *lifecycle // open, reopen, fork, close, delete (lifecycle.go)
 	turns     *turns     // the prompt turn and its tools (turn.go, tools.go)
-	build     *builder   // the model request (prepare.go)
 	undo      *undoer    // /undo, /redo (undo.go)
 	auth      *signIn    // authenticate, logout (auth.go)
 }

@@ -42,7 +42,7 @@ func (e *askedInText) Error() string { return "the question is the turn's reply"
 // an assistant message.
 func (tr *turns) replyWithQuestion(persistCtx context.Context, sess *session, s *persistence.Session, q *askedInText) (acp.StopReason, error) {
 	msg := &persistence.Message{Role: persistence.RoleAssistant, Content: q.text, Status: persistence.StatusComplete}
-	countTokens(tr.counterFor(tr.sessionModel(s)), msg)
+	countTokens(tr.build.CounterFor(tr.sessionModel(s)), msg)
 	if err := tr.writes(sess).AppendMessages(persistCtx, s.ID, msg); err != nil {
 		return "", storeError("save question", err)
 	}

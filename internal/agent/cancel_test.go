@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider/fakemodel"
@@ -108,7 +109,7 @@ func TestCancelAnsweredWithinOneSecond(t *testing.T) {
 	}{
 		{name: "counting", prompt: longPrompt, reply: fakemodel.Reply{Text: "ok"},
 			arm: func(g *gate, a *Agent, _ *fakemodel.Server) {
-				a.counters["local-7b\x00"] = gatedCounter{g}
+				a.build.SetCounter(request.Model{Name: "local-7b"}, gatedCounter{g})
 			}},
 		{name: "tool", mode: ModeBypass, prompt: "sleep",
 			reply: fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{{ID: "c1", Name: "run_command", Arguments: `{"command":"sleep 30"}`}}},

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -189,21 +188,11 @@ var compactCommand = slashCommand{
 	description: "Summarise the older part of the conversation to free context (the originals are kept and can be expanded again)",
 	hint:        "optional focus for the summary",
 	run: func(ctx context.Context, a *Agent, sess *session, s *persistence.Session, input string) (acp.StopReason, error) {
-		m := a.meterFor(s)
-		view, err := a.build.activeView(ctx, sess, m.Counter)
-		if err != nil {
-			return "", storeError("compact", err)
-		}
-		fixed := a.build.fixedTokens(sess, s, m.Counter)
-		_, ratio := sess.measure(request.ContextMessages(m.Counter, a.build.systemPrompt(sess, s), view), fixed)
-		_, err = a.build.runCompaction(ctx, sess, s, m, view, fixed, ratio, compactOpts{manual: true, focus: input})
+		err := a.build.CompactNow(ctx, &sess.req, s, input)
 		switch {
 		case ctx.Err() != nil:
 			return acp.StopCancelled, nil
 		case err == nil:
-			sess.mu.Lock()
-			sess.budget.failures = 0 // a successful manual compaction resets the breaker
-			sess.mu.Unlock()
 			return acp.StopEndTurn, nil
 		case errors.Is(err, compaction.ErrNothingToCompact), errors.Is(err, compaction.ErrStalled):
 			return acp.StopEndTurn, nil // the client was told why

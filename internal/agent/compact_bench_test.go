@@ -53,12 +53,12 @@ func BenchmarkContextRebuild100k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := a.build.prepareContext(ctx, a.sessions.get(sess.ID), sess); err != nil { // counts and caches the view once
+	if _, err := a.build.Prepare(ctx, &a.sessions.get(sess.ID).req, sess); err != nil { // counts and caches the view once
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		msgs, err := a.build.prepareContext(ctx, a.sessions.get(sess.ID), sess)
+		msgs, err := a.build.Prepare(ctx, &a.sessions.get(sess.ID).req, sess)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func TestFixedPartIsSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := a.build.fixedTokens(a.sessions.get(s.ID), s, c); n > 2500 {
+		if n := a.build.FixedTokens(&a.sessions.get(s.ID).req, s, c); n > 2500 {
 			t.Errorf("%s: system prompt and tool schemas take %d tokens, over 2,500", enc, n)
 		} else {
 			t.Logf("%s: fixed part %d tokens (%d tools)", enc, n, len(a.turns.toolDefinitions(a.sessions.get(s.ID), s)))
@@ -287,7 +287,7 @@ func TestModelTokenizer(t *testing.T) {
 	a, _, _ := newTestAgent(t, Config{Model: "local", Models: models})
 	for name, want := range map[string]string{"local": "cl100k_base", "gpt-4o-mini": "o200k_base", "other": compaction.EncodingEstimate} {
 		meta, _ := json.Marshal(map[string]string{"model": name})
-		m := a.meterFor(&persistence.Session{ID: "s", Metadata: meta})
+		m := a.build.MeterFor(&persistence.Session{ID: "s", Metadata: meta})
 		if m.Model.Name != name || m.Counter.Name() != want {
 			t.Errorf("model %s counts with %s (model %s), want %s", name, m.Counter.Name(), m.Model.Name, want)
 		}

@@ -25,7 +25,7 @@ type Config struct {
 	// SystemPrompt replaces the built-in workflow prompt ("" = the built-in
 	// one of the model's tier, agent/prompt); SystemPromptAppend is added
 	// after it. A model's own settings and a client's systemPrompt apply
-	// on top (sysprompt.go).
+	// on top (request.Builder.SystemPrompt).
 	SystemPrompt       string
 	SystemPromptAppend string
 	// MaxModelCalls caps model requests within one prompt turn; the turn

@@ -35,7 +35,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		}
 	}
 	if cfg.ConnectionID == "" {
-		cfg.ConnectionID = newID("conn_")
+		cfg.ConnectionID = request.NewID("conn_")
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
@@ -52,8 +52,6 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 		model:    model,
 		cfg:      cfg,
 		log:      log,
-		compact:  settings,
-		counters: make(map[string]compaction.Counter),
 		sessions: sessionTable{m: make(map[string]*session)},
 		models:   request.NewModels(cfg.Models, cfg.Model, cfg.Providers, model, cfg.Windows, log),
 		closed:   make(chan struct{}),
@@ -62,12 +60,13 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 	c.leases = newLeases(c.store, cfg.ConnectionID, cfg.LeaseTTL, log)
 	auth := &signIn{core: c}
 	undo := &undoer{core: c}
-	build := &builder{core: c, auth: auth}
-	a := &Agent{core: c, auth: auth, build: build, undo: undo}
-	a.turns = &turns{core: c, auth: auth, build: build, undo: undo}
+	a := &Agent{core: c, auth: auth, undo: undo}
+	a.turns = &turns{core: c, auth: auth, undo: undo}
 	a.turns.subagent = a.turns.runSubagent
-	build.toolDefinitions = a.turns.toolDefinitions
-	a.lifecycle = &lifecycle{core: c, build: build, undo: undo}
+	host := &builderHost{core: c, auth: auth, tools: a.turns.toolDefinitions}
+	c.build = request.NewBuilder(host, store, c.models, settings, request.BuilderConfig{NoTools: cfg.NoTools, Now: cfg.Now,
+		SystemPrompt: cfg.SystemPrompt, SystemPromptAppend: cfg.SystemPromptAppend, ChildEnv: cfg.ChildEnv}, log)
+	a.lifecycle = &lifecycle{core: c, undo: undo}
 	a.turns.slash = a.slashCommand
 	a.lifecycle.commands = a.availableCommands
 	a.models.StartDiscovery()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/crow-acp/crow-acp/acp"
 	"github.com/crow-acp/crow-acp/internal/agent/request"
-	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
 )
@@ -18,14 +17,12 @@ import (
 // The agent's rooms, from the bottom up; each imports only those below it:
 //
 //   - core (this file): what every room shares: the client, the store, the
-//     models, the sessions this process keeps and the few acts all of them
-//     need (send an update, write fenced by the lease, change the stored
-//     metadata, call the model under the retry policy).
+//     models, the request builder (package request; host.go is what it asks
+//     of the agent), the sessions this process keeps and the few acts all
+//     of them need (send an update, write fenced by the lease, change the
+//     stored metadata, call the model under the retry policy).
 //   - signIn (auth.go, logout.go): how the user signs in to the endpoint.
 //   - undoer (undo.go): what a turn's tools change, and /undo, /redo.
-//   - builder (builder.go, sysprompt.go, prepare.go, compact.go, usage.go,
-//     window.go): the model request built from the store, measured,
-//     compacted; it sees the tools through a function (turns' list).
 //   - turns (turns.go, turn.go, tools.go, subagent.go, task.go,
 //     permission.go, ask.go, title.go, unfinished.go, ...): one prompt turn,
 //     its tool calls and subagents.
@@ -37,8 +34,8 @@ import (
 //
 // Each room embeds core for what all share and holds the rooms below it it
 // calls; a room never calls one above it (a call up is a function a higher
-// room hands down: builder.toolDefinitions, turns.slash, turns.subagent,
-// lifecycle.commands).
+// room hands down: turns.slash, turns.subagent, lifecycle.commands, and the
+// builder's host.tools).
 type core struct {
 	client acp.Client
 	store  Store
@@ -51,8 +48,9 @@ type core struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	compact    compaction.Settings           // thresholds; Window/OutputReserve per model
-	counters   map[string]compaction.Counter // by tokenizer name, under mu
+	// build builds each model request (package request); it asks the
+	// agent what it needs through host.go.
+	build      *request.Builder
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
 	sessions   sessionTable // what this process keeps per session, by id (session.go)
@@ -166,35 +164,6 @@ func (c *core) sessionMode(ctx context.Context, sessionID string) string {
 	return currentMode(decodeMeta(s.Metadata))
 }
 
-// meterFor returns the meter of the session's current model. A model whose
-// window is only assumed gets Window 0: no automatic compaction.
-func (c *core) meterFor(s *persistence.Session) request.Meter {
-	model := c.sessionModel(s)
-	st := c.compact
-	st.Window, st.OutputReserve = model.ContextWindow, model.OutputReserve
-	if model.WindowAssumed {
-		st.Window, st.OutputReserve = 0, 0
-	}
-	return request.Meter{Model: model, Counter: c.counterFor(model), Settings: st}
-}
-
-// counterFor returns the (cached) token counter of a model.
-func (c *core) counterFor(m request.Model) compaction.Counter {
-	key := m.Name + "\x00" + m.Tokenizer
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cnt := c.counters[key]; cnt != nil {
-		return cnt
-	}
-	cnt, err := compaction.NewCounter(m.Name, m.Tokenizer)
-	if err != nil {
-		c.log.Warn("unknown tokenizer; counting with the estimator", zap.String("model", m.Name), zap.Error(err))
-		cnt = compaction.Estimator{}
-	}
-	c.counters[key] = cnt
-	return cnt
-}
-
 // streamWithRetry is the model's Stream under the retry policy. onEvent
 // sees the events of the attempt that is finally returned and of failed
 // attempts that produced none the client could see. A nil onEvent is a
@@ -230,18 +199,6 @@ func (c *core) streamWithRetry(ctx context.Context, client provider.Client, sess
 	}
 }
 
-// say sends the user a short note: a notice, or an agent message.
-func (c *core) say(ctx context.Context, sess *session, text string) {
-	// A client that takes notices shows this apart from the model's answer
-	// (exec prints it on stderr, not in the answer on stdout); any other
-	// gets it as bracketed reply text.
-	if c.capabilities().SupportsNotices() {
-		c.sendUpdate(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
-		return
-	}
-	c.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
-}
-
 // extSession loads the session named in params.
 func (c *core) extSession(ctx context.Context, id string) (*persistence.Session, error) {
 	if id == "" {
@@ -262,7 +219,7 @@ func (c *core) extSession(ctx context.Context, id string) (*persistence.Session,
 func (c *core) deleteStored(ctx context.Context, sessionID string) error {
 	del := func() error { return c.store.DeleteSession(ctx, sessionID) }
 	if sess := c.sessions.kept(sessionID); sess != nil {
-		return sess.rewrite(del)
+		return sess.req.Rewrite(del)
 	}
 	return del()
 }

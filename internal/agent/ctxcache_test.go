@@ -26,8 +26,8 @@ func checkView(t *testing.T, a *Agent, sid, when string) {
 		t.Fatal(err)
 	}
 	defer a.leases.release(ctx, a.sessions.get(sid))
-	c := a.counterFor(a.sessionModel(mustSession(t, a, sid)))
-	got, err := a.build.activeView(ctx, a.sessions.get(sid), c)
+	c := a.build.CounterFor(a.sessionModel(mustSession(t, a, sid)))
+	got, err := a.build.ActiveView(ctx, &a.sessions.get(sid).req, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestKeptContextFollowsTheStore(t *testing.T) {
 		}
 		old := msgs[1] // an early reply, long read into the kept view
 		old.Content = what
-		if err := p.a.sessions.get(sid).updateMessage(ctx, p.a.writes(p.a.sessions.get(sid)), &old); err != nil {
+		if err := p.a.sessions.get(sid).req.UpdateMessage(ctx, p.a.writes(p.a.sessions.get(sid)), &old); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestFixedPrefixCountedOnce(t *testing.T) {
 	m.SetFallback(fakemodel.Reply{Text: "ok"})
 	var mu sync.Mutex
 	var counted int
-	a.counters["m\x00"] = promptCounter{&mu, &counted}
+	a.build.SetCounter(request.Model{Name: "m"}, promptCounter{&mu, &counted})
 	s, err := a.NewSession(context.Background(), &acp.NewSessionRequest{Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

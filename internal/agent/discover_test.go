@@ -56,7 +56,7 @@ func TestWindowDiscovery(t *testing.T) {
 	if n != 16384 || src != "discovered: llama.cpp GET /props (default_generation_settings.n_ctx)" {
 		t.Fatalf("discovered %d from %q", n, src)
 	}
-	if got := a.meterFor(mustSession(t, a, s.SessionID)).Settings.Window; got != 16384 {
+	if got := a.build.MeterFor(mustSession(t, a, s.SessionID)).Settings.Window; got != 16384 {
 		t.Fatalf("compaction measures against %d, want the discovered window", got)
 	}
 	a.Close()

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,17 +131,7 @@ func overflow(m request.Meter, used int, why string) error {
 }
 
 // NewConnectionID returns a fresh connection id.
-func NewConnectionID() string { return newID("conn_") }
-
-// newID returns a random identifier with a prefix. Identity never comes from
-// a clock.
-func newID(prefix string) string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("crypto/rand: %v", err))
-	}
-	return prefix + hex.EncodeToString(b[:])
-}
+func NewConnectionID() string { return request.NewID("conn_") }
 
 // storeError maps a persistence error to the wire: one sentence naming the
 // step that could not be saved or read and what to do.

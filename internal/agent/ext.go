@@ -238,16 +238,14 @@ func changeCompaction(op string, fn func(s Store, ctx context.Context, sessionID
 			return nil, storeError(op+" compaction", err)
 		}
 		defer a.leases.release(ctx, sess)
-		if err := sess.rewrite(func() error { return fn(a.writes(sess), ctx, p.SessionID, p.CompactionID) }); err != nil {
+		if err := sess.req.Rewrite(func() error { return fn(a.writes(sess), ctx, p.SessionID, p.CompactionID) }); err != nil {
 			if errors.Is(err, persistence.ErrConflict) {
 				return nil, acp.InvalidRequest("Cannot %s compaction %d: a later compaction covers its messages; expand or delete that one first.", op, p.CompactionID)
 			}
 			return nil, storeError(op+" compaction", err)
 		}
 		// The view changed: what the provider counted no longer applies.
-		sess.mu.Lock()
-		sess.budget.sent, sess.budget.reported = nil, 0
-		sess.mu.Unlock()
+		sess.req.Forget()
 		return a.contextSize(ctx, p.SessionID)
 	}
 }
@@ -307,14 +305,14 @@ func (a *Agent) contextReport(ctx context.Context, sessionID string) (*contextRe
 		return nil, err
 	}
 	sess := a.sessions.get(s.ID)
-	m := a.meterFor(s)
-	view, err := a.build.activeView(ctx, sess, m.Counter)
+	m := a.build.MeterFor(s)
+	view, err := a.build.ActiveView(ctx, &sess.req, m.Counter)
 	if err != nil {
 		return nil, storeError("build context", err)
 	}
-	fixed := a.build.fixedTokens(sess, s, m.Counter)
-	entries := request.ContextMessages(m.Counter, a.build.systemPrompt(sess, s), view)
-	used, _ := sess.measure(entries, fixed)
+	fixed := a.build.FixedTokens(&sess.req, s, m.Counter)
+	entries := request.ContextMessages(m.Counter, a.build.SystemPrompt(&sess.req, s), view)
+	used, _ := sess.req.Measure(entries, fixed)
 	st := m.Settings
 	r := &contextReport{Messages: make([]contextMessage, 0, len(entries)), Tools: []string{}, FixedTokens: fixed,
 		Tokens: used, Window: st.Window, Budget: st.Budget(), CompactAt: st.Trigger(),

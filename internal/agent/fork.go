@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
 
@@ -98,7 +99,7 @@ func (l *lifecycle) forkFrom(ctx context.Context, from *session, adjust func(s *
 			m.SystemPrompt = nil
 		}
 	}
-	fork := &persistence.Session{ID: newID("sess_"), Cwd: src.Cwd, Title: src.Title}
+	fork := &persistence.Session{ID: request.NewID("sess_"), Cwd: src.Cwd, Title: src.Title}
 	if adjust != nil {
 		adjust(fork, &m)
 	}

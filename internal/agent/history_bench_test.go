@@ -51,7 +51,7 @@ func benchTurnAfter(b *testing.B, turns int) {
 	a := New(&recorder{}, store, model, Config{Models: []request.Model{{Name: "gpt-4o-mini", ContextWindow: 1 << 30}}}, nil)
 	defer a.Close()
 	cwd := b.TempDir()
-	counter := a.counterFor(a.models.Named("gpt-4o-mini"))
+	counter := a.build.CounterFor(a.models.Named("gpt-4o-mini"))
 	replyTokens := compaction.MessageTokens(counter, &persistence.Message{Role: persistence.RoleAssistant, Content: historyReply})
 	var sid string
 	// A fresh session with the history every 10 turns: the history stays

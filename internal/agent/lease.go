@@ -107,12 +107,12 @@ func (l *leases) hold(ctx context.Context, sess *session, lost func(error)) erro
 		go l.heartbeat()
 	}
 	l.mu.Unlock()
-	sess.cache.Leased(lease.Generation)
+	sess.req.Cache.Leased(lease.Generation)
 	if !lease.Abandoned {
 		return nil
 	}
 	var n int
-	err = sess.rewrite(func() (err error) {
+	err = sess.req.Rewrite(func() (err error) {
 		n, err = l.store.WithFence(lease.Fence()).InterruptStreaming(ctx, sessionID)
 		return err
 	})

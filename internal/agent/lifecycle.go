@@ -14,8 +14,7 @@ import (
 // lifecycle opens, reopens, forks, replays, closes and deletes sessions.
 type lifecycle struct {
 	*core
-	build *builder
-	undo  *undoer
+	undo *undoer
 	// commands lists the slash commands that work here (the Agent's
 	// commands.go), announced when a session opens.
 	commands func() []acp.AvailableCommand
@@ -75,10 +74,10 @@ func (l *lifecycle) repairIfAbandoned(ctx context.Context, sess *session) error 
 	lease, err := l.store.GetLease(ctx, sess.id)
 	switch {
 	case err == nil && lease.Owner == "":
-		sess.cache.Released(lease.Generation)
+		sess.req.Cache.Released(lease.Generation)
 		return nil
 	case errors.Is(err, persistence.ErrNotFound):
-		sess.cache.Released(0)
+		sess.req.Cache.Released(0)
 		return nil
 	}
 	// A crash may also have left an undo unfinished: reported once the
@@ -97,9 +96,9 @@ func storageFault(err error) bool {
 // that a reopened session's context meter is right before the next prompt.
 func (l *lifecycle) afterOpen(ctx context.Context, sess *session, s *persistence.Session) {
 	cmds := l.commands()
-	usage := l.build.lastUsage(s)
+	usage := l.build.LastUsage(s)
 	acp.AfterResponse(ctx, func() {
-		l.build.announceInstructions(ctx, sess, s)
+		l.build.AnnounceInstructions(ctx, &sess.req, s)
 		l.undo.sendPendingUndos(ctx, sess)
 		l.sendUpdate(ctx, sess, acp.SessionUpdate{
 			AvailableCommandsUpdate: &acp.AvailableCommandsUpdate{AvailableCommands: cmds},

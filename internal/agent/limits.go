@@ -12,7 +12,7 @@ import (
 // anything is stored or sent to the model: its images by their own limits
 // (imagecheck.CheckPrompt: strict base64, the MIME type against the bytes,
 // each image and all of them), the rest by limits.prompt_bytes.
-func (b *builder) checkPromptSize(parts []persistence.Part) error {
+func (tr *turns) checkPromptSize(parts []persistence.Part) error {
 	var images []imagecheck.Input
 	n := 0
 	for _, p := range parts {
@@ -23,10 +23,10 @@ func (b *builder) checkPromptSize(parts []persistence.Part) error {
 		}
 		n += len(p.Text) + len(p.Data) + len(p.URI) + len(p.Name)
 	}
-	if _, err := imagecheck.CheckPrompt(images, b.cfg.Images); err != nil {
+	if _, err := imagecheck.CheckPrompt(images, tr.cfg.Images); err != nil {
 		return imageError(err)
 	}
-	if limit := b.cfg.MaxPromptBytes; n > limit {
+	if limit := tr.cfg.MaxPromptBytes; n > limit {
 		e := acp.InvalidParams("The prompt is too large: %d bytes, the limit is %d (setting limits.prompt_bytes, env CROW_MAX_PROMPT_BYTES); nothing was stored.", n, limit)
 		e.Data = map[string]any{"limit": limit, "size": n}
 		return e

@@ -163,7 +163,7 @@ func TestFirstTurnAfterLoadReadsOnlyNew(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enc := a.counterFor(a.sessionModel(mustSession(t, a, id))).Name()
+			enc := a.build.CounterFor(a.sessionModel(mustSession(t, a, id))).Name()
 			for _, m := range msgs {
 				if m.TokenEncoding != enc || m.TokenCount <= 0 {
 					t.Fatalf("message %d stored with %d tokens of %q after the first turn, want a count of %q", m.Seq, m.TokenCount, m.TokenEncoding, enc)

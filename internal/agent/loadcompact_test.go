@@ -89,13 +89,13 @@ func storedRequestTokens(t testing.TB, a *Agent, sessionID string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mt := a.meterFor(sess)
-	view, err := a.build.activeView(ctx, a.sessions.get(sessionID), mt.Counter)
+	mt := a.build.MeterFor(sess)
+	view, err := a.build.ActiveView(ctx, &a.sessions.get(sessionID).req, mt.Counter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := a.build.fixedTokens(a.sessions.get(sessionID), sess, mt.Counter)
-	for _, e := range request.ContextMessages(mt.Counter, a.build.systemPrompt(a.sessions.get(sessionID), sess), view)[1:] {
+	used := a.build.FixedTokens(&a.sessions.get(sessionID).req, sess, mt.Counter)
+	for _, e := range request.ContextMessages(mt.Counter, a.build.SystemPrompt(&a.sessions.get(sessionID).req, sess), view)[1:] {
 		used += e.Tokens
 	}
 	return used

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 )
 
@@ -91,6 +92,6 @@ func loopStopUpdate(caps acp.ClientCapabilities) acp.SessionUpdate {
 	if caps.SupportsNotices() {
 		return acp.Notice{Severity: "warning", Title: title, Description: desc}.Update()
 	}
-	return acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: newID("loop_"), Title: title, Kind: acp.ToolKindOther,
+	return acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: request.NewID("loop_"), Title: title, Kind: acp.ToolKindOther,
 		Status: acp.ToolStatusFailed, Content: []acp.ToolCallContent{acp.ToolText(desc)}}}
 }

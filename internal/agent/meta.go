@@ -25,7 +25,7 @@ type sessionMeta struct {
 	Used int `json:"used,omitempty"`
 	// Mode is the session mode (see modes.go); "" = ModeDefault.
 	Mode string `json:"mode,omitempty"`
-	// SystemPrompt is the client's systemPrompt (sysprompt.go); nil: none.
+	// SystemPrompt is the client's systemPrompt (request.Builder.SystemPrompt); nil: none.
 	SystemPrompt *clientPrompt `json:"systemPrompt,omitempty"`
 	// Instructions are the nested instruction files already loaded into
 	// the session (paths relative to the repository root).

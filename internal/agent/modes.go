@@ -53,3 +53,22 @@ func modeState(current string) *acp.SessionModeState {
 	}
 	return &acp.SessionModeState{CurrentModeID: current, AvailableModes: sessionModes}
 }
+
+// modeForModel tells the model what the session's mode permits, so that it
+// does not learn it from refused calls.
+func modeForModel(mode string) string {
+	for _, m := range sessionModes {
+		if m.ID != mode {
+			continue
+		}
+		s := m.Name + " (" + m.ID + "). " + m.Description
+		switch mode {
+		case ModePlan:
+			s += " Do not try to edit files or run commands: investigate, then present a plan. The user switches the mode when they want it carried out."
+		case ModeDefault, ModeAcceptEdits:
+			s += " When the user declines a call, do not repeat it: adapt, or ask what they want."
+		}
+		return s
+	}
+	return mode
+}

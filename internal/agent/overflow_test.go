@@ -185,11 +185,9 @@ func TestOllamaTruncationDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := a.sessions.get(s.SessionID)
-	st.mu.Lock()
-	sent := st.budget.estimated
-	st.mu.Unlock()
+	sent := st.req.Estimated()
 	if 4096 > 0.5*float64(sent) {
-		t.Fatalf("the test's request has only %d tokens: 4096 kept must be far under %v of it", sent, truncationRatio)
+		t.Fatalf("the test's request has only %d tokens: 4096 kept must be far under the truncation ratio of it", sent)
 	}
 	if n := strings.Count(rec.agentText(), "kept only 4096"); n != 1 {
 		t.Fatalf("%d truncation warnings, want 1: %q", n, rec.agentText())
@@ -207,11 +205,9 @@ func TestOllamaTruncationDetected(t *testing.T) {
 		t.Fatalf("the next request has %d tokens, over the 4096 Ollama keeps", n)
 	}
 	// The same truncation reported again warns no more.
-	st.mu.Lock()
-	st.budget.estimated = 9000
-	st.mu.Unlock()
+	st.req.Remember([]request.ContextEntry{{}}, 9000)
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 4096}}
-	if !a.build.detectTruncation(context.Background(), st, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
+	if !a.build.DetectTruncation(context.Background(), &st.req, mustSession(t, a, s.SessionID), a.models.Named("qwen3:8b"), provider.Request{}, res) {
 		t.Fatal("the second truncation was not detected")
 	}
 	if n := strings.Count(rec.agentText(), "kept only"); n != 1 {
@@ -228,12 +224,10 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := a.sessions.get(s.SessionID)
-	st.mu.Lock()
-	st.budget.estimated = 9000
-	st.mu.Unlock()
+	st.req.Remember([]request.ContextEntry{{}}, 9000)
 	sess := mustSession(t, a, s.SessionID)
 	res := &provider.Result{Usage: &provider.Usage{PromptTokens: 6000}}
-	if a.build.detectTruncation(context.Background(), st, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
+	if a.build.DetectTruncation(context.Background(), &st.req, sess, a.models.Named("m"), provider.Request{}, res) || rec.agentText() != "" {
 		t.Fatal("a report at two thirds of our count read as a truncation")
 	}
 	// An endpoint that refuses instead of truncating is not judged at all.
@@ -243,11 +237,9 @@ func TestNoTruncationWithinEstimateError(t *testing.T) {
 		t.Fatal(err)
 	}
 	bst := b.sessions.get(bs.SessionID)
-	bst.mu.Lock()
-	bst.budget.estimated = 9000
-	bst.mu.Unlock()
+	bst.req.Remember([]request.ContextEntry{{}}, 9000)
 	res.Usage.PromptTokens = 100
-	if b.build.detectTruncation(context.Background(), bst, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
+	if b.build.DetectTruncation(context.Background(), &bst.req, mustSession(t, b, bs.SessionID), b.models.Named("m"), provider.Request{}, res) {
 		t.Fatal("a provider that does not truncate silently was judged")
 	}
 }

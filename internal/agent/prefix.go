@@ -26,9 +26,9 @@ func MeasurePrefix(cfg Config, cwd string, window int) PrefixRoom {
 	if m.OutputReserve >= window/2 {
 		m.OutputReserve = min(request.DefaultOutputReserve, window/4)
 	}
-	st := a.compact
+	st := a.build.Settings()
 	st.Window, st.OutputReserve = window, m.OutputReserve
 	s := &persistence.Session{ID: "doctor", Cwd: cwd}
-	fixed := a.build.fixedTokens(&session{id: s.ID}, s, a.counterFor(m))
+	fixed := a.build.FixedTokens(&request.Session{ID: s.ID}, s, a.build.CounterFor(m))
 	return PrefixRoom{Fixed: fixed, Reserve: st.Reserve(), Budget: st.Budget()}
 }

@@ -32,7 +32,7 @@ func (a *Agent) Prompt(ctx context.Context, req *acp.PromptRequest) (*acp.Prompt
 	if err != nil {
 		return nil, err
 	}
-	if err := a.build.checkPromptSize(parts); err != nil {
+	if err := a.turns.checkPromptSize(parts); err != nil {
 		return nil, err
 	}
 	if fl, ok := a.cfg.FrameLog.(interface{ PromptAccepted(string) }); ok {

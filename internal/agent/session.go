@@ -5,14 +5,10 @@ import (
 	"sync"
 	"time"
 
-	sysprompt "github.com/crow-acp/crow-acp/internal/agent/prompt"
-
 	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/agent/tool"
 	"github.com/crow-acp/crow-acp/internal/checkpoint"
-	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
-	"github.com/crow-acp/crow-acp/internal/provider"
 	"go.uber.org/zap"
 )
 
@@ -33,11 +29,7 @@ type session struct {
 	// undone are the reports of undos a killed process left unfinished,
 	// found when the session was opened, not yet shown (mu; undo.go).
 	undone []*checkpoint.Report
-	budget budget // compaction bookkeeping (mu)
-	// items are the Responses API reasoning items of the running turn, by
-	// stored message (keepReasoningItems; mu).
-	items map[int64][]provider.ReasoningItem
-	mcp   *tool.MCPSet // the session's MCP servers (mu)
+	mcp    *tool.MCPSet // the session's MCP servers (mu)
 	// opened: this connection created or opened the session, so it may be
 	// prompted any time however old (empty.go; mu).
 	opened bool
@@ -61,12 +53,15 @@ type session struct {
 	// closing counts the replaced MCP sets still being closed in the
 	// background; dropping the session waits for them.
 	closing sync.WaitGroup
-	// cache is the session's active context kept between model requests
-	// (request.ContextCache; its own lock).
-	cache request.ContextCache
-	// prompt holds the environment and instruction files the system
-	// prompt is built from (sysprompt.go; its own lock).
-	prompt promptFacts
+	// req is what building its model requests keeps between them: the
+	// budget, the kept view of the context, the system prompt's facts
+	// (request.Session; its own lock).
+	req request.Session
+}
+
+// newSession is the state of a session this process starts keeping.
+func newSession(id string) *session {
+	return &session{id: id, req: request.Session{ID: id}}
 }
 
 // sessionTable is what this process keeps per session, by id.
@@ -87,7 +82,7 @@ func (t *sessionTable) get(sessionID string) *session {
 func (t *sessionTable) getLocked(sessionID string) *session {
 	sess := t.m[sessionID]
 	if sess == nil {
-		sess = &session{id: sessionID}
+		sess = newSession(sessionID)
 		t.m[sessionID] = sess
 	}
 	return sess
@@ -276,138 +271,7 @@ func (sess *session) endTurn() {
 		close(t.done)
 		sess.turn = nil
 	}
-	sess.items = nil // reasoning items live for their turn only
-}
-
-// budget is a session's compaction state. It is only bookkeeping: losing it
-// (a restart) costs precision, never data.
-type budget struct {
-	failures  int   // consecutive failed automatic compactions (the breaker)
-	turn      *turn // the turn that already compacted automatically
-	sent      []int64
-	estimated int // our count of the last request
-	reported  int // the provider's prompt_tokens for it (0: not reported)
-	// window caps the window windowTurn's requests are measured
-	// against: the one its endpoint named when it refused a request
-	// (recoverOverflow), remembered or not.
-	window     int
-	windowTurn *turn
-}
-
-// turnWindow is the window the running turn's requests are measured
-// against after its endpoint refused one (0: none).
-func (sess *session) turnWindow() int {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if b := &sess.budget; b.windowTurn != nil && b.windowTurn == sess.turn {
-		return b.window
-	}
-	return 0
-}
-
-// remember notes what the next request contains, so the provider's usage
-// report for it can be matched to it.
-func (sess *session) remember(entries []request.ContextEntry, fixed int) {
-	ids := make([]int64, 0, len(entries))
-	total := fixed
-	for _, e := range entries[1:] {
-		ids = append(ids, e.MessageID)
-		total += e.Tokens
-	}
-	sess.mu.Lock()
-	b := &sess.budget
-	b.sent, b.estimated, b.reported = ids, total, 0
-	sess.mu.Unlock()
-}
-
-// observeUsage records the provider's prompt_tokens for the request just
-// made: it is the truth about what was sent.
-func (sess *session) observeUsage(res *provider.Result) {
-	if res == nil || res.Usage == nil || res.Usage.PromptTokens <= 0 {
-		return
-	}
-	sess.mu.Lock()
-	sess.budget.reported = res.Usage.PromptTokens
-	sess.mu.Unlock()
-}
-
-// measure returns the size of the next request: the provider's count of
-// the last request when the view still starts with what was sent, plus our
-// count of what is new; otherwise our count. ratio is reported/estimated of
-// the last request (1 without a report), used to scale the budget the
-// pipeline plans with.
-func (sess *session) measure(entries []request.ContextEntry, fixed int) (used int, ratio float64) {
-	est := fixed
-	for _, e := range entries[1:] {
-		est += e.Tokens
-	}
-	sess.mu.Lock()
-	b := &sess.budget
-	sent, estimated, reported := b.sent, b.estimated, b.reported
-	sess.mu.Unlock()
-	if reported == 0 || estimated == 0 {
-		return est, 1
-	}
-	ratio = min(max(float64(reported)/float64(estimated), 0.5), 3)
-	if len(entries)-1 >= len(sent) {
-		prefix := true
-		for i, id := range sent {
-			if entries[i+1].MessageID != id {
-				prefix = false
-				break
-			}
-		}
-		if prefix {
-			return reported + (est - estimated), ratio
-		}
-	}
-	return int(float64(est) * ratio), ratio
-}
-
-// updateMessage writes m over its stored row and tells the session's kept
-// view (whether or not the write failed: it may have been applied). Every
-// in-place change of a message goes through it.
-func (sess *session) updateMessage(ctx context.Context, store Store, m *persistence.Message) error {
-	err := store.UpdateMessage(ctx, m)
-	sess.cache.Changed(m.ID)
-	return err
-}
-
-// rewrite runs write, which changes the session's stored messages in place
-// (a compaction, an expand, collapse or delete of one, a repair, a delete
-// of the session), and drops the kept view whether or not it failed.
-func (sess *session) rewrite(write func() error) error {
-	defer sess.cache.Reset()
-	return write()
-}
-
-// keepReasoningItems remembers the items of a reply for its turn.
-func (sess *session) keepReasoningItems(messageID int64, items []provider.ReasoningItem) {
-	if len(items) == 0 || messageID == 0 {
-		return
-	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if sess.items == nil {
-		sess.items = make(map[int64][]provider.ReasoningItem)
-	}
-	sess.items[messageID] = items
-}
-
-// withReasoningItems attaches the turn's reasoning items to the messages of
-// a request.
-func (sess *session) withReasoningItems(entries []request.ContextEntry) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if len(sess.items) == 0 {
-		return
-	}
-	byMsg := sess.items
-	for i := range entries {
-		if items, ok := byMsg[entries[i].MessageID]; ok && entries[i].Msg.Role == provider.RoleAssistant {
-			entries[i].Msg.ReasoningItems = items
-		}
-	}
+	sess.req.EndTurn() // reasoning items live for their turn only
 }
 
 // holdsLease reports whether this process holds the session's lease.
@@ -415,19 +279,6 @@ func (sess *session) holdsLease() bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return sess.lease != nil && !sess.lease.gone
-}
-
-// countedUsage is a request's usage by our count: the context we sent (as
-// measured when it was built) and the reply.
-func (sess *session) countedUsage(c compaction.Counter, res *provider.Result) *provider.Usage {
-	sess.mu.Lock()
-	prompt := sess.budget.estimated
-	sess.mu.Unlock()
-	out := c.Count(res.Text) + c.Count(res.Reasoning)
-	for _, tc := range res.ToolCalls {
-		out += c.Count(tc.Name) + c.Count(tc.Arguments)
-	}
-	return &provider.Usage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
 }
 
 // recorder is the running turn's checkpoint recorder and turn, or nil.
@@ -484,22 +335,6 @@ type turnSubagents struct {
 	steps   int
 }
 
-// promptFacts is what a session's prompt is built from beyond its
-// settings: the environment and the project instruction files. It is
-// gathered once per session in this process (again only when the session
-// directory or the tier changes), so the prompt stays a stable prefix.
-type promptFacts struct {
-	mu      sync.Mutex
-	cwd     string
-	tier    sysprompt.Tier
-	ready   bool
-	date    time.Time // kept across regathering: the session's start here
-	env     *probe
-	loader  *sysprompt.Loader
-	initial []sysprompt.Instruction // root down to the session directory
-	nested  []sysprompt.Instruction // folders below it, as the model touched them
-}
-
 // runningLocked counts the turns still working (not those only waiting
 // to write their answer). t.mu must be held.
 func (t *sessionTable) runningLocked() int {
@@ -523,20 +358,4 @@ type heldLease struct {
 	// gone: the heartbeat found the lease lost. The fence stays until the
 	// holder releases it, so what the holder still writes is refused.
 	gone bool
-}
-
-// probe is a session's environment (sysprompt.Probe), read on a goroutine
-// of its own with its own bounded context: the git status of the full tier
-// takes up to sysprompt.GitTimeout, which neither the request that opened
-// the session (answered already, its context ended) nor the requests
-// queued behind it should wait for. The first prompt waits for it.
-type probe struct {
-	done chan struct{}
-	env  sysprompt.Env // set before done is closed
-}
-
-// wait is the environment, once read.
-func (p *probe) wait() sysprompt.Env {
-	<-p.done
-	return p.env
 }

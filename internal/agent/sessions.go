@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/crow-acp/crow-acp/acp"
+	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 )
@@ -25,7 +26,7 @@ func (a *Agent) NewSession(ctx context.Context, req *acp.NewSessionRequest) (*ac
 		Mode:                  ModeFromConfig(a.cfg.DefaultMode),
 		SystemPrompt:          sp,
 	}
-	s := &persistence.Session{ID: newID("sess_"), Cwd: req.Cwd, Metadata: encodeMeta(meta)}
+	s := &persistence.Session{ID: request.NewID("sess_"), Cwd: req.Cwd, Metadata: encodeMeta(meta)}
 	if err := a.store.CreateSession(ctx, s); err != nil {
 		return nil, storeError("create session", err)
 	}
@@ -49,7 +50,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 		return nil, err
 	}
 	a.turns.connectMCP(sess, req.McpServers) // in the background: load stays fast
-	seed := sess.cache.Ticket(sess.holdsLease())
+	seed := sess.req.Cache.Ticket(sess.holdsLease())
 	msgs, err := a.store.Messages(ctx, s.ID, persistence.MessageFilter{})
 	if err != nil {
 		return nil, storeError("load session", err)
@@ -61,7 +62,7 @@ func (a *Agent) LoadSession(ctx context.Context, req *acp.LoadSessionRequest) (*
 	// vocabulary may still have to be built) and may compact: the client
 	// does not wait for it. It runs right after the response, before the
 	// next message is handled, on the messages just replayed.
-	acp.AfterResponse(ctx, func() { a.build.compactOnLoad(context.WithoutCancel(ctx), sess, s, msgs, seed) })
+	acp.AfterResponse(ctx, func() { a.build.CompactOnLoad(context.WithoutCancel(ctx), &sess.req, s, msgs, seed) })
 	a.log.Info("session loaded", zap.String("session", s.ID), zap.Int("messages", len(msgs)))
 	a.lifecycle.afterOpen(ctx, sess, s)
 	// What the replay showed, for the frame log's one event about the
@@ -354,7 +355,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req *acp.SetSessionC
 	}
 	if opt.id == configModel {
 		// The context meter's window changes with the model.
-		if u := a.build.lastUsage(s); u != nil {
+		if u := a.build.LastUsage(s); u != nil {
 			acp.AfterResponse(ctx, func() { a.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: u}) })
 		}
 	}

@@ -123,7 +123,7 @@ func (tr *turns) createChild(ctx context.Context, parent *persistence.Session, c
 		SystemPrompt:          &clientPrompt{Mode: acp.SystemPromptAppend, Text: subagentInstructions},
 		Subagent:              &subagentLink{ParentSessionID: parent.ID, ParentToolCallID: callID},
 	}
-	child := &persistence.Session{ID: newID("sess_"), Cwd: parent.Cwd, Title: title, Metadata: encodeMeta(meta)}
+	child := &persistence.Session{ID: request.NewID("sess_"), Cwd: parent.Cwd, Title: title, Metadata: encodeMeta(meta)}
 	if err := tr.store.CreateSession(context.WithoutCancel(ctx), child); err != nil {
 		return nil, storeError("create the subagent's session", err)
 	}
@@ -190,7 +190,7 @@ func (tr *turns) runChild(ctx context.Context, child *persistence.Session, promp
 
 	parts := []persistence.Part{{Type: "text", Text: prompt}}
 	user := &persistence.Message{Role: persistence.RoleUser, Content: prompt, Parts: parts, Status: persistence.StatusComplete}
-	countTokens(tr.counterFor(tr.sessionModel(child)), user)
+	countTokens(tr.build.CounterFor(tr.sessionModel(child)), user)
 	if err := tr.writes(sess).AppendMessages(persistCtx, child.ID, user); err != nil {
 		return childRun{err: storeError("save the subagent's task", err)}
 	}

@@ -157,10 +157,10 @@ func fixedPrefix(t *testing.T, window int) (fixed, system, estimated int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fixed = max(fixed, compaction.FixedTokens(c, a.build.systemPrompt(a.sessions.get(s.ID), s), a.turns.toolDefinitions(a.sessions.get(s.ID), s)))
-		system = max(system, compaction.FixedTokens(c, a.build.systemPrompt(a.sessions.get(s.ID), s), nil))
+		fixed = max(fixed, compaction.FixedTokens(c, a.build.SystemPrompt(&a.sessions.get(s.ID).req, s), a.turns.toolDefinitions(a.sessions.get(s.ID), s)))
+		system = max(system, compaction.FixedTokens(c, a.build.SystemPrompt(&a.sessions.get(s.ID).req, s), nil))
 	}
-	return fixed, system, compaction.FixedTokens(compaction.Estimator{}, a.build.systemPrompt(a.sessions.get(s.ID), s), a.turns.toolDefinitions(a.sessions.get(s.ID), s))
+	return fixed, system, compaction.FixedTokens(compaction.Estimator{}, a.build.SystemPrompt(&a.sessions.get(s.ID).req, s), a.turns.toolDefinitions(a.sessions.get(s.ID), s))
 }
 
 // The budgets of issue 28: below 32k the whole fixed prefix (prompt and

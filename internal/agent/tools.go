@@ -92,7 +92,7 @@ func mcpFailureUpdate(caps acp.ClientCapabilities, failure string) acp.SessionUp
 	if caps.SupportsNotices() {
 		return acp.Notice{Severity: "error", Title: title, Description: failure}.Update()
 	}
-	return acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: newID("mcp_"), Title: title, Kind: acp.ToolKindOther,
+	return acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: request.NewID("mcp_"), Title: title, Kind: acp.ToolKindOther,
 		Status: acp.ToolStatusFailed, Content: []acp.ToolCallContent{acp.ToolText(failure)}}}
 }
 
@@ -325,7 +325,7 @@ func (tr *turns) runToolCall(ctx, persistCtx context.Context, sess *session, s *
 	if ctx.Err() != nil && res.Failed {
 		status = persistence.StatusCancelled
 	}
-	res.Output += tr.build.nestedInstructions(persistCtx, sess, s, call.Locations)
+	res.Output += tr.build.NestedInstructions(persistCtx, &sess.req, s, call.Locations)
 	return finish(res, status)
 }
 
@@ -347,7 +347,7 @@ func (tr *turns) saveToolResult(ctx context.Context, sess *session, s *persisten
 	if res.Image != nil {
 		msg.Parts = []persistence.Part{{Type: "image", MimeType: res.Image.MimeType, Data: res.Image.Data}}
 	}
-	countTokens(tr.counterFor(tr.sessionModel(s)), msg)
+	countTokens(tr.build.CounterFor(tr.sessionModel(s)), msg)
 	if err := tr.writes(sess).AppendMessages(ctx, s.ID, msg); err != nil {
 		return storeError("save tool result", err)
 	}

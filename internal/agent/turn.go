@@ -43,7 +43,7 @@ func (tr *turns) runPrompt(ctx, turnCtx context.Context, sess *session, s *persi
 	// go through a.writes(sess), fenced by the turn's lease.
 	persistCtx := context.WithoutCancel(turnCtx)
 	user := &persistence.Message{Role: persistence.RoleUser, Content: modelText(parts), Parts: storedParts(parts), Status: persistence.StatusComplete}
-	counter := tr.counterFor(tr.sessionModel(s))
+	counter := tr.build.CounterFor(tr.sessionModel(s))
 	// A prompt cancelled while it is counted is stored uncounted (the
 	// next request counts it).
 	countTokensContext(turnCtx, counter, user)
@@ -103,15 +103,15 @@ func cancelledResponse(ctx context.Context) (*acp.PromptResponse, error) {
 // turn (*recovered), never in a loop.
 func (tr *turns) replyOnce(ctx, persistCtx context.Context, sess *session, s *persistence.Session, recovered *bool) (*provider.Result, error) {
 	res, err := tr.streamReply(ctx, persistCtx, sess, s)
-	var refused *overflowRefusal
+	var refused *request.Refusal
 	if errors.As(err, &refused) && !*recovered {
 		*recovered = true
-		if err = tr.build.recoverOverflow(ctx, sess, s, refused); err == nil {
+		if err = tr.build.RecoverOverflow(ctx, &sess.req, s, refused); err == nil {
 			res, err = tr.streamReply(ctx, persistCtx, sess, s)
 		}
 	}
 	if errors.As(err, &refused) {
-		err = refused.err
+		err = refused.Err
 	}
 	return res, err
 }
@@ -155,7 +155,7 @@ func (tr *turns) runTurn(ctx, persistCtx context.Context, sess *session, s *pers
 // to the last save.
 func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *persistence.Session) (*provider.Result, error) {
 	tr.models.AwaitDiscovery(ctx, tr.sessionModel(s).Name)
-	msgs, err := tr.build.prepareContext(ctx, sess, s)
+	msgs, err := tr.build.Prepare(ctx, &sess.req, s)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +163,9 @@ func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *
 	if !model.Images {
 		msgs = withoutImages(msgs)
 	}
-	reply := &partialReply{a: tr.core, ctx: persistCtx, sess: sess, store: tr.writes(sess), counter: tr.counterFor(model)}
+	reply := &partialReply{a: tr.core, ctx: persistCtx, sess: sess, store: tr.writes(sess), counter: tr.build.CounterFor(model)}
 	req := provider.Request{Model: model.Name, Messages: msgs, Tools: tr.toolDefinitions(sess, s),
-		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.cache.Body}
+		ReasoningHistory: model.ReasoningHistory, ToolCallIDs: model.ToolCallIDs, InlineThink: model.InlineThink, BodyCache: &sess.req.Cache.Body}
 	onEvent, redacted := tr.redactReply(func(ev provider.Event) error {
 		switch ev.Kind {
 		case provider.EventText:
@@ -195,9 +195,9 @@ func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *
 		res = &provider.Result{}
 	}
 	redacted(res)
-	tr.build.afterModelRequest(ctx, sess, s, req, res)
-	if !tr.build.detectTruncation(ctx, sess, s, model, req, res) {
-		sess.observeUsage(res)
+	tr.build.AfterModelRequest(ctx, &sess.req, s, req, res)
+	if !tr.build.DetectTruncation(ctx, &sess.req, s, model, req, res) {
+		sess.req.ObserveUsage(res)
 	}
 	if streamErr == nil {
 		tr.models.NoteAccepted(model, res)
@@ -222,7 +222,7 @@ func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *
 		return nil, storeError("save reply", err)
 	}
 	if len(msg.ToolCalls) > 0 {
-		sess.keepReasoningItems(msg.ID, res.ReasoningItems)
+		sess.req.KeepReasoningItems(msg.ID, res.ReasoningItems)
 	}
 	if reply.err != nil {
 		return nil, storeError("save reply", reply.err)
@@ -235,7 +235,7 @@ func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *
 	}
 	if streamErr != nil {
 		if ov := provider.OverflowOf(streamErr); ov != nil && !attempts.forwarded {
-			return nil, &overflowRefusal{overflow: ov, err: modelError(streamErr, attempts)}
+			return nil, &request.Refusal{Overflow: ov, Err: modelError(streamErr, attempts)}
 		}
 		return nil, modelError(streamErr, attempts)
 	}
@@ -349,7 +349,7 @@ func (r *partialReply) save(now time.Time) error {
 		r.msg.Content, r.msg.Reasoning = r.text.String(), r.reasoning.String()
 		r.msg.Streamed = r.streamedOf(r.msg)
 		countTokens(r.counter, r.msg)
-		err = r.sess.updateMessage(r.ctx, r.store, r.msg)
+		err = r.sess.req.UpdateMessage(r.ctx, r.store, r.msg)
 	}
 	if err != nil {
 		r.err = err
@@ -394,7 +394,7 @@ func (r *partialReply) finish(m *persistence.Message) error {
 	if r.msg != nil {
 		m.ID, m.SessionID = r.msg.ID, r.msg.SessionID
 		m.Streamed = r.streamedOf(m)
-		return r.sess.updateMessage(r.ctx, r.store, m)
+		return r.sess.req.UpdateMessage(r.ctx, r.store, m)
 	}
 	if r.err != nil || (m.Content == "" && m.Reasoning == "" && len(m.ToolCalls) == 0) {
 		return nil
@@ -531,6 +531,7 @@ func (tr *turns) beginTurn(ctx context.Context, sessionID string) (*session, con
 			turnCtx, cancel := context.WithCancel(ctx)
 			sess.mu.Lock()
 			sess.turn = &turn{cancel: cancel, done: make(chan struct{})}
+			sess.req.BeginTurn(sess.turn) // the builder's once-a-turn rules
 			sess.mu.Unlock()
 			tr.sessions.mu.Unlock()
 			return sess, turnCtx, nil

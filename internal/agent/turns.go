@@ -15,7 +15,6 @@ type turns struct {
 	// subagent runs a task call's child session (subagent.go); the task
 	// tool (task.go) calls it.
 	subagent func(ctx context.Context, parent *persistence.Session, env *tool.Env, callID, title, prompt string) tool.Result
-	build    *builder
 	undo     *undoer
 	// slash handles a prompt that is a slash command (the Agent's
 	// commands.go); handled false: the prompt goes to the model.

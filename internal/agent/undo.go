@@ -138,7 +138,7 @@ func (u *undoer) revert(ctx context.Context, sess *session, s *persistence.Sessi
 			res.prompt = p
 		}
 	}
-	err = sess.rewrite(func() error {
+	err = sess.req.Rewrite(func() error {
 		res.report, err = checkpoint.Undo(ctx, st, s.ID, turnSeq, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: r.dryRun, Force: r.force})
 		return err
 	})
@@ -159,7 +159,7 @@ func (u *undoer) redo(ctx context.Context, sess *session, s *persistence.Session
 		return nil, errors.New("redo: the session's lease is not held")
 	}
 	var rep *checkpoint.Report
-	err := sess.rewrite(func() (err error) {
+	err := sess.req.Rewrite(func() (err error) {
 		rep, err = checkpoint.Redo(ctx, st, s.ID, checkpoint.Options{Trees: u.cfg.CheckpointTrees, DryRun: dryRun, Force: force})
 		return err
 	})
@@ -178,9 +178,7 @@ func (u *undoer) redo(ctx context.Context, sess *session, s *persistence.Session
 // contextChanged forgets what the provider counted of the session's
 // context: an undo or redo changed which messages it holds.
 func (u *undoer) contextChanged(sess *session) {
-	sess.mu.Lock()
-	sess.budget.sent, sess.budget.reported = nil, 0
-	sess.mu.Unlock()
+	sess.req.Forget()
 }
 
 // prompts lists the session's prompts (checkpoint.Prompts).

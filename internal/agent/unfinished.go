@@ -69,7 +69,7 @@ func (tr *turns) retryUnfinished(sess *session) {
 		sess.mu.Unlock()
 		for _, u := range batch {
 			m := u.final
-			err := sess.updateMessage(context.Background(), tr.store, m)
+			err := sess.req.UpdateMessage(context.Background(), tr.store, m)
 			if err != nil && !errors.Is(err, persistence.ErrNotFound) {
 				tr.markStored(sess, u)
 				continue // the store still fails; next tick
@@ -99,7 +99,7 @@ func (tr *turns) markStored(sess *session, u *unfinishedReply) {
 	if u.marked || u.stored == nil {
 		return
 	}
-	if sess.updateMessage(context.Background(), tr.store, u.stored) == nil {
+	if sess.req.UpdateMessage(context.Background(), tr.store, u.stored) == nil {
 		u.marked = true
 		tr.log.Info("reply interrupted by a storage fault marked failed as last stored", zap.String("session", u.stored.SessionID), zap.Int64("message", u.stored.ID))
 	}

@@ -142,7 +142,7 @@ func TestOverBudgetRequestThatFitsIsSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := prose(2, 1450)
-	if n := a.counterFor(a.models.Named("small")).Count(p); n < 1550 || n > 1850 {
+	if n := a.build.CounterFor(a.models.Named("small")).Count(p); n < 1550 || n > 1850 {
 		t.Fatalf("the prompt has %d tokens; the test wants it between the budget and the window", n)
 	}
 	res, err := prompt(a, s.SessionID, p)

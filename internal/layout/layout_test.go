@@ -52,7 +52,7 @@ var rules = map[string][]string{
 	"internal/checkpoint": {"internal/persistence", "internal/safegit", "internal/termsafe"},
 
 	"internal/agent/prompt":  {"internal/safegit", "internal/termsafe"},
-	"internal/agent/request": {"acp", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider"},
+	"internal/agent/request": {"acp", "internal/agent/prompt", "internal/agent/tool", "internal/compaction", "internal/persistence", "internal/provider", "internal/termsafe"},
 	"internal/agent/tool":    {"acp", "internal/gitignore", "internal/imagecheck", "internal/origin", "internal/provider"},
 	"internal/agent/...": {"acp", "internal/agent/...", "internal/checkpoint", "internal/compaction", "internal/imagecheck", "internal/persistence",
 		"internal/provider", "internal/secret", "internal/termsafe"},

@@ -1,4 +1,4 @@
-package agent
+package request
 
 import (
 	"context"
@@ -7,36 +7,34 @@ import (
 	"fmt"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/crow-acp/crow-acp/acp"
-	"github.com/crow-acp/crow-acp/internal/agent/request"
 	"github.com/crow-acp/crow-acp/internal/compaction"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/provider"
+	"go.uber.org/zap"
 )
 
-// compactOpts say how a compaction was asked for.
-type compactOpts struct {
+// CompactOptions say how a compaction was asked for.
+type CompactOptions struct {
 	manual  bool   // /compact
 	focus   string // /compact's input
 	noModel bool   // use the deterministic summary (session/load never waits for the model)
 }
 
-// runCompaction runs the pipeline on view, applies its plans, tells the
+// Compact runs the pipeline on view, applies its plans, tells the
 // client, and returns the new view. ratio scales the budget to the
 // provider's reported counts.
-func (b *builder) runCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, view []persistence.Message, fixed int, ratio float64, o compactOpts) ([]persistence.Message, error) {
+func (b *Builder) Compact(ctx context.Context, sess *Session, s *persistence.Session, m Meter, view []persistence.Message, fixed int, ratio float64, o CompactOptions) ([]persistence.Message, error) {
 	st := m.Settings
 	planned := st
 	if ratio != 1 && st.Window > 0 {
 		planned.Window = int(float64(st.Window) / ratio)
 		planned.OutputReserve = int(float64(st.Reserve()) / ratio)
 	}
-	ref := newID("cmp_")
-	b.record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
-	if b.capabilities().SupportsCompaction() {
-		b.sendUpdate(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
+	ref := NewID("cmp_")
+	b.host.Record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
+	if b.host.Capabilities().SupportsCompaction() {
+		b.host.Send(ctx, sess.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
 	persistCtx := context.WithoutCancel(ctx)
 	settings := settingsSnapshot(planned, m.Counter.Name(), ref, o.manual, o.focus)
@@ -51,12 +49,12 @@ func (b *builder) runCompaction(ctx context.Context, sess *session, s *persisten
 			for _, added := range p.Added {
 				added.TokenEncoding = m.Counter.Name()
 			}
-			if err := sess.rewrite(func() error { return b.writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
-				return nil, storeError("compact", err)
+			if err := sess.Rewrite(func() error { return b.host.Writes(sess.ID).Compact(persistCtx, rec, p.Added) }); err != nil {
+				return nil, b.host.StoreError("compact", err)
 			}
 			b.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
 				zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter), zap.String("note", p.Note))
-			return b.activeView(persistCtx, sess, m.Counter)
+			return b.ActiveView(persistCtx, sess, m.Counter)
 		},
 	}
 	// Old images go first, in place: each message keeps its parts (replay
@@ -66,13 +64,13 @@ func (b *builder) runCompaction(ctx context.Context, sess *session, s *persisten
 		for i := range p.Messages {
 			msg := p.Messages[i]
 			msg.SessionID, msg.TokenEncoding = s.ID, m.Counter.Name()
-			if err := sess.updateMessage(persistCtx, b.writes(sess), &msg); err != nil {
-				return nil, storeError("take old images out of the context", err)
+			if err := sess.UpdateMessage(persistCtx, b.host.Writes(sess.ID), &msg); err != nil {
+				return nil, b.host.StoreError("take old images out of the context", err)
 			}
 		}
 		b.log.Info("old images taken out of the context", zap.String("session", s.ID), zap.Int("images", len(p.Dropped)),
 			zap.Int("tokensBefore", p.TokensBefore), zap.Int("tokensAfter", p.TokensAfter))
-		return b.activeView(persistCtx, sess, m.Counter)
+		return b.ActiveView(persistCtx, sess, m.Counter)
 	}
 	if o.noModel {
 		x.Summarize = nil
@@ -82,12 +80,31 @@ func (b *builder) runCompaction(ctx context.Context, sess *session, s *persisten
 	if err != nil {
 		done["error"] = err.Error()
 	}
-	b.record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
+	b.host.Record(context.WithoutCancel(ctx), s.ID, persistence.EventCompactionCompleted, done)
 	b.reportCompaction(ctx, sess, s, m, ref, res, ratio, err)
 	if err != nil {
 		return nil, err
 	}
-	return b.activeView(ctx, sess, m.Counter)
+	return b.ActiveView(ctx, sess, m.Counter)
+}
+
+// CompactNow is /compact: all but the most recent messages summarised now,
+// focused on what the user names (focus may be ""). A success resets the
+// breaker of failed automatic compactions.
+func (b *Builder) CompactNow(ctx context.Context, sess *Session, s *persistence.Session, focus string) error {
+	m := b.MeterFor(s)
+	view, err := b.ActiveView(ctx, sess, m.Counter)
+	if err != nil {
+		return b.host.StoreError("compact", err)
+	}
+	fixed := b.FixedTokens(sess, s, m.Counter)
+	_, ratio := sess.Measure(ContextMessages(m.Counter, b.SystemPrompt(sess, s), view), fixed)
+	if _, err = b.Compact(ctx, sess, s, m, view, fixed, ratio, CompactOptions{manual: true, focus: focus}); err == nil {
+		sess.mu.Lock()
+		sess.budget.failures = 0 // a successful manual compaction resets the breaker
+		sess.mu.Unlock()
+	}
+	return err
 }
 
 // settingsSnapshot returns the Settings JSON stored with each record.
@@ -108,10 +125,10 @@ func settingsSnapshot(st compaction.Settings, tokenizer, ref string, manual bool
 // summarizer asks the session's model for a summary, without tools and
 // without streaming it to the client.
 // Failures that may pass are retried like a turn's requests.
-func (b *builder) summarizer(sessionID string, model request.Model) compaction.Summarizer {
+func (b *Builder) summarizer(sessionID string, model Model) compaction.Summarizer {
 	return func(ctx context.Context, req provider.Request) (string, error) {
 		req.Model, req.InlineThink = model.Name, model.InlineThink
-		res, _, err := b.streamWithRetry(ctx, b.models.ClientFor(model), sessionID, req, nil)
+		res, err := b.host.Stream(ctx, sessionID, model, req)
 		if err != nil {
 			return "", err
 		}
@@ -122,14 +139,14 @@ func (b *builder) summarizer(sessionID string, model request.Model) compaction.S
 // reportCompaction tells the client what happened: compaction_update for
 // clients that support it, otherwise one short agent message; then the new
 // context size as usage_update.
-func (b *builder) reportCompaction(ctx context.Context, sess *session, s *persistence.Session, m request.Meter, ref string, res compaction.Result, ratio float64, err error) {
+func (b *Builder) reportCompaction(ctx context.Context, sess *Session, s *persistence.Session, m Meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
-		if b.capabilities().SupportsCompaction() {
-			b.sendUpdate(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
+		if b.host.Capabilities().SupportsCompaction() {
+			b.host.Send(context.WithoutCancel(ctx), sess.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
 		}
 		return
 	}
-	caps := b.capabilities()
+	caps := b.host.Capabilities()
 	var text string
 	images := ""
 	if res.Images != nil {
@@ -176,15 +193,15 @@ func (b *builder) reportCompaction(ctx context.Context, sess *session, s *persis
 			}
 			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
 		}
-		b.sendUpdate(ctx, sess, u.Update())
+		b.host.Send(ctx, sess.ID, u.Update())
 	} else {
 		// Its own message: it must not merge into the reply around it.
-		b.sendUpdate(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
+		b.host.Send(ctx, sess.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
 	if (len(res.Plans) > 0 || res.Images != nil) && m.Settings.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
-		b.sendUpdate(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
+		b.host.Send(ctx, sess.ID, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
 	}
 }
 
@@ -199,7 +216,7 @@ func policyNames(plans []*compaction.Plan) string {
 	return out
 }
 
-// compactOnLoad runs right after session/load: a stored context already
+// CompactOnLoad runs right after session/load: a stored context already
 // over the threshold is compacted at once, with the deterministic summary
 // (load never waits for the model). loaded are the messages the load read
 // (after seed was taken): the check measures their active part instead of
@@ -207,8 +224,8 @@ func policyNames(plans []*compaction.Plan) string {
 // context, so the next turn reads only what is newer. Only a context found
 // over the threshold is brought up to date and compacted, under the
 // session's lease.
-func (b *builder) compactOnLoad(ctx context.Context, sess *session, s *persistence.Session, loaded []persistence.Message, seed request.SeedTicket) {
-	m := b.meterFor(s)
+func (b *Builder) CompactOnLoad(ctx context.Context, sess *Session, s *persistence.Session, loaded []persistence.Message, seed SeedTicket) {
+	m := b.MeterFor(s)
 	st := m.Settings
 	check := st.Window > 0 && st.Auto
 	var c compaction.Counter // without the check, the first turn counts
@@ -228,8 +245,8 @@ func (b *builder) compactOnLoad(ctx context.Context, sess *session, s *persisten
 	if _, over := b.overOnLoad(sess, s, m, view); !over {
 		return
 	}
-	err = b.leases.briefly(ctx, sess, func(ctx context.Context) {
-		view, err := b.activeView(ctx, sess, m.Counter)
+	err = b.host.Briefly(ctx, sess.ID, func(ctx context.Context) {
+		view, err := b.ActiveView(ctx, sess, m.Counter)
 		if err != nil {
 			b.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))
 			return
@@ -238,7 +255,7 @@ func (b *builder) compactOnLoad(ctx context.Context, sess *session, s *persisten
 		if !over {
 			return
 		}
-		if _, err := b.runCompaction(ctx, sess, s, m, view, fixed, 1, compactOpts{noModel: true}); err != nil {
+		if _, err := b.Compact(ctx, sess, s, m, view, fixed, 1, CompactOptions{noModel: true}); err != nil {
 			b.log.Warn("compaction on load", zap.String("session", s.ID), zap.Error(err))
 		}
 	})
@@ -249,10 +266,10 @@ func (b *builder) compactOnLoad(ctx context.Context, sess *session, s *persisten
 
 // overOnLoad reports whether a loaded session's view is over the
 // compaction threshold (and can be compacted: the fixed head fits).
-func (b *builder) overOnLoad(sess *session, s *persistence.Session, m request.Meter, view []persistence.Message) (fixed int, over bool) {
-	fixed = b.fixedTokens(sess, s, m.Counter)
-	entries := request.ContextMessages(m.Counter, b.systemPrompt(sess, s), view)
-	used, _ := sess.measure(entries, fixed)
+func (b *Builder) overOnLoad(sess *Session, s *persistence.Session, m Meter, view []persistence.Message) (fixed int, over bool) {
+	fixed = b.FixedTokens(sess, s, m.Counter)
+	entries := ContextMessages(m.Counter, b.SystemPrompt(sess, s), view)
+	used, _ := sess.Measure(entries, fixed)
 	return fixed, used > m.Settings.Trigger() && fixed <= m.Settings.Budget()
 }
 
@@ -270,6 +287,6 @@ func loadedView(ctx context.Context, c compaction.Counter, loaded []persistence.
 	if c == nil {
 		return view, nil, nil
 	}
-	counted, err := request.CountView(ctx, c, view)
+	counted, err := CountView(ctx, c, view)
 	return view, counted, err
 }
