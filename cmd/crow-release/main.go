@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 )
 
@@ -86,16 +85,4 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-// copyFile copies src to dst with mode.
-func copyFile(src, dst string, mode os.FileMode) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, mode)
 }

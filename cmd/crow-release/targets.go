@@ -1,6 +1,8 @@
 package main
 
-import "strings"
+import (
+	"strings"
+)
 
 // target is one platform crow-acp is released for.
 type target struct {
