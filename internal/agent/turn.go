@@ -195,6 +195,9 @@ func (tr *turns) streamReply(ctx, persistCtx context.Context, sess *session, s *
 		res = &provider.Result{}
 	}
 	redacted(res)
+	if t := sess.runningTurn(); res.Usage != nil && t != nil {
+		t.usage.Add(*res.Usage) // the turn's, for the prompt response
+	}
 	tr.build.AfterModelRequest(ctx, &sess.req, s, req, res)
 	if !tr.build.DetectTruncation(ctx, &sess.req, s, model, req, res) {
 		sess.req.ObserveUsage(res)
