@@ -10,9 +10,10 @@ import (
 )
 
 // builderHost is what the request builder asks of the agent
-// (request.Host): each act on a session by its id, through the session
-// this process keeps (or, for one it does not keep, as sendUpdate and
-// writes treat a session with no turn and no lease).
+// (request.Host): each act on a session through the state this process
+// keeps for it (request.Session.Holder), or for a session it keeps none of
+// (the doctor's count of the fixed prefix) as for one with no turn and no
+// lease.
 type builderHost struct {
 	*core
 	auth  *signIn
@@ -21,16 +22,16 @@ type builderHost struct {
 
 var _ request.Host = (*builderHost)(nil)
 
-// kept is the session's state in this process, or a transient one.
-func (h *builderHost) kept(sessionID string) *session {
-	if sess := h.sessions.kept(sessionID); sess != nil {
+// held is the session's state in this process, or a transient one.
+func (h *builderHost) held(r *request.Session) *session {
+	if sess, ok := r.Holder.(*session); ok {
 		return sess
 	}
-	return newSession(sessionID)
+	return newSession(r.ID)
 }
 
-func (h *builderHost) Send(ctx context.Context, sessionID string, u acp.SessionUpdate) {
-	h.sendUpdate(ctx, h.kept(sessionID), u)
+func (h *builderHost) Send(ctx context.Context, r *request.Session, u acp.SessionUpdate) {
+	h.sendUpdate(ctx, h.held(r), u)
 }
 
 func (h *builderHost) Capabilities() acp.ClientCapabilities { return h.capabilities() }
@@ -39,12 +40,12 @@ func (h *builderHost) Record(ctx context.Context, sessionID string, kind persist
 	h.record(ctx, sessionID, kind, data)
 }
 
-func (h *builderHost) Writes(sessionID string) request.Writer { return h.writes(h.kept(sessionID)) }
+func (h *builderHost) Writes(r *request.Session) request.Writer { return h.writes(h.held(r)) }
 
-func (h *builderHost) HoldsLease(sessionID string) bool { return h.kept(sessionID).holdsLease() }
+func (h *builderHost) HoldsLease(r *request.Session) bool { return h.held(r).holdsLease() }
 
-func (h *builderHost) Briefly(ctx context.Context, sessionID string, fn func(context.Context)) error {
-	return h.leases.briefly(ctx, h.sessions.get(sessionID), fn)
+func (h *builderHost) Briefly(ctx context.Context, r *request.Session, fn func(context.Context)) error {
+	return h.leases.briefly(ctx, h.held(r), fn)
 }
 
 func (h *builderHost) StoreError(op string, err error) error { return storeError(op, err) }
@@ -58,8 +59,8 @@ func (h *builderHost) Facts(s *persistence.Session) request.Facts {
 	return f
 }
 
-func (h *builderHost) RecordUsage(ctx context.Context, sessionID string, used int, model request.Model, u provider.Usage) (total float64, err error) {
-	_, err = h.updateMeta(ctx, h.sessions.get(sessionID), func(_ *persistence.Session, m *sessionMeta) {
+func (h *builderHost) RecordUsage(ctx context.Context, r *request.Session, used int, model request.Model, u provider.Usage) (total float64, err error) {
+	_, err = h.updateMeta(ctx, h.held(r), func(_ *persistence.Session, m *sessionMeta) {
 		m.Used = used
 		if model.Priced() {
 			total = m.addCost(model.Currency, model.Cost(u))
@@ -68,15 +69,15 @@ func (h *builderHost) RecordUsage(ctx context.Context, sessionID string, used in
 	return total, err
 }
 
-func (h *builderHost) RememberInstructions(ctx context.Context, sessionID string, paths []string) error {
-	_, err := h.updateMeta(ctx, h.sessions.get(sessionID), func(_ *persistence.Session, m *sessionMeta) {
+func (h *builderHost) RememberInstructions(ctx context.Context, r *request.Session, paths []string) error {
+	_, err := h.updateMeta(ctx, h.held(r), func(_ *persistence.Session, m *sessionMeta) {
 		m.Instructions = append(m.Instructions, paths...)
 	})
 	return err
 }
 
-func (h *builderHost) Tools(sessionID string, s *persistence.Session) []provider.Tool {
-	return h.tools(h.kept(sessionID), s)
+func (h *builderHost) Tools(r *request.Session, s *persistence.Session) []provider.Tool {
+	return h.tools(h.held(r), s)
 }
 
 func (h *builderHost) Stream(ctx context.Context, sessionID string, model request.Model, req provider.Request) (*provider.Result, error) {

@@ -61,7 +61,9 @@ type session struct {
 
 // newSession is the state of a session this process starts keeping.
 func newSession(id string) *session {
-	return &session{id: id, req: request.Session{ID: id}}
+	sess := &session{id: id}
+	sess.req = request.Session{ID: id, Holder: sess}
+	return sess
 }
 
 // sessionTable is what this process keeps per session, by id.

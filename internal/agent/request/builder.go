@@ -30,7 +30,7 @@ func (b *Builder) ActiveView(ctx context.Context, sess *Session, c compaction.Co
 	var view []persistence.Message
 	var counted map[int64]int
 	var err error
-	if b.host.HoldsLease(sess.ID) {
+	if b.host.HoldsLease(sess) {
 		view, counted, err = sess.Cache.Sync(ctx, b.store, sessionID, c)
 	} else if view, err = b.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
 		counted, err = CountView(ctx, c, view)
@@ -40,7 +40,7 @@ func (b *Builder) ActiveView(ctx context.Context, sess *Session, c compaction.Co
 	}
 	if len(counted) > 0 {
 		// A cache: a failed write costs a recount next time, nothing else.
-		if err := b.host.Writes(sess.ID).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+		if err := b.host.Writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
 			b.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
 		}
 	}
@@ -74,31 +74,32 @@ type BuilderConfig struct {
 	ChildEnv           []string         // the environment the project probe runs with
 }
 
-// Host is what the builder asks of the agent that runs it, each by session
-// id: the agent holds the sessions, their leases and the connection.
+// Host is what the builder asks of the agent that runs it: the agent holds
+// the sessions (a Session's Holder is the agent's own), their leases and
+// the connection.
 type Host interface {
 	// Send sends an update to the client (unless the session's prompt was
 	// already answered); Capabilities are the client's.
-	Send(ctx context.Context, sessionID string, u acp.SessionUpdate)
+	Send(ctx context.Context, sess *Session, u acp.SessionUpdate)
 	Capabilities() acp.ClientCapabilities
 	// Record writes a lifecycle event to the frame log.
 	Record(ctx context.Context, sessionID string, kind persistence.EventKind, data any)
 	// Writes is the store the session's writes go to, fenced by its lease
 	// while this process holds it; HoldsLease says whether it does, and
 	// Briefly runs fn holding it (nothing when another process does).
-	Writes(sessionID string) Writer
-	HoldsLease(sessionID string) bool
-	Briefly(ctx context.Context, sessionID string, fn func(context.Context)) error
+	Writes(sess *Session) Writer
+	HoldsLease(sess *Session) bool
+	Briefly(ctx context.Context, sess *Session, fn func(context.Context)) error
 	// StoreError is the client's error for a failed store step.
 	StoreError(op string, err error) error
 	// Facts reads the session's stored settings; RecordUsage and
 	// RememberInstructions change them (RecordUsage returns the session's
 	// cost so far in the model's currency).
 	Facts(s *persistence.Session) Facts
-	RecordUsage(ctx context.Context, sessionID string, used int, model Model, u provider.Usage) (total float64, err error)
-	RememberInstructions(ctx context.Context, sessionID string, paths []string) error
+	RecordUsage(ctx context.Context, sess *Session, used int, model Model, u provider.Usage) (total float64, err error)
+	RememberInstructions(ctx context.Context, sess *Session, paths []string) error
 	// Tools are the schemas of the tools the session's model is offered.
-	Tools(sessionID string, s *persistence.Session) []provider.Tool
+	Tools(sess *Session, s *persistence.Session) []provider.Tool
 	// Stream makes a model request whose reply the client never sees (a
 	// summary), under the agent's retry policy.
 	Stream(ctx context.Context, sessionID string, model Model, req provider.Request) (*provider.Result, error)
@@ -185,12 +186,12 @@ func (b *Builder) Settings() compaction.Settings { return b.settings }
 
 // say tells the user something about the context window: a notice where
 // the client shows them, else a bracketed line of the reply.
-func (b *Builder) say(ctx context.Context, sessionID string, text string) {
+func (b *Builder) say(ctx context.Context, sess *Session, text string) {
 	if b.host.Capabilities().SupportsNotices() {
-		b.host.Send(ctx, sessionID, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
+		b.host.Send(ctx, sess, acp.Notice{Severity: "warning", Title: "Context window", Description: text}.Update())
 		return
 	}
-	b.host.Send(ctx, sessionID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
+	b.host.Send(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n")}})
 }
 
 // overflow is the error for a request that cannot fit the window: -32603
@@ -306,7 +307,7 @@ func (b *Builder) NestedInstructions(ctx context.Context, sess *Session, s *pers
 	for i, in := range found {
 		paths[i] = in.Path
 	}
-	if err := b.host.RememberInstructions(context.WithoutCancel(ctx), sess.ID, paths); err != nil {
+	if err := b.host.RememberInstructions(context.WithoutCancel(ctx), sess, paths); err != nil {
 		// The text is in the result and the prompt; a restart would offer
 		// it once more.
 		b.log.Warn("remembering loaded instruction files", zap.String("session", s.ID), zap.Error(err))
@@ -344,11 +345,11 @@ func (b *Builder) tellInstructions(ctx context.Context, sess *Session, ins []sys
 	if b.host.Capabilities().SupportsNotices() {
 		update = acp.Notice{Severity: "info", Title: title, Description: desc}.Update()
 	}
-	b.host.Send(ctx, sess.ID, update)
+	b.host.Send(ctx, sess, update)
 }
 
 // FixedTokens counts the head every request carries: system prompt and
 // tool schemas (kept per session while they and the counter stay).
 func (b *Builder) FixedTokens(sess *Session, s *persistence.Session, c compaction.Counter) int {
-	return sess.Cache.FixedTokens(c, b.SystemPrompt(sess, s), b.host.Tools(sess.ID, s))
+	return sess.Cache.FixedTokens(c, b.SystemPrompt(sess, s), b.host.Tools(sess, s))
 }

@@ -34,7 +34,7 @@ func (b *Builder) Compact(ctx context.Context, sess *Session, s *persistence.Ses
 	ref := NewID("cmp_")
 	b.host.Record(ctx, s.ID, persistence.EventCompactionStarted, map[string]any{"ref": ref, "manual": o.manual, "model": m.Model.Name})
 	if b.host.Capabilities().SupportsCompaction() {
-		b.host.Send(ctx, sess.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
+		b.host.Send(ctx, sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionInProgress}.Update())
 	}
 	persistCtx := context.WithoutCancel(ctx)
 	settings := settingsSnapshot(planned, m.Counter.Name(), ref, o.manual, o.focus)
@@ -49,7 +49,7 @@ func (b *Builder) Compact(ctx context.Context, sess *Session, s *persistence.Ses
 			for _, added := range p.Added {
 				added.TokenEncoding = m.Counter.Name()
 			}
-			if err := sess.Rewrite(func() error { return b.host.Writes(sess.ID).Compact(persistCtx, rec, p.Added) }); err != nil {
+			if err := sess.Rewrite(func() error { return b.host.Writes(sess).Compact(persistCtx, rec, p.Added) }); err != nil {
 				return nil, b.host.StoreError("compact", err)
 			}
 			b.log.Info("compacted", zap.String("session", s.ID), zap.String("policy", p.Policy),
@@ -64,7 +64,7 @@ func (b *Builder) Compact(ctx context.Context, sess *Session, s *persistence.Ses
 		for i := range p.Messages {
 			msg := p.Messages[i]
 			msg.SessionID, msg.TokenEncoding = s.ID, m.Counter.Name()
-			if err := sess.UpdateMessage(persistCtx, b.host.Writes(sess.ID), &msg); err != nil {
+			if err := sess.UpdateMessage(persistCtx, b.host.Writes(sess), &msg); err != nil {
 				return nil, b.host.StoreError("take old images out of the context", err)
 			}
 		}
@@ -142,7 +142,7 @@ func (b *Builder) summarizer(sessionID string, model Model) compaction.Summarize
 func (b *Builder) reportCompaction(ctx context.Context, sess *Session, s *persistence.Session, m Meter, ref string, res compaction.Result, ratio float64, err error) {
 	if ctx.Err() != nil {
 		if b.host.Capabilities().SupportsCompaction() {
-			b.host.Send(context.WithoutCancel(ctx), sess.ID, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
+			b.host.Send(context.WithoutCancel(ctx), sess, acp.CompactionUpdate{CompactionID: ref, Status: acp.CompactionCancelled}.Update())
 		}
 		return
 	}
@@ -193,15 +193,15 @@ func (b *Builder) reportCompaction(ctx context.Context, sess *Session, s *persis
 			}
 			u.Summary = []acp.ContentBlock{acp.TextBlock(summary)}
 		}
-		b.host.Send(ctx, sess.ID, u.Update())
+		b.host.Send(ctx, sess, u.Update())
 	} else {
 		// Its own message: it must not merge into the reply around it.
-		b.host.Send(ctx, sess.ID, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
+		b.host.Send(ctx, sess, acp.SessionUpdate{AgentMessageChunk: &acp.ContentChunk{Content: acp.TextBlock("[" + text + "]\n\n"), MessageID: ref}})
 	}
 	if (len(res.Plans) > 0 || res.Images != nil) && m.Settings.Window > 0 {
 		// In the provider's units: our count scaled as its last report was.
 		used := int(float64(res.Tokens) * ratio)
-		b.host.Send(ctx, sess.ID, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
+		b.host.Send(ctx, sess, acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: used, Size: m.Settings.Window}})
 	}
 }
 
@@ -245,7 +245,7 @@ func (b *Builder) CompactOnLoad(ctx context.Context, sess *Session, s *persisten
 	if _, over := b.overOnLoad(sess, s, m, view); !over {
 		return
 	}
-	err = b.host.Briefly(ctx, sess.ID, func(ctx context.Context) {
+	err = b.host.Briefly(ctx, sess, func(ctx context.Context) {
 		view, err := b.ActiveView(ctx, sess, m.Counter)
 		if err != nil {
 			b.log.Warn("compaction check on load", zap.String("session", s.ID), zap.Error(err))

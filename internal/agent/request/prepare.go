@@ -191,10 +191,10 @@ func (b *Builder) RecoverOverflow(ctx context.Context, sess *Session, s *persist
 		text += fmt.Sprintf(" The configured window of %d is larger than what the server takes: set CROW_CONTEXT_WINDOW (or context_window) to %d or less, or give the server a larger context; each new process starts from the configured value again.", old, remembered)
 	}
 	if !b.settings.Auto {
-		b.say(ctx, sess.ID, text+" Automatic compaction is off: run /compact or start a new session.")
+		b.say(ctx, sess, text+" Automatic compaction is off: run /compact or start a new session.")
 		return o.Err
 	}
-	b.say(ctx, sess.ID, text+" Compacting the conversation and trying again once.")
+	b.say(ctx, sess, text+" Compacting the conversation and trying again once.")
 
 	// The rest of the turn is measured against the window just named
 	// (learned, it is the model's window anyway).
@@ -271,7 +271,7 @@ func (b *Builder) DetectTruncation(ctx context.Context, sess *Session, s *persis
 	b.log.Warn("the model endpoint silently truncated the prompt; using what it kept as the context window",
 		zap.String("session", s.ID), zap.String("model", model.Name), zap.Int("sent", sent), zap.Int("kept", reported))
 	if !known {
-		b.say(ctx, sess.ID, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
+		b.say(ctx, sess, fmt.Sprintf("Warning: the model endpoint kept only %d of the about %d tokens sent (Ollama truncates silently past its num_ctx), so it did not see the whole conversation. crow-acp now uses %d tokens as %s's context window and compacts to fit; raise num_ctx (or OLLAMA_CONTEXT_LENGTH) to keep more.",
 			reported, sent, reported, model.Name))
 	}
 	return true
@@ -320,14 +320,14 @@ func (b *Builder) reportUsage(ctx context.Context, sess *Session, s *persistence
 		used = u.PromptTokens + u.CompletionTokens
 	}
 	update := &acp.UsageUpdate{Used: used, Size: model.ContextWindow}
-	total, err := b.host.RecordUsage(context.WithoutCancel(ctx), sess.ID, used, model, *u)
+	total, err := b.host.RecordUsage(context.WithoutCancel(ctx), sess, used, model, *u)
 	switch {
 	case err != nil:
 		b.log.Warn("cannot record the session's usage and cost", zap.String("session", s.ID), zap.Error(err))
 	case model.Priced():
 		update.Cost = &acp.Cost{Amount: total, Currency: model.Currency}
 	}
-	b.host.Send(ctx, sess.ID, acp.SessionUpdate{UsageUpdate: update})
+	b.host.Send(ctx, sess, acp.SessionUpdate{UsageUpdate: update})
 }
 
 // LastUsage is the usage update that shows a reopened session's context:

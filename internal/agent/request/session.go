@@ -20,6 +20,9 @@ import (
 // prompt is built from. The agent keeps one per session it holds.
 type Session struct {
 	ID string
+	// Holder is what the host keeps for the session (the agent's own
+	// state of it), handed back to the host with each call; nil: none.
+	Holder any
 
 	mu sync.Mutex
 	// turn is the running turn (BeginTurn; compared, never read): the
