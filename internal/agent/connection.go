@@ -65,7 +65,7 @@ func New(client acp.Client, store Store, model provider.Client, cfg Config, log 
 	a.turns.subagent = a.turns.runSubagent
 	host := &builderHost{core: c, auth: auth, tools: a.turns.toolDefinitions}
 	c.build = request.NewBuilder(host, store, c.models, settings, request.BuilderConfig{NoTools: cfg.NoTools, Now: cfg.Now,
-		SystemPrompt: cfg.SystemPrompt, SystemPromptAppend: cfg.SystemPromptAppend, ChildEnv: cfg.ChildEnv}, log)
+		SystemPrompt: cfg.SystemPrompt, SystemPromptAppend: cfg.SystemPromptAppend, ChildEnv: cfg.ChildEnv, ModeText: modeForModel}, log)
 	a.lifecycle = &lifecycle{core: c, undo: undo}
 	a.turns.slash = a.slashCommand
 	a.lifecycle.commands = a.availableCommands

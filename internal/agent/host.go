@@ -52,7 +52,7 @@ func (h *builderHost) StoreError(op string, err error) error { return storeError
 
 func (h *builderHost) Facts(s *persistence.Session) request.Facts {
 	m := decodeMeta(s.Metadata)
-	f := request.Facts{Model: m.Model, Mode: modeForModel(currentMode(m)), Instructions: m.Instructions, Used: m.Used, Cost: m.Cost}
+	f := request.Facts{Model: m.Model, Mode: currentMode(m), Instructions: m.Instructions, Used: m.Used, Cost: m.Cost}
 	if cp := m.SystemPrompt; cp != nil {
 		f.ClientPrompt = &request.ClientPrompt{Override: cp.Mode == acp.SystemPromptOverride, Text: cp.Text}
 	}

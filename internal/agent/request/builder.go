@@ -72,6 +72,8 @@ type BuilderConfig struct {
 	SystemPrompt       string           // replaces the tier's workflow ("": the built-in one)
 	SystemPromptAppend string           // added after it
 	ChildEnv           []string         // the environment the project probe runs with
+	// ModeText is what the system prompt tells the model of a session mode.
+	ModeText func(mode string) string
 }
 
 // Host is what the builder asks of the agent that runs it: the agent holds
@@ -117,7 +119,7 @@ type Writer interface {
 // Facts are what the builder reads of a session's stored settings.
 type Facts struct {
 	Model        string        // the model the session uses
-	Mode         string        // the session mode, as the system prompt tells it
+	Mode         string        // the session mode (BuilderConfig.ModeText tells it the model)
 	ClientPrompt *ClientPrompt // the client's systemPrompt (nil: none)
 	Instructions []string      // nested instruction files loaded so far
 	Used         int           // the last request's tokens
@@ -258,7 +260,7 @@ func (b *Builder) SystemPrompt(sess *Session, s *persistence.Session) string {
 	model := b.models.Named(meta.Model)
 	tier := sysprompt.TierFor(model.ContextWindow)
 	env, ins, _ := b.facts(sess, s, tier)
-	p := sysprompt.Session{Tier: tier, Base: b.cfg.SystemPrompt, Model: model.Name, Mode: meta.Mode, Env: env.wait(), Instructions: ins}
+	p := sysprompt.Session{Tier: tier, Base: b.cfg.SystemPrompt, Model: model.Name, Mode: b.cfg.ModeText(meta.Mode), Env: env.wait(), Instructions: ins}
 	if model.SystemPrompt != "" {
 		p.Base = model.SystemPrompt
 	}
