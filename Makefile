@@ -5,8 +5,9 @@ export CGO_ENABLED := 1
 GO ?= go
 BIN := bin
 
-# Packages that run concurrent code, tested again under the race detector
-# by make test. compaction is left out: it starts no goroutines, and its
+# Packages that run concurrent code: make test runs their tests under the
+# race detector, and every other package's tests without it (each test
+# runs once). compaction is left out: it starts no goroutines, and its
 # property tests take minutes under -race on two cores.
 RACE_PKGS := ./acp/... ./internal/agent/... ./internal/provider/... ./internal/framelog/... \
 	./internal/persistence/... ./internal/fixture/ ./internal/syncbuf/
@@ -79,7 +80,7 @@ test:
 	$(GO) vet ./...
 	@if [ -z "$$CROW_TEST_POSTGRES_URL" ]; then \
 		echo "NOTE: CROW_TEST_POSTGRES_URL is not set: the PostgreSQL tests are skipped (see README, PostgreSQL)"; fi
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$({ $(GO) list ./...; $(GO) list $(RACE_PKGS); } | sort | uniq -u)
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_BUDGET=$(FUZZ_SHORT)
