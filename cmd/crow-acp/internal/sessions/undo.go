@@ -123,11 +123,3 @@ func withSession(ctx context.Context, cfg *config.Settings, w IO, id string, fn 
 	}
 	return fn(fenced)
 }
-
-// CheckpointLine is what `sessions show` says of a session's checkpoints.
-func CheckpointLine(st persistence.CheckpointStats) string {
-	if st.Files == 0 && st.Trees == 0 {
-		return "checkpoints: none"
-	}
-	return fmt.Sprintf("checkpoints: %d files, %d work-tree snapshots, %d bytes kept", st.Files, st.Trees, st.Bytes)
-}
