@@ -19,34 +19,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// ActiveView returns the model's current view (active messages only: the
-// rebuild never reads compacted history) with token counts made with c,
-// counting (and caching in the store) those that are missing or were made
-// with another tokenizer. Under the session's lease it is the kept view
-// brought up to date; otherwise it is read afresh. The result is shared:
-// callers must not change its messages.
-func (b *Builder) ActiveView(ctx context.Context, sess *Session, c compaction.Counter) ([]persistence.Message, error) {
-	sessionID := sess.ID
-	var view []persistence.Message
-	var counted map[int64]int
-	var err error
-	if b.host.HoldsLease(sess) {
-		view, counted, err = sess.Cache.Sync(ctx, b.store, sessionID, c)
-	} else if view, err = b.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
-		counted, err = CountView(ctx, c, view)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(counted) > 0 {
-		// A cache: a failed write costs a recount next time, nothing else.
-		if err := b.host.Writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
-			b.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
-		}
-	}
-	return view, nil
-}
-
 // Builder builds each model request of a session from the store: the
 // context rebuilt from the stored messages, measured against the model's
 // window, compacted when it would not fit, with the system prompt and the
@@ -136,6 +108,12 @@ type ClientPrompt struct {
 // NewBuilder returns a builder of requests to models against store, with
 // the compaction thresholds of settings.
 func NewBuilder(host Host, store MessageReader, models *Models, settings compaction.Settings, cfg BuilderConfig, log *zap.Logger) *Builder {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ModeText == nil {
+		cfg.ModeText = func(mode string) string { return mode }
+	}
 	return &Builder{host: host, store: store, models: models, settings: settings, cfg: cfg, log: log,
 		counters: make(map[string]compaction.Counter)}
 }
@@ -175,6 +153,34 @@ func (b *Builder) SetCounter(m Model, c compaction.Counter) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.counters[m.Name+"\x00"+m.Tokenizer] = c
+}
+
+// ActiveView returns the model's current view (active messages only: the
+// rebuild never reads compacted history) with token counts made with c,
+// counting (and caching in the store) those that are missing or were made
+// with another tokenizer. Under the session's lease it is the kept view
+// brought up to date; otherwise it is read afresh. The result is shared:
+// callers must not change its messages.
+func (b *Builder) ActiveView(ctx context.Context, sess *Session, c compaction.Counter) ([]persistence.Message, error) {
+	sessionID := sess.ID
+	var view []persistence.Message
+	var counted map[int64]int
+	var err error
+	if b.host.HoldsLease(sess) {
+		view, counted, err = sess.Cache.Sync(ctx, b.store, sessionID, c)
+	} else if view, err = b.store.Messages(ctx, sessionID, persistence.MessageFilter{ActiveOnly: true}); err == nil {
+		counted, err = CountView(ctx, c, view)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(counted) > 0 {
+		// A cache: a failed write costs a recount next time, nothing else.
+		if err := b.host.Writes(sess).SetTokenCounts(context.WithoutCancel(ctx), sessionID, c.Name(), counted); err != nil {
+			b.log.Warn("caching token counts", zap.String("session", sessionID), zap.Error(err))
+		}
+	}
+	return view, nil
 }
 
 // SessionModel is the model a session uses now.
