@@ -11,7 +11,6 @@ import (
 	"github.com/crow-acp/crow-acp/internal/checkpoint"
 	"github.com/crow-acp/crow-acp/internal/persistence"
 	"github.com/crow-acp/crow-acp/internal/persistence/backend"
-	"github.com/crow-acp/crow-acp/internal/persistence/postgres/pgtest"
 )
 
 // TestUndoCommandLine: on each store, a turn that ran `sed -i` in a git
@@ -22,15 +21,12 @@ func TestUndoCommandLine(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	stores := map[string]func(t *testing.T) string{
-		"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "crow.db") },
-	}
-	if os.Getenv(pgtest.EnvVar) != "" {
-		stores["postgres"] = func(t *testing.T) string { return pgtest.URL(t) }
-	}
-	for name, db := range stores {
-		t.Run(name, func(t *testing.T) { testUndoCommandLine(t, db(t)) })
-	}
+	onBothStores(t, func(t *testing.T, dsn string) {
+		if dsn == "" {
+			dsn = filepath.Join(t.TempDir(), "crow.db")
+		}
+		testUndoCommandLine(t, dsn)
+	})
 }
 
 func testUndoCommandLine(t *testing.T, db string) {
